@@ -1,0 +1,189 @@
+# trainshim build.  Everything is found by wildcard so that adding a file
+# never needs a Makefile edit:
+#   shim/*.c hooks/*.c          -> build/libtrainshim.so (and build/libtscore.a for unit tests)
+#   tools/*.c                   -> build/trainshim
+#   tests/emu/<lib>/*.c         -> build/emu/<soname>   (CPU emulator of the CUDA stack)
+#   tests/<suite>/test_*.c|.cu  -> build/tests/<suite>/test_*   (run by tests/run.sh)
+#   tests/workloads/*.cu        -> build/workloads/*
+#   tests/bench/bench_*.c       -> build/bench/bench_*
+
+CUDA_HOME ?= /usr/local/cuda
+CC        ?= gcc
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+B         ?= build
+SAN       ?=
+OPT       ?= -O2
+# -fno-omit-frame-pointer: stacks stay cheap to unwind, sanitizer reports stay readable.
+BASECFLAGS := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror -fPIC -fno-omit-frame-pointer \
+              -D_GNU_SOURCE -I$(CUDA_HOME)/include $(SAN)
+CFLAGS    ?=
+ALLCFLAGS := $(BASECFLAGS) $(CFLAGS)
+NVCCFLAGS ?= -O2 -cudart shared -Xcompiler -fPIC,-Wall -Wno-deprecated-gpu-targets
+LDSAN     := $(SAN)
+
+.PHONY: all emu shim tools tests bench test demo check-toolkit setup clean fuzz stress san-test
+all: check-toolkit emu shim tools tests
+
+check-toolkit:
+	@test -f $(CUDA_HOME)/include/cuda.h || { echo "trainshim: error: CUDA toolkit not found at CUDA_HOME=$(CUDA_HOME) (need include/cuda.h); install it or set CUDA_HOME" >&2; exit 1; }
+
+# ---------------------------------------------------------------- emulator
+EMU := $(B)/emu
+EMU_COMMON_SRC := $(wildcard tests/emu/common/*.c)
+EMUCFLAGS := $(ALLCFLAGS) -Itests/emu -pthread
+
+# lib-name  soname  version-node(empty = unversioned)  symbol-list  stub-error-code
+EMU_LIBS := cuda cudart nccl cublas cublasLt cupti
+soname_cuda := libcuda.so.1
+soname_cudart := libcudart.so.13
+soname_nccl := libnccl.so.2
+soname_cublas := libcublas.so.13
+soname_cublasLt := libcublasLt.so.13
+soname_cupti := libcupti.so.13
+vnode_cuda :=
+vnode_cudart := libcudart.so.13
+vnode_nccl :=
+vnode_cublas := libcublas.so.13
+vnode_cublasLt := libcublasLt.so.13
+vnode_cupti := libcupti.so.13
+dir_cuda := driver
+dir_cudart := runtime
+dir_nccl := nccl
+dir_cublas := cublas
+dir_cublasLt := cublaslt
+dir_cupti := cupti
+# error code an unimplemented entry point returns (cudaErrorNotSupported, CUDA_ERROR_NOT_SUPPORTED,
+# ncclInvalidUsage, CUBLAS_STATUS_NOT_SUPPORTED, CUPTI_ERROR_NOT_SUPPORTED)
+stuberr_cuda := 801
+stuberr_cudart := 801
+stuberr_nccl := 5
+stuberr_cublas := 15
+stuberr_cublasLt := 15
+stuberr_cupti := 27
+# the driver also exports the emu* control API and the driver proc table
+extra_exports_cuda := emu*;
+
+define EMU_LIB_RULES
+EMU_SRC_$(1) := $$(wildcard tests/emu/$$(dir_$(1))/*.c)
+EMU_OBJ_$(1) := $$(patsubst %.c,$(B)/obj/%.o,$$(EMU_SRC_$(1)) $(EMU_COMMON_SRC)) \
+                $(B)/gen/emu/stubs_$(1).o $$(if $$(filter cuda,$(1)),$(B)/gen/emu/proctable_cuda.o)
+$(B)/gen/emu/stubs_$(1).c: tests/emu/symbols/$(1).txt scripts/gen-emu-stubs.sh
+	@mkdir -p $$(@D)
+	bash scripts/gen-emu-stubs.sh stubs $$< $(soname_$(1)) $(stuberr_$(1)) > $$@
+$(B)/gen/emu/$(1).map: tests/emu/symbols/$(1).txt scripts/gen-emu-stubs.sh
+	@mkdir -p $$(@D)
+	bash scripts/gen-emu-stubs.sh map $$< "$(vnode_$(1))" "$(extra_exports_$(1))" > $$@
+$(EMU)/$(soname_$(1)): $$(EMU_OBJ_$(1)) $(B)/gen/emu/$(1).map
+	@mkdir -p $$(@D)
+	$(CC) -shared -o $$@ $$(EMU_OBJ_$(1)) -Wl,-soname,$(soname_$(1)) -Wl,-Bsymbolic \
+	  -Wl,--version-script=$(B)/gen/emu/$(1).map -Wl,--no-undefined -pthread -ldl -lm -lrt $(LDSAN)
+	ln -sf $(soname_$(1)) $(EMU)/lib$(1).so
+endef
+$(foreach l,$(EMU_LIBS),$(eval $(call EMU_LIB_RULES,$(l))))
+
+$(B)/gen/emu/proctable_cuda.c: tests/emu/symbols/cuda.txt tests/emu/symbols/emu.txt scripts/gen-emu-stubs.sh
+	@mkdir -p $(@D)
+	bash scripts/gen-emu-stubs.sh proctable tests/emu/symbols/cuda.txt tests/emu/symbols/emu.txt > $@
+
+$(B)/gen/%.o: $(B)/gen/%.c
+	$(CC) $(EMUCFLAGS) -Wno-builtin-declaration-mismatch -c -o $@ $<
+$(B)/obj/tests/emu/%.o: tests/emu/%.c $(wildcard tests/emu/*.h tests/emu/*/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(EMUCFLAGS) -c -o $@ $<
+
+EMU_TARGETS := $(foreach l,$(EMU_LIBS),$(EMU)/$(soname_$(l)))
+emu: check-toolkit $(EMU_TARGETS)
+
+# ---------------------------------------------------------------- shim
+SHIM_SRC := $(wildcard shim/*.c hooks/*.c)
+SHIM_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(SHIM_SRC))
+CORE_SRC := $(wildcard shim/*.c)
+CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC))
+SHIMCFLAGS := $(ALLCFLAGS) -fvisibility=hidden -Ishim -Ihooks -pthread
+SHIM_LIBS := -ldl -lpthread -lm -lrt $(shell pkg-config --libs libunwind 2>/dev/null)
+
+$(B)/obj/shim/%.o: shim/%.c $(wildcard shim/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(SHIMCFLAGS) -c -o $@ $<
+$(B)/obj/hooks/%.o: hooks/%.c $(wildcard shim/*.h hooks/*.h hooks/*.def)
+	@mkdir -p $(@D)
+	$(CC) $(SHIMCFLAGS) -c -o $@ $<
+$(B)/libtrainshim.so: $(SHIM_OBJ)
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(SHIM_OBJ) -Wl,-soname,libtrainshim.so -Wl,--no-undefined $(SHIM_LIBS) $(LDSAN)
+$(B)/libtscore.a: $(CORE_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@; ar rcs $@ $(CORE_OBJ)
+shim: check-toolkit $(if $(SHIM_SRC),$(B)/libtrainshim.so $(B)/libtscore.a)
+
+# ---------------------------------------------------------------- tools
+TOOLS_SRC := $(wildcard tools/*.c)
+TOOLS_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(TOOLS_SRC))
+$(B)/obj/tools/%.o: tools/%.c $(wildcard tools/*.h shim/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(ALLCFLAGS) -Ishim -Itools -c -o $@ $<
+$(B)/trainshim: $(TOOLS_OBJ) $(if $(CORE_SRC),$(B)/libtscore.a)
+	$(CC) -o $@ $(TOOLS_OBJ) $(if $(CORE_SRC),$(B)/libtscore.a) $(SHIM_LIBS) $(shell pkg-config --libs libdw 2>/dev/null) $(LDSAN)
+tools: $(if $(TOOLS_SRC),$(B)/trainshim)
+
+# ---------------------------------------------------------------- tests
+# C tests link against the REAL toolkit's libraries (versioned references) and
+# run on the emulator through LD_LIBRARY_PATH=build/emu; emu.h comes from the
+# emulated driver, hence -L$(EMU) -lcuda.
+EMU_TEST_SRC   := $(wildcard tests/emu/tests/test_*.c tests/emu/tests/test_*.cu)
+OTHER_TEST_SRC := $(filter-out tests/emu/%,$(wildcard tests/*/test_*.c tests/*/test_*.cu))
+TEST_BIN := $(patsubst tests/emu/tests/%,$(B)/tests/emu/%,$(basename $(EMU_TEST_SRC))) \
+            $(patsubst tests/%,$(B)/tests/%,$(basename $(OTHER_TEST_SRC)))
+CUDA_LINK := -L$(CUDA_HOME)/lib64 -lcudart -lcublas -lcublasLt -lnccl -L$(EMU) -lcuda \
+             -Wl,-rpath-link,$(CUDA_HOME)/lib64 -pthread -ldl -lm -lrt
+TESTCFLAGS := $(ALLCFLAGS) -Itests/emu -Itests -Ishim -Ihooks -Wno-error=unused-parameter -pthread
+
+$(B)/tests/emu/%: tests/emu/tests/%.c $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)
+	@mkdir -p $(@D)
+	$(CC) $(TESTCFLAGS) -o $@ $< $(CUDA_LINK) $(LDSAN)
+$(B)/tests/emu/%: tests/emu/tests/%.cu $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -Itests/emu -Itests -o $@ $< -L$(CUDA_HOME)/lib64 -lcublas -lnccl -L$(EMU) -lcuda
+$(B)/tests/unit/%: tests/unit/%.c $(wildcard shim/*.h tests/*.h) $(B)/libtscore.a
+	@mkdir -p $(@D)
+	$(CC) $(TESTCFLAGS) -o $@ $< $(B)/libtscore.a $(SHIM_LIBS) $(LDSAN)
+$(B)/tests/%: tests/%.c $(wildcard tests/emu/*.h tests/*.h shim/*.h) | $(EMU_TARGETS)
+	@mkdir -p $(@D)
+	$(CC) $(TESTCFLAGS) -o $@ $< $(CUDA_LINK) $(LDSAN)
+$(B)/tests/%: tests/%.cu $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -Itests/emu -Itests -o $@ $< -L$(CUDA_HOME)/lib64 -lcublas -lnccl -L$(EMU) -lcuda
+
+WORKLOAD_CU  := $(wildcard tests/workloads/*.cu)
+WORKLOAD_BIN := $(patsubst tests/workloads/%.cu,$(B)/workloads/%,$(WORKLOAD_CU))
+$(B)/workloads/%: tests/workloads/%.cu $(wildcard tests/workloads/*.h tests/emu/emu.h) | $(EMU_TARGETS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -Itests/emu -o $@ $< -L$(CUDA_HOME)/lib64 -lcublas -lnccl -ldl
+
+tests: $(TEST_BIN) $(WORKLOAD_BIN)
+
+# ---------------------------------------------------------------- bench
+BENCH_SRC := $(wildcard tests/bench/bench_*.c)
+BENCH_BIN := $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
+$(B)/bench/%: tests/bench/%.c $(wildcard tests/emu/*.h shim/*.h) $(B)/libtscore.a | $(EMU_TARGETS)
+	@mkdir -p $(@D)
+	$(CC) $(TESTCFLAGS) -O2 -o $@ $< $(B)/libtscore.a $(CUDA_LINK) $(SHIM_LIBS)
+
+# ---------------------------------------------------------------- entry points
+setup:
+	bash scripts/setup.sh
+
+test: setup
+	$(MAKE) all
+	bash tests/run.sh
+
+demo: setup
+	$(MAKE) all
+	bash scripts/demo.sh
+
+bench: setup
+	$(MAKE) all $(BENCH_BIN)
+	bash tests/bench/run.sh
+
+clean:
+	rm -rf $(B)

@@ -1,0 +1,57 @@
+/* core.h: the small core API the hooks call.  The core knows nothing of which
+ * symbol was called: hooks pass an API id (an index in the hook table,
+ * hooks/hooks.def) and the raw facts.  All functions are safe to call from any
+ * thread, from inside a hook, and before initialization (they initialize
+ * lazily or do nothing). */
+#ifndef TRAINSHIM_CORE_H
+#define TRAINSHIM_CORE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TS_EXPORT __attribute__((visibility("default")))
+#define TS_HIDDEN __attribute__((visibility("hidden")))
+#define ts_likely(x) __builtin_expect(!!(x), 1)
+#define ts_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- process life (shim/process.c) ------------------------------------- */
+/* True when the shim does more than pass through: TRAINSHIM is not 0, the
+ * process was initialized, and no internal error forced passthrough.  Cheap:
+ * one load after the first call. */
+bool ts_active(void);
+/* Called by the shim itself on an internal problem: prints one
+ * "trainshim: error: ..." line and turns every hook into passthrough. */
+void ts_fallback_passthrough(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Re-entry: only the outermost call of a thread is accounted.  A hook does
+ *     if (ts_enter()) { ...account...; r = real(...); ...; } else r = real(...);
+ *     ts_leave();
+ * ts_enter() returns true for the outermost call; the core's own CUDA calls
+ * run inside ts_enter/ts_leave too, so they are never seen as user calls. */
+extern __thread int ts_tls_depth;
+static inline bool ts_enter(void) { return ts_tls_depth++ == 0; }
+static inline void ts_leave(void) { ts_tls_depth--; }
+
+/* Monotonic nanoseconds (CLOCK_MONOTONIC). */
+uint64_t ts_now_ns(void);
+
+/* ---- messages (shim/msg.c): one prefix, "trainshim: " ------------------- */
+void ts_msg(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define ts_warn(...)  ts_msg("warning", __VA_ARGS__)
+#define ts_error(...) ts_msg("error", __VA_ARGS__)
+#define ts_info(...)  ts_msg(NULL, __VA_ARGS__)
+
+/* ---- events (shim/events.c over shim/log.c) ----------------------------- */
+/* The hooks register their symbol names once so the log can name API ids. */
+void ts_register_apis(const char *const *names, int count);
+
+enum ts_copy_dir { TS_H2D = 1, TS_D2H = 2, TS_D2D = 3, TS_H2H = 4, TS_PEER = 5, TS_DEFAULT_DIR = 6 };
+enum ts_host_kind { TS_HOST_UNKNOWN = 0, TS_HOST_PAGEABLE = 1, TS_HOST_PINNED = 2, TS_HOST_NONE = 3 };
+
+void ts_ev_alloc(int api, int device, uint64_t ptr, uint64_t size, uint64_t stream, int result);
+void ts_ev_free(int api, int device, uint64_t ptr, uint64_t stream, int result);
+void ts_ev_copy(int api, int dir, uint64_t bytes, int host_kind, uint64_t stream, bool async,
+                uint64_t duration_ns, int result);
+/* An error returned to the program by any hooked call. */
+void ts_ev_error(int api, int result);
+#endif

@@ -1,0 +1,131 @@
+/* emu_driver.h: the contract between the parts of the emulated driver
+ * (build/emu/libcuda.so.1).  Internal: nothing here is exported (the version
+ * script exports only the real driver's names and emu*).
+ *
+ * Files and owners of each concern:
+ *   core.c      init, EMU_* environment, counters, fault injection, entry
+ *               accounting, cuGetProcAddress, cuInit/cuDriverGetVersion,
+ *               error strings, devices and their attributes, contexts
+ *   exec*.c     streams and their worker threads, jitter, events, copies,
+ *               memset, kernels (registry, launch, cuFuncGetParamInfo),
+ *               host functions, stream capture and graphs, the fault guard
+ *               that turns a SIGSEGV in device memory into a sticky error
+ *   mem*.c      the device address space, cuMemAlloc/Free, VMM
+ *               (reserve/create/map/access/unmap/release/export/import),
+ *               pinned host registry, managed memory, pointer attributes,
+ *               legacy IPC, stream-ordered allocation (cuMemAllocAsync, pools)
+ */
+#ifndef EMU_DRIVER_H
+#define EMU_DRIVER_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "emu.h"
+
+#define EMU_MAX_DEVICES 8
+
+/* ------------------------------------------------------------------ core.c */
+struct emu_config {
+    int devices;               /* EMU_DEVICES (1) */
+    size_t device_memory;      /* EMU_DEVICE_MEMORY (80 GiB), bytes per device */
+    unsigned jitter_us;        /* EMU_JITTER_US (0): max random delay before each stream op */
+    uint64_t seed;             /* EMU_SEED (1) */
+    double pinned_gbps;        /* EMU_PINNED_GBPS (0 = no bandwidth model) */
+    double pageable_gbps;      /* EMU_PAGEABLE_GBPS (0) */
+    double nvlink_gbps;        /* EMU_LINK_GBPS (0): NCCL/peer simulated link */
+    char device_name[256];     /* EMU_DEVICE_NAME ("NVIDIA H100 80GB HBM3") */
+};
+extern struct emu_config emu_cfg;
+
+/* Idempotent, thread-safe; every entry point calls it (through EMU_ENTRY). */
+void emu_init(void);
+
+/* Entry accounting: counts calls.<name> and applies fault injection.  Every
+ * exported driver function starts with
+ *     EMU_ENTRY(cuMemAlloc_v2);
+ * which returns the injected error if a fault rule fires.  The per-call-site
+ * static keeps it to one atomic add on the hot path. */
+struct emu_entry_slot;
+CUresult emu_entry(struct emu_entry_slot **slot, const char *name);
+#define EMU_ENTRY(name) do { static struct emu_entry_slot *emu_slot_; \
+        CUresult emu_rc_ = emu_entry(&emu_slot_, #name); \
+        if (emu_rc_ != CUDA_SUCCESS) return emu_rc_; } while (0)
+
+/* Counters (emuAddCounter is the exported form). */
+void emu_counter_add(const char *name, uint64_t delta);
+void emu_counter_max(const char *name, uint64_t value);   /* keeps the maximum */
+
+/* Current device of the calling thread (context current, default 0). */
+int emu_current_device(void);
+/* Validates an ordinal: CUDA_ERROR_INVALID_DEVICE if out of range. */
+CUresult emu_check_device(int dev);
+
+/* Sticky error (a fault in a kernel or copy): once set, every later call that
+ * synchronizes reports it, as on a GPU. */
+void emu_set_sticky(CUresult err);
+CUresult emu_sticky(void);
+
+/* Deterministic per-thread random numbers from EMU_SEED. */
+uint64_t emu_rand(void);
+
+/* Prints "emu: <message>" once per call site. */
+#define EMU_WARN_ONCE(...) do { static int said_; \
+        if (!__atomic_exchange_n(&said_, 1, __ATOMIC_RELAXED)) emu_warn(__VA_ARGS__); } while (0)
+void emu_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ------------------------------------------------------------------ exec*.c */
+/* An operation queued on a stream runs later on that stream's worker thread,
+ * after the jitter delay, in FIFO order, honouring legacy-stream semantics.
+ * fn runs inside the fault guard: a SIGSEGV on a device address becomes the
+ * sticky CUDA_ERROR_ILLEGAL_ADDRESS.  While the stream captures, the op is
+ * recorded into the graph instead and runs at each launch.  `name` is for
+ * diagnostics.  Returns CUDA_ERROR_INVALID_HANDLE for an unknown stream. */
+typedef void (*emu_op_fn)(void *arg);
+CUresult emu_stream_enqueue(CUstream s, emu_op_fn fn, void *arg, void (*free_arg)(void *),
+                            const char *name);
+/* Waits for everything queued so far on s (resolving 0 / per-thread handles). */
+CUresult emu_stream_sync(CUstream s);
+/* Waits for every stream of device dev (cuCtxSynchronize, cuMemFree). */
+CUresult emu_device_sync(int dev);
+/* Capture state of a stream: 1 if capturing, 0 if not, <0 on a bad handle. */
+int emu_stream_is_capturing(CUstream s);
+/* A "potentially unsafe" call (cuMemAlloc, cuMemFree, sync copies...) made
+ * while some stream captures in global mode (or in this thread's mode):
+ * returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture,
+ * or CUDA_SUCCESS when allowed. */
+CUresult emu_capture_check_unsafe(void);
+/* Device that owns a stream (for stream-ordered allocation). */
+int emu_stream_device(CUstream s);
+
+/* ------------------------------------------------------------------ mem*.c */
+/* The device address space: one reserved host range per device; a device
+ * pointer is a host address inside it, dereferenceable where mapped and
+ * accessible. */
+bool emu_is_device_addr(uintptr_t p);
+int emu_addr_device(uintptr_t p);            /* owning device or -1 */
+
+enum emu_mem_kind {
+    EMU_MEM_PAGEABLE = 1,   /* ordinary host memory */
+    EMU_MEM_PINNED = 2,     /* cuMemHostAlloc / cuMemHostRegister */
+    EMU_MEM_DEVICE = 3,
+    EMU_MEM_MANAGED = 5,    /* numbering as CUPTI's memory kinds */
+    EMU_MEM_INVALID = 0     /* inside the device range but not allocated */
+};
+/* Classifies p (and checks [p, p+len) lies in one allocation for device and
+ * pinned kinds; len 0 skips the extent check). */
+enum emu_mem_kind emu_classify(const void *p, size_t len);
+
+/* For copies and memsets at enqueue time: CUDA_SUCCESS if [p, p+len) is
+ * allocated device (or managed) memory, CUDA_ERROR_INVALID_VALUE otherwise.
+ * Access rights are not checked here: touching a mapping without access
+ * faults when the op runs (sticky illegal address), as on a GPU. */
+CUresult emu_check_device_range(uintptr_t p, size_t len);
+
+/* Managed memory: called by copies and kernels that touch [p, p+len) on the
+ * device (to_device=1) or host; counts page migrations. No-op elsewhere. */
+void emu_managed_touch(uintptr_t p, size_t len, int to_device);
+
+#endif
