@@ -52,6 +52,10 @@ void ts_ev_alloc(int api, int device, uint64_t ptr, uint64_t size, uint64_t stre
 void ts_ev_free(int api, int device, uint64_t ptr, uint64_t stream, int result);
 void ts_ev_copy(int api, int dir, uint64_t bytes, int host_kind, uint64_t stream, bool async,
                 uint64_t duration_ns, int result);
+/* Device properties, once per device when the process first uses it (the log
+ * header lists them). */
+void ts_ev_device(int device, const char *name, uint64_t total_mem, int cc_major, int cc_minor,
+                  int sm_count, const char *pci_bus_id);
 /* An error returned to the program by any hooked call. */
 void ts_ev_error(int api, int result);
 #endif
