@@ -28,7 +28,9 @@ void ts_fallback_passthrough(const char *fmt, ...) __attribute__((format(printf,
  *     ts_leave();
  * ts_enter() returns true for the outermost call; the core's own CUDA calls
  * run inside ts_enter/ts_leave too, so they are never seen as user calls. */
-extern __thread int ts_tls_depth;
+/* initial-exec: the library is preloaded, so its TLS is in the static block and a
+ * hook's depth check is one instruction instead of a __tls_get_addr call. */
+extern __thread int ts_tls_depth __attribute__((tls_model("initial-exec")));
 static inline bool ts_enter(void) { return ts_tls_depth++ == 0; }
 static inline void ts_leave(void) { ts_tls_depth--; }
 

@@ -82,7 +82,11 @@ void emu_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * fn runs inside the fault guard: a SIGSEGV on a device address becomes the
  * sticky CUDA_ERROR_ILLEGAL_ADDRESS.  While the stream captures, the op is
  * recorded into the graph instead and runs at each launch.  `name` is for
- * diagnostics.  Returns CUDA_ERROR_INVALID_HANDLE for an unknown stream. */
+ * diagnostics.  Returns CUDA_ERROR_INVALID_HANDLE for an unknown stream, the
+ * sticky error once set, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT for the legacy
+ * stream while a blocking stream captures.  On any error nothing was queued
+ * and arg still belongs to the caller (free_arg is not called).  Handle 0 is
+ * the legacy stream here; pass CU_STREAM_PER_THREAD for the per-thread one. */
 typedef void (*emu_op_fn)(void *arg);
 CUresult emu_stream_enqueue(CUstream s, emu_op_fn fn, void *arg, void (*free_arg)(void *),
                             const char *name);
@@ -127,5 +131,10 @@ CUresult emu_check_device_range(uintptr_t p, size_t len);
 /* Managed memory: called by copies and kernels that touch [p, p+len) on the
  * device (to_device=1) or host; counts page migrations. No-op elsewhere. */
 void emu_managed_touch(uintptr_t p, size_t len, int to_device);
+
+/* Primary context reset (cuDevicePrimaryCtxReset_v2, after the device's work
+ * has drained): releases every allocation of device dev, as destroying the
+ * context does on a GPU. */
+void emu_mem_reset_device(int dev);
 
 #endif

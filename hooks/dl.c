@@ -1,0 +1,147 @@
+/* Driver-level interposition: the dlsym hook and the wrapping of pointers
+ * handed out by cuGetProcAddress / cudaGetDriverEntryPoint[ByVersion].
+ *
+ * Why: NCCL, cuBLAS, the runtime itself, XLA and CuPy's static runtime reach
+ * the driver with dlopen("libcuda.so.1") + dlsym(handle, ...) +
+ * cuGetProcAddress, never through a symbol a preload can interpose.
+ *
+ * dlsym(handle, name) for a library handle: when name is a hooked symbol and
+ * the real dlsym's answer lies in that symbol's own library (libcuda.so*,
+ * libcudart.so*, ...), the answer is recorded as the real function and our
+ * hook is returned instead; anything else passes through untouched.
+ * RTLD_NEXT and RTLD_DEFAULT depend on who calls (glibc looks at the return
+ * address), so they are tail-jumped to glibc's dlsym from a few lines of
+ * assembly that leave the caller's return address in place -- except
+ * RTLD_DEFAULT for a hooked name whose library is loaded, which answers our
+ * hook: that is the global definition (trainshim is first in the global
+ * scope), and a library linked -Bsymbolic that looks up its own public entry
+ * point this way (the emulated ncclBcast -> ncclBroadcast) would otherwise
+ * get its own copy first and hide the nested call.  dlvsym is never hooked:
+ * resolve.c uses it to find glibc's dlsym.
+ *
+ * Wrapping a proc address: the driver returns the address of one variant of
+ * the base name asked for ("cuMemAlloc" -> cuMemAlloc_v2; "cuMemcpyHtoD" ->
+ * cuMemcpyHtoD_v2 or _v2_ptds by flags).  We never guess which: the pointer
+ * is compared with the real address of each hooked variant of that base
+ * name, and replaced by our hook only on equality; otherwise it is returned
+ * unchanged.  This assumes the driver hands out its exported addresses.  The
+ * emulator does (it links with -Bsymbolic, so its internal and exported
+ * addresses are equal); a real driver that hands out internal addresses
+ * simply goes unobserved on that path, never broken. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "hooks.h"
+
+/* Entered from the assembly below for real library handles. */
+TS_HIDDEN void *ts_dlsym_handle(void *handle, const char *name);
+/* Entered for RTLD_DEFAULT: our hook if name is hooked and its library is
+ * loaded, else NULL (then glibc answers for the caller). */
+TS_HIDDEN void *ts_dlsym_default_hook(const char *name);
+/* Entered for RTLD_NEXT/RTLD_DEFAULT before glibc's dlsym is known (only
+ * possible before resolve.c's early constructor): the lookup then happens
+ * on trainshim's behalf, the best that can be done that early. */
+TS_HIDDEN void *ts_dlsym_early(void *handle, const char *name);
+
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        "dlsym:\n"
+        "    cmpq $-1, %rdi\n"                     /* RTLD_NEXT: straight to glibc */
+        "    je 1f\n"
+        "    testq %rdi, %rdi\n"                   /* a library handle: C */
+        "    jne ts_dlsym_handle\n"
+        "    pushq %rdi\n"                         /* RTLD_DEFAULT: ask C first, */
+        "    pushq %rsi\n"                         /* keeping the stack aligned */
+        "    subq $8, %rsp\n"
+        "    movq %rsi, %rdi\n"
+        "    call ts_dlsym_default_hook\n"
+        "    addq $8, %rsp\n"
+        "    popq %rsi\n"
+        "    popq %rdi\n"
+        "    testq %rax, %rax\n"
+        "    je 1f\n"
+        "    ret\n"
+        "1:  movq ts_real_dlsym_fp(%rip), %rax\n"  /* tail jump: the caller's */
+        "    testq %rax, %rax\n"                   /* return address stays */
+        "    je ts_dlsym_early\n"
+        "    jmp *%rax\n"
+        ".size dlsym, .-dlsym\n");
+
+void *ts_dlsym_early(void *handle, const char *name) { return ts_real_dlsym(handle, name); }
+
+void *ts_dlsym_default_hook(const char *name)
+{
+    int api = ts_hook_by_name(name);
+    if (api < 0 || !ts_real(api)) return NULL;
+    return ts_hook_addr[api];
+}
+
+/* True if p is defined in an object whose file name starts with lib's prefix. */
+static bool defined_in_lib(const void *p, int lib)
+{
+    Dl_info info;
+    if (!dladdr(p, &info) || !info.dli_fname) return false;
+    const char *file = strrchr(info.dli_fname, '/');
+    file = file ? file + 1 : info.dli_fname;
+    const char *prefix = ts_lib_file_prefix(lib);
+    return strncmp(file, prefix, strlen(prefix)) == 0;
+}
+
+void *ts_dlsym_handle(void *handle, const char *name)
+{
+    void *p = ts_real_dlsym(handle, name);
+    if (!p) return p;
+    int api = ts_hook_by_name(name);
+    if (api < 0 || !defined_in_lib(p, ts_api_lib(api))) return p;
+    ts_real_offer(api, p);
+    /* A second copy of the library (another path, another version): our hook
+     * would forward to the first copy, so leave this one alone. */
+    if (ts_real(api) != p) return p;
+    return ts_hook_addr[api];
+}
+
+/* ---- proc address wrapping ---------------------------------------------- */
+
+/* "cuMemcpyHtoDAsync_v2_ptsz" -> "cuMemcpyHtoDAsync": drop _ptds/_ptsz, then
+ * a _v<digits> suffix.  Returns the length of the base. */
+static size_t base_len(const char *s)
+{
+    size_t n = strlen(s);
+    if (n > 5 && (strcmp(s + n - 5, "_ptds") == 0 || strcmp(s + n - 5, "_ptsz") == 0)) n -= 5;
+    size_t d = n;
+    while (d > 0 && s[d - 1] >= '0' && s[d - 1] <= '9') d--;
+    if (d < n && d >= 2 && s[d - 1] == 'v' && s[d - 2] == '_') n = d - 2;
+    return n;
+}
+
+/* The hooked driver symbols, with their base-name lengths. */
+static int drv_ids[TS_API_COUNT];
+static size_t drv_base_len[TS_API_COUNT];
+static int drv_count;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+static void build_driver_list(void)
+{
+    for (int i = 0; i < TS_API_COUNT; i++) {
+        if (ts_api_lib(i) != TS_LIB_cuda || !ts_hook_addr[i]) continue;
+        drv_ids[drv_count] = i;
+        drv_base_len[drv_count] = base_len(ts_api_name(i));
+        drv_count++;
+    }
+}
+
+void *ts_wrap_driver_proc(const char *symbol, void *p)
+{
+    if (!p || !symbol || !ts_active()) return p;
+    pthread_once(&drv_once, build_driver_list);
+    size_t n = base_len(symbol);
+    for (int k = 0; k < drv_count; k++) {
+        int api = drv_ids[k];
+        if (drv_base_len[k] != n || strncmp(ts_api_name(api), symbol, n) != 0) continue;
+        if (p == ts_hook_addr[api]) return p;                 /* already ours */
+        if (ts_real(api) == p) return ts_hook_addr[api];
+    }
+    return p;
+}

@@ -1,0 +1,294 @@
+/* CUDA driver hooks (libcuda.so.1) with a hand-written body: allocations
+ * and frees (classic, stream-ordered, managed, pitched, pinned host, VMM
+ * physical handles), the cuMemcpy* family, and cuGetProcAddress, whose
+ * results are wrapped so that driver calls made through them (by the
+ * runtime, NCCL, cuBLAS, XLA, CuPy's static runtime) reach our hooks.
+ * The rest of the driver symbols in hooks.def are generated passthrough.
+ *
+ * Pure observation: every argument and result goes through unchanged. */
+#include "hooks.h"
+
+/* Pinned host memory is logged with device -1, as are VMM handle releases
+ * (a handle does not say its device). */
+enum { HOST_DEVICE = -1 };
+
+static void alloc_event(int api, int device, const CUdeviceptr *out, uint64_t size, CUstream stream, CUresult r)
+{
+    ts_note_device(device);
+    uint64_t ptr = r == CUDA_SUCCESS && out ? (uint64_t)*out : 0;
+    ts_ev_alloc(api, device, ptr, size, ts_stream_id(api, stream), (int)r);
+}
+
+static void free_event(int api, int device, uint64_t ptr, CUstream stream, CUresult r)
+{
+    if (ptr) ts_ev_free(api, device, ptr, ts_stream_id(api, stream), (int)r);
+}
+
+#define DRV_ALLOC_BODY(base, api, args, out, size, stream, device_expr)        \
+    TS_HOOK_PROLOGUE(CUresult, base, api, args);                              \
+    TS_OUTER_BEGIN(api);                                                      \
+    CUresult r = real_ args;                                                  \
+    if (outer_) alloc_event(api, device_expr, (const CUdeviceptr *)(out), size, stream, r); \
+    TS_OUTER_END(api, r);                                                     \
+    return r
+
+#define DRV_FREE_BODY(base, api, args, ptr, stream, device_expr)              \
+    TS_HOOK_PROLOGUE(CUresult, base, api, args);                              \
+    TS_OUTER_BEGIN(api);                                                      \
+    CUresult r = real_ args;                                                  \
+    if (outer_) free_event(api, device_expr, (uint64_t)(ptr), stream, r);     \
+    TS_OUTER_END(api, r);                                                     \
+    return r
+
+/* ---- allocation --------------------------------------------------------- */
+
+static inline CUresult ts_body_cuMemAlloc_v2(int api, CUdeviceptr *dptr, size_t bytesize)
+{
+    DRV_ALLOC_BODY(cuMemAlloc_v2, api, (dptr, bytesize), dptr, bytesize, NULL, ts_current_device());
+}
+
+static inline CUresult ts_body_cuMemAllocAsync(int api, CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    DRV_ALLOC_BODY(cuMemAllocAsync, api, (dptr, bytesize, hStream), dptr, bytesize, hStream, ts_current_device());
+}
+
+static inline CUresult ts_body_cuMemAllocFromPoolAsync(int api, CUdeviceptr *dptr, size_t bytesize,
+                                                       CUmemoryPool pool, CUstream hStream)
+{
+    DRV_ALLOC_BODY(cuMemAllocFromPoolAsync, api, (dptr, bytesize, pool, hStream), dptr, bytesize, hStream,
+                   ts_current_device());
+}
+
+static inline CUresult ts_body_cuMemAllocManaged(int api, CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    DRV_ALLOC_BODY(cuMemAllocManaged, api, (dptr, bytesize, flags), dptr, bytesize, NULL, ts_current_device());
+}
+
+static inline CUresult ts_body_cuMemAllocPitch_v2(int api, CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                                  size_t Height, unsigned int ElementSizeBytes)
+{
+    TS_HOOK_PROLOGUE(CUresult, cuMemAllocPitch_v2, api, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
+    TS_OUTER_BEGIN(api);
+    CUresult r = real_(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    if (outer_) {
+        uint64_t bytes = (uint64_t)(r == CUDA_SUCCESS && pPitch ? *pPitch : WidthInBytes) * Height;
+        alloc_event(api, ts_current_device(), dptr, bytes, NULL, r);
+    }
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+static inline CUresult ts_body_cuMemHostAlloc(int api, void **pp, size_t bytesize, unsigned int Flags)
+{
+    DRV_ALLOC_BODY(cuMemHostAlloc, api, (pp, bytesize, Flags), pp, bytesize, NULL, HOST_DEVICE);
+}
+
+static inline CUresult ts_body_cuMemAllocHost_v2(int api, void **pp, size_t bytesize)
+{
+    DRV_ALLOC_BODY(cuMemAllocHost_v2, api, (pp, bytesize), pp, bytesize, NULL, HOST_DEVICE);
+}
+
+/* A VMM physical allocation: logged with the handle in the pointer field
+ * (it has no address until cuMemMap) and the device of its location. */
+static inline CUresult ts_body_cuMemCreate(int api, CUmemGenericAllocationHandle *handle, size_t size,
+                                           const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    TS_HOOK_PROLOGUE(CUresult, cuMemCreate, api, (handle, size, prop, flags));
+    TS_OUTER_BEGIN(api);
+    CUresult r = real_(handle, size, prop, flags);
+    if (outer_) {
+        int dev = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : HOST_DEVICE;
+        ts_note_device(dev);
+        ts_ev_alloc(api, dev, r == CUDA_SUCCESS && handle ? (uint64_t)*handle : 0, size, 0, (int)r);
+    }
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+static inline CUresult ts_body_cuMemRelease(int api, CUmemGenericAllocationHandle handle)
+{
+    DRV_FREE_BODY(cuMemRelease, api, (handle), handle, NULL, HOST_DEVICE);
+}
+
+static inline CUresult ts_body_cuMemFree_v2(int api, CUdeviceptr dptr)
+{
+    DRV_FREE_BODY(cuMemFree_v2, api, (dptr), dptr, NULL, ts_current_device());
+}
+
+static inline CUresult ts_body_cuMemFreeAsync(int api, CUdeviceptr dptr, CUstream hStream)
+{
+    DRV_FREE_BODY(cuMemFreeAsync, api, (dptr, hStream), dptr, hStream, ts_current_device());
+}
+
+static inline CUresult ts_body_cuMemFreeHost(int api, void *p)
+{
+    DRV_FREE_BODY(cuMemFreeHost, api, (p), (uintptr_t)p, NULL, HOST_DEVICE);
+}
+
+/* ---- copies ------------------------------------------------------------- */
+
+/* dir is known from the entry point; `host` is the host-side pointer to
+ * classify (NULL when none). */
+static void copy_event(int api, int dir, const void *host, uint64_t bytes, CUstream stream, bool async, uint64_t ns,
+                       CUresult r)
+{
+    int host_kind = host ? ts_host_kind_of(ts_classify_ptr(host)) : TS_HOST_NONE;
+    ts_ev_copy(api, dir, bytes, host_kind, ts_stream_id(api, stream), async, ns, (int)r);
+}
+
+/* Unified copies (cuMemcpy/cuMemcpyAsync): both sides from the pointers. */
+static void unified_copy_event(int api, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes, CUstream stream, bool async,
+                               uint64_t ns, CUresult r)
+{
+    enum ts_ptr_kind d = ts_classify_ptr((void *)(uintptr_t)dst), s = ts_classify_ptr((void *)(uintptr_t)src);
+    int dir = ts_copy_dir_of(d, s);
+    ts_ev_copy(api, dir, bytes, ts_host_kind_of(dir == TS_D2H ? d : s), ts_stream_id(api, stream), async, ns, (int)r);
+}
+
+/* One side of a CUDA_MEMCPY2D. */
+static enum ts_ptr_kind side_kind(CUmemorytype type, const void *host, CUdeviceptr dev)
+{
+    switch (type) {
+    case CU_MEMORYTYPE_HOST: return ts_classify_ptr(host) == TS_PTR_PINNED ? TS_PTR_PINNED : TS_PTR_PAGEABLE;
+    case CU_MEMORYTYPE_UNIFIED: return ts_classify_ptr((void *)(uintptr_t)dev);
+    default: return TS_PTR_DEVICE;   /* device memory or a CUDA array */
+    }
+}
+
+static void copy2d_event(int api, const CUDA_MEMCPY2D *c, CUstream stream, bool async, uint64_t ns, CUresult r)
+{
+    if (!c) {
+        ts_ev_copy(api, TS_DEFAULT_DIR, 0, TS_HOST_UNKNOWN, ts_stream_id(api, stream), async, ns, (int)r);
+        return;
+    }
+    enum ts_ptr_kind d = side_kind(c->dstMemoryType, c->dstHost, c->dstDevice);
+    enum ts_ptr_kind s = side_kind(c->srcMemoryType, c->srcHost, c->srcDevice);
+    int dir = ts_copy_dir_of(d, s);
+    ts_ev_copy(api, dir, (uint64_t)c->WidthInBytes * c->Height, ts_host_kind_of(dir == TS_D2H ? d : s),
+               ts_stream_id(api, stream), async, ns, (int)r);
+}
+
+/* `event` is the statement that reports the copy, run after the real call
+ * with r and ns_ (its duration) in scope. */
+#define DRV_COPY_BODY(base, api, args, event)                                 \
+    TS_HOOK_PROLOGUE(CUresult, base, api, args);                              \
+    TS_OUTER_BEGIN(api);                                                      \
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                  \
+    CUresult r = real_ args;                                                  \
+    if (outer_) {                                                             \
+        uint64_t ns_ = ts_now_ns() - t0_;                                     \
+        event;                                                                \
+    }                                                                         \
+    TS_OUTER_END(api, r);                                                     \
+    return r
+
+static inline CUresult ts_body_cuMemcpy(int api, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+    DRV_COPY_BODY(cuMemcpy, api, (dst, src, ByteCount),
+                  unified_copy_event(api, dst, src, ByteCount, NULL, false, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpyAsync(int api, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                                             CUstream hStream)
+{
+    DRV_COPY_BODY(cuMemcpyAsync, api, (dst, src, ByteCount, hStream),
+                  unified_copy_event(api, dst, src, ByteCount, hStream, true, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpyHtoD_v2(int api, CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+    DRV_COPY_BODY(cuMemcpyHtoD_v2, api, (dstDevice, srcHost, ByteCount),
+                  copy_event(api, TS_H2D, srcHost, ByteCount, NULL, false, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpyDtoH_v2(int api, void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    DRV_COPY_BODY(cuMemcpyDtoH_v2, api, (dstHost, srcDevice, ByteCount),
+                  copy_event(api, TS_D2H, dstHost, ByteCount, NULL, false, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpyDtoD_v2(int api, CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                               size_t ByteCount)
+{
+    DRV_COPY_BODY(cuMemcpyDtoD_v2, api, (dstDevice, srcDevice, ByteCount),
+                  copy_event(api, TS_D2D, NULL, ByteCount, NULL, false, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpyHtoDAsync_v2(int api, CUdeviceptr dstDevice, const void *srcHost,
+                                                    size_t ByteCount, CUstream hStream)
+{
+    DRV_COPY_BODY(cuMemcpyHtoDAsync_v2, api, (dstDevice, srcHost, ByteCount, hStream),
+                  copy_event(api, TS_H2D, srcHost, ByteCount, hStream, true, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpyDtoHAsync_v2(int api, void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                                    CUstream hStream)
+{
+    DRV_COPY_BODY(cuMemcpyDtoHAsync_v2, api, (dstHost, srcDevice, ByteCount, hStream),
+                  copy_event(api, TS_D2H, dstHost, ByteCount, hStream, true, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpyDtoDAsync_v2(int api, CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                                    size_t ByteCount, CUstream hStream)
+{
+    DRV_COPY_BODY(cuMemcpyDtoDAsync_v2, api, (dstDevice, srcDevice, ByteCount, hStream),
+                  copy_event(api, TS_D2D, NULL, ByteCount, hStream, true, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpy2D_v2(int api, const CUDA_MEMCPY2D *pCopy)
+{
+    DRV_COPY_BODY(cuMemcpy2D_v2, api, (pCopy), copy2d_event(api, pCopy, NULL, false, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpy2DUnaligned_v2(int api, const CUDA_MEMCPY2D *pCopy)
+{
+    DRV_COPY_BODY(cuMemcpy2DUnaligned_v2, api, (pCopy), copy2d_event(api, pCopy, NULL, false, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpy2DAsync_v2(int api, const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{
+    DRV_COPY_BODY(cuMemcpy2DAsync_v2, api, (pCopy, hStream), copy2d_event(api, pCopy, hStream, true, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpyPeer(int api, CUdeviceptr dstDevice, CUcontext dstContext,
+                                            CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
+{
+    DRV_COPY_BODY(cuMemcpyPeer, api, (dstDevice, dstContext, srcDevice, srcContext, ByteCount),
+                  copy_event(api, TS_PEER, NULL, ByteCount, NULL, false, ns_, r));
+}
+
+static inline CUresult ts_body_cuMemcpyPeerAsync(int api, CUdeviceptr dstDevice, CUcontext dstContext,
+                                                 CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount,
+                                                 CUstream hStream)
+{
+    DRV_COPY_BODY(cuMemcpyPeerAsync, api, (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream),
+                  copy_event(api, TS_PEER, NULL, ByteCount, hStream, true, ns_, r));
+}
+
+/* ---- cuGetProcAddress --------------------------------------------------- */
+/* Wrapped even when nested: the pointer escapes to whoever asked. */
+
+static inline CUresult ts_body_cuGetProcAddress_v2(int api, const char *symbol, void **pfn, int cudaVersion,
+                                                   cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+{
+    TS_HOOK_PROLOGUE(CUresult, cuGetProcAddress_v2, api, (symbol, pfn, cudaVersion, flags, symbolStatus));
+    TS_OUTER_BEGIN(api);
+    CUresult r = real_(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (r == CUDA_SUCCESS && pfn) *pfn = ts_wrap_driver_proc(symbol, *pfn);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+static inline CUresult ts_body_cuGetProcAddress(int api, const char *symbol, void **pfn, int cudaVersion,
+                                                cuuint64_t flags)
+{
+    TS_HOOK_PROLOGUE(CUresult, cuGetProcAddress, api, (symbol, pfn, cudaVersion, flags));
+    TS_OUTER_BEGIN(api);
+    CUresult r = real_(symbol, pfn, cudaVersion, flags);
+    if (r == CUDA_SUCCESS && pfn) *pfn = ts_wrap_driver_proc(symbol, *pfn);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+#define TS_GEN_LIB_cuda(...) TS_GEN_HOOK(__VA_ARGS__)
+#include "hooks_gen.h"

@@ -1,0 +1,258 @@
+/* CUDA runtime hooks (libcudart.so.13) with a hand-written body: device
+ * allocations and frees, host<->device copies, device records, and the
+ * driver entry points the runtime hands out.  The other runtime symbols of
+ * hooks.def are generated passthrough hooks (TS_GEN_HOOK_PASS).
+ *
+ * Pure observation: every argument and result goes through unchanged. */
+#include "hooks.h"
+
+/* ---- events ------------------------------------------------------------- */
+
+static void alloc_event(int api, int device, void *const *out, uint64_t size, const void *stream,
+                        cudaError_t r)
+{
+    ts_note_device(device);
+    uint64_t ptr = r == cudaSuccess && out ? (uint64_t)(uintptr_t)*out : 0;
+    ts_ev_alloc(api, device, ptr, size, ts_stream_id(api, stream), (int)r);
+}
+
+static void free_event(int api, int device, const void *ptr, const void *stream, cudaError_t r)
+{
+    /* cudaFree(NULL) is the usual "initialize the runtime" idiom, not a free. */
+    if (ptr) ts_ev_free(api, device, (uint64_t)(uintptr_t)ptr, ts_stream_id(api, stream), (int)r);
+}
+
+/* A copy of `bytes` between dst and src as the runtime's kind says.  For
+ * cudaMemcpyDefault the direction comes from what the pointers are. */
+static void copy_event(int api, void *dst, const void *src, uint64_t bytes, enum cudaMemcpyKind kind,
+                       const void *stream, bool async, uint64_t ns, cudaError_t r)
+{
+    int dir = TS_DEFAULT_DIR, host = TS_HOST_UNKNOWN;
+    switch (kind) {
+    case cudaMemcpyHostToDevice: dir = TS_H2D; host = ts_host_kind_of(ts_classify_ptr(src)); break;
+    case cudaMemcpyDeviceToHost: dir = TS_D2H; host = ts_host_kind_of(ts_classify_ptr(dst)); break;
+    case cudaMemcpyDeviceToDevice: dir = TS_D2D; host = TS_HOST_NONE; break;
+    case cudaMemcpyHostToHost: dir = TS_H2H; host = ts_host_kind_of(ts_classify_ptr(src)); break;
+    case cudaMemcpyDefault: {
+        enum ts_ptr_kind d = ts_classify_ptr(dst), s = ts_classify_ptr(src);
+        dir = ts_copy_dir_of(d, s);
+        host = ts_host_kind_of(dir == TS_D2H ? d : s);
+        break;
+    }
+    default: break;   /* an invalid kind: the runtime has already said so in r */
+    }
+    ts_ev_copy(api, dir, bytes, host, ts_stream_id(api, stream), async, ns, (int)r);
+}
+
+/* ---- allocation --------------------------------------------------------- */
+
+/* Body shared by the allocation entry points: `args` are the real call's
+ * arguments, `out` where the pointer lands, `size` the bytes asked for. */
+#define RT_ALLOC_BODY(base, api, args, out, size, stream, device_expr)          \
+    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                           \
+    TS_OUTER_BEGIN(api);                                                      \
+    cudaError_t r = real_ args;                                               \
+    if (outer_) alloc_event(api, device_expr, (void *const *)(out), size, stream, r); \
+    TS_OUTER_END(api, r);                                                     \
+    return r
+
+#define RT_FREE_BODY(base, api, args, ptr, stream, device_expr)               \
+    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                           \
+    TS_OUTER_BEGIN(api);                                                      \
+    cudaError_t r = real_ args;                                               \
+    if (outer_) free_event(api, device_expr, ptr, stream, r);                 \
+    TS_OUTER_END(api, r);                                                     \
+    return r
+
+/* Pinned host memory is logged with device -1. */
+enum { HOST_DEVICE = -1 };
+
+static inline cudaError_t ts_body_cudaMalloc(int api, void **devPtr, size_t size)
+{
+    RT_ALLOC_BODY(cudaMalloc, api, (devPtr, size), devPtr, size, NULL, ts_current_device());
+}
+
+static inline cudaError_t ts_body_cudaMallocAsync(int api, void **devPtr, size_t size, cudaStream_t hStream)
+{
+    RT_ALLOC_BODY(cudaMallocAsync, api, (devPtr, size, hStream), devPtr, size, hStream, ts_current_device());
+}
+
+static inline cudaError_t ts_body_cudaMallocFromPoolAsync(int api, void **ptr, size_t size, cudaMemPool_t memPool,
+                                                          cudaStream_t stream)
+{
+    RT_ALLOC_BODY(cudaMallocFromPoolAsync, api, (ptr, size, memPool, stream), ptr, size, stream,
+                  ts_current_device());
+}
+
+static inline cudaError_t ts_body_cudaMallocManaged(int api, void **devPtr, size_t size, unsigned int flags)
+{
+    RT_ALLOC_BODY(cudaMallocManaged, api, (devPtr, size, flags), devPtr, size, NULL, ts_current_device());
+}
+
+static inline cudaError_t ts_body_cudaMallocPitch(int api, void **devPtr, size_t *pitch, size_t width, size_t height)
+{
+    /* The allocation is pitch * height bytes once the runtime chose the pitch. */
+    TS_HOOK_PROLOGUE(cudaError_t, cudaMallocPitch, api, (devPtr, pitch, width, height));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r = real_(devPtr, pitch, width, height);
+    if (outer_) {
+        uint64_t bytes = (uint64_t)(r == cudaSuccess && pitch ? *pitch : width) * height;
+        alloc_event(api, ts_current_device(), devPtr, bytes, NULL, r);
+    }
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+static inline cudaError_t ts_body_cudaMallocHost(int api, void **ptr, size_t size)
+{
+    RT_ALLOC_BODY(cudaMallocHost, api, (ptr, size), ptr, size, NULL, HOST_DEVICE);
+}
+
+static inline cudaError_t ts_body_cudaHostAlloc(int api, void **pHost, size_t size, unsigned int flags)
+{
+    RT_ALLOC_BODY(cudaHostAlloc, api, (pHost, size, flags), pHost, size, NULL, HOST_DEVICE);
+}
+
+static inline cudaError_t ts_body_cudaFree(int api, void *devPtr)
+{
+    RT_FREE_BODY(cudaFree, api, (devPtr), devPtr, NULL, ts_current_device());
+}
+
+static inline cudaError_t ts_body_cudaFreeAsync(int api, void *devPtr, cudaStream_t hStream)
+{
+    RT_FREE_BODY(cudaFreeAsync, api, (devPtr, hStream), devPtr, hStream, ts_current_device());
+}
+
+static inline cudaError_t ts_body_cudaFreeHost(int api, void *ptr)
+{
+    RT_FREE_BODY(cudaFreeHost, api, (ptr), ptr, NULL, HOST_DEVICE);
+}
+
+/* ---- copies ------------------------------------------------------------- */
+
+#define RT_COPY_BODY(base, api, args, dst, src, bytes, kind, stream, async)   \
+    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                           \
+    TS_OUTER_BEGIN(api);                                                      \
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                  \
+    cudaError_t r = real_ args;                                               \
+    if (outer_) copy_event(api, dst, src, bytes, kind, stream, async, ts_now_ns() - t0_, r); \
+    TS_OUTER_END(api, r);                                                     \
+    return r
+
+static inline cudaError_t ts_body_cudaMemcpy(int api, void *dst, const void *src, size_t count,
+                                             enum cudaMemcpyKind kind)
+{
+    RT_COPY_BODY(cudaMemcpy, api, (dst, src, count, kind), dst, src, count, kind, NULL, false);
+}
+
+static inline cudaError_t ts_body_cudaMemcpyAsync(int api, void *dst, const void *src, size_t count,
+                                                  enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    RT_COPY_BODY(cudaMemcpyAsync, api, (dst, src, count, kind, stream), dst, src, count, kind, stream, true);
+}
+
+static inline cudaError_t ts_body_cudaMemcpy2D(int api, void *dst, size_t dpitch, const void *src, size_t spitch,
+                                               size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+    RT_COPY_BODY(cudaMemcpy2D, api, (dst, dpitch, src, spitch, width, height, kind), dst, src,
+                 (uint64_t)width * height, kind, NULL, false);
+}
+
+static inline cudaError_t ts_body_cudaMemcpy2DAsync(int api, void *dst, size_t dpitch, const void *src,
+                                                    size_t spitch, size_t width, size_t height,
+                                                    enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    RT_COPY_BODY(cudaMemcpy2DAsync, api, (dst, dpitch, src, spitch, width, height, kind, stream), dst, src,
+                 (uint64_t)width * height, kind, stream, true);
+}
+
+/* Peer copies never touch host memory. */
+static inline cudaError_t ts_body_cudaMemcpyPeer(int api, void *dst, int dstDevice, const void *src, int srcDevice,
+                                                 size_t count)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpyPeer, api, (dst, dstDevice, src, srcDevice, count));
+    TS_OUTER_BEGIN(api);
+    uint64_t t0 = outer_ ? ts_now_ns() : 0;
+    cudaError_t r = real_(dst, dstDevice, src, srcDevice, count);
+    if (outer_) ts_ev_copy(api, TS_PEER, count, TS_HOST_NONE, 0, false, ts_now_ns() - t0, (int)r);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+static inline cudaError_t ts_body_cudaMemcpyPeerAsync(int api, void *dst, int dstDevice, const void *src,
+                                                      int srcDevice, size_t count, cudaStream_t stream)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpyPeerAsync, api, (dst, dstDevice, src, srcDevice, count, stream));
+    TS_OUTER_BEGIN(api);
+    uint64_t t0 = outer_ ? ts_now_ns() : 0;
+    cudaError_t r = real_(dst, dstDevice, src, srcDevice, count, stream);
+    if (outer_)
+        ts_ev_copy(api, TS_PEER, count, TS_HOST_NONE, ts_stream_id(api, stream), true, ts_now_ns() - t0, (int)r);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+/* ---- devices ------------------------------------------------------------ */
+
+static inline cudaError_t ts_body_cudaGetDeviceProperties(int api, struct cudaDeviceProp *prop, int device)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaGetDeviceProperties, api, (prop, device));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r = real_(prop, device);
+    if (outer_ && r == cudaSuccess) ts_note_device(device);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+static inline cudaError_t ts_body_cudaGetDevice(int api, int *device)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaGetDevice, api, (device));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r = real_(device);
+    if (outer_ && r == cudaSuccess && device) ts_note_device(*device);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+static inline cudaError_t ts_body_cudaSetDevice(int api, int device)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaSetDevice, api, (device));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r = real_(device);
+    if (outer_ && r == cudaSuccess) ts_note_device(device);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+/* ---- driver entry points ------------------------------------------------ */
+/* PyTorch's expandable segments reach cuMem* this way: wrap what the runtime
+ * returns so those driver calls reach our driver hooks. */
+
+static inline cudaError_t ts_body_cudaGetDriverEntryPoint(int api, const char *symbol, void **funcPtr,
+                                                          unsigned long long flags,
+                                                          enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaGetDriverEntryPoint, api, (symbol, funcPtr, flags, driverStatus));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r = real_(symbol, funcPtr, flags, driverStatus);
+    if (r == cudaSuccess && funcPtr) *funcPtr = ts_wrap_driver_proc(symbol, *funcPtr);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+static inline cudaError_t ts_body_cudaGetDriverEntryPointByVersion(int api, const char *symbol, void **funcPtr,
+                                                                   unsigned int cudaVersion,
+                                                                   unsigned long long flags,
+                                                                   enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaGetDriverEntryPointByVersion, api,
+                     (symbol, funcPtr, cudaVersion, flags, driverStatus));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r = real_(symbol, funcPtr, cudaVersion, flags, driverStatus);
+    if (r == cudaSuccess && funcPtr) *funcPtr = ts_wrap_driver_proc(symbol, *funcPtr);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+#define TS_GEN_LIB_cudart(...) TS_GEN_HOOK(__VA_ARGS__)
+#include "hooks_gen.h"

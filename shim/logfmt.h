@@ -1,0 +1,211 @@
+/* logfmt.h: the ONE definition of the trainshim event log format, shared by
+ * the writer (shim/log.c, shim/events.c) and the reader (tools/logread.c) so
+ * the two cannot drift.  docs/log-format.md describes it in prose.
+ *
+ * A log is a 16-byte preamble followed by records.  Every record starts with
+ * struct ts_rec_hdr and is `len` bytes long (a multiple of 8), so a reader
+ * skips a record type it does not know by its length.  A record's fields may
+ * grow at the end in later minor versions: readers take the fields they know
+ * and ignore the rest; a record shorter than the reader's struct has its
+ * missing fields read as zero.  Integers are little-endian (the preamble's
+ * byte-order word says so); the writer is the host, and every supported host
+ * is little-endian.
+ *
+ * Every record carries a check value (ts_rec_check) over all its bytes, so a
+ * log cut anywhere (kill -9, full disk) or overwritten reads up to its last
+ * complete record and no further. */
+#ifndef TRAINSHIM_LOGFMT_H
+#define TRAINSHIM_LOGFMT_H
+#include <stdint.h>
+#include <string.h>
+
+#define TS_LOG_MAGIC "TSHMLOG\n"   /* 8 bytes, no NUL */
+#define TS_LOG_VERSION_MAJOR 1      /* a reader rejects another major */
+#define TS_LOG_VERSION_MINOR 0      /* a reader accepts any minor */
+#define TS_LOG_BYTE_ORDER 0x01020304u
+
+struct ts_log_preamble {
+    char magic[8];
+    uint16_t version_major;
+    uint16_t version_minor;
+    uint32_t byte_order; /* TS_LOG_BYTE_ORDER as written by the host */
+};
+
+/* Record types.  New types get new numbers; numbers are never reused. */
+enum ts_rec_type {
+    TS_REC_HEADER = 1,    /* process facts; the first record of every log */
+    TS_REC_API_NAMES = 2, /* names of API ids (ts_register_apis) */
+    TS_REC_DEVICE = 3,
+    TS_REC_ALLOC = 4,
+    TS_REC_FREE = 5,
+    TS_REC_COPY = 6,
+    TS_REC_ERROR = 7,
+    TS_REC_END = 8,       /* written at clean shutdown: the log is complete */
+    TS_REC_TYPE_COUNT_V1 = 9 /* one past the last type this version knows */
+};
+
+/* Header flags (ts_rec_hdr.flags): none defined yet; readers ignore unknown
+ * bits, writers write 0. */
+
+struct ts_rec_hdr {
+    uint32_t len;     /* bytes of the whole record, header included; multiple of 8 */
+    uint16_t type;    /* enum ts_rec_type */
+    uint16_t flags;
+    uint32_t tid;     /* Linux thread id of the thread the event happened on */
+    uint32_t check;   /* ts_rec_check() of the record with this field 0 */
+    uint64_t time_ns; /* CLOCK_MONOTONIC when the record was made */
+};
+
+#define TS_REC_ALIGN 8u
+/* Upper bound of a valid record: a reader rejects longer ones as corrupt. */
+#define TS_REC_MAX_LEN (16u << 20)
+
+/* TS_REC_HEADER.  Strings follow the fixed part, in this order, each exactly
+ * its *_len bytes (no terminator; cmdline's arguments are NUL-separated as in
+ * /proc/self/cmdline), then zero padding to the record length. */
+struct ts_rec_header {
+    struct ts_rec_hdr h;
+    int32_t pid;
+    int32_t rank;       /* -1: unknown */
+    int32_t local_rank; /* -1: unknown */
+    int32_t world_size; /* -1: unknown */
+    uint64_t start_realtime_ns; /* CLOCK_REALTIME at log creation */
+    uint64_t start_mono_ns;     /* CLOCK_MONOTONIC at the same instant */
+    uint32_t host_len;
+    uint32_t cmdline_len;
+    uint32_t config_len; /* effective configuration, "name=value\n" lines */
+    uint32_t reserved;
+};
+
+/* TS_REC_API_NAMES: names of API ids first_id .. first_id+count-1, each
+ * NUL-terminated, back to back after the fixed part. */
+struct ts_rec_api_names {
+    struct ts_rec_hdr h;
+    uint32_t first_id;
+    uint32_t count;
+};
+
+#define TS_DEVICE_NAME_LEN 256
+#define TS_PCI_BUS_ID_LEN 32
+struct ts_rec_device {
+    struct ts_rec_hdr h;
+    int32_t ordinal;
+    int32_t cc_major;
+    int32_t cc_minor;
+    int32_t sm_count;
+    uint64_t total_mem;
+    char name[TS_DEVICE_NAME_LEN];         /* NUL-terminated (truncated if longer) */
+    char pci_bus_id[TS_PCI_BUS_ID_LEN];    /* e.g. "0000:3b:00.0", NUL-terminated */
+};
+
+struct ts_rec_alloc {
+    struct ts_rec_hdr h;
+    int32_t api;    /* API id (index in the API name table) */
+    int32_t device;
+    uint64_t ptr;
+    uint64_t size;  /* bytes requested */
+    uint64_t stream;
+    int32_t result; /* the API's own status code; 0 = success */
+    uint32_t reserved;
+};
+
+struct ts_rec_free {
+    struct ts_rec_hdr h;
+    int32_t api;
+    int32_t device;
+    uint64_t ptr;
+    uint64_t stream;
+    int32_t result;
+    uint32_t reserved;
+};
+
+struct ts_rec_copy {
+    struct ts_rec_hdr h;
+    int32_t api;
+    uint8_t dir;       /* enum ts_copy_dir (core.h) */
+    uint8_t host_kind; /* enum ts_host_kind (core.h) */
+    uint8_t async;     /* 1: an asynchronous API */
+    uint8_t reserved0;
+    uint64_t bytes;
+    uint64_t stream;
+    uint64_t duration_ns; /* host time spent inside the call */
+    int32_t result;
+    uint32_t reserved;
+};
+
+struct ts_rec_error {
+    struct ts_rec_hdr h;
+    int32_t api;
+    int32_t result;
+};
+
+struct ts_rec_end {
+    struct ts_rec_hdr h;
+    uint64_t records_written; /* records before this one (header included) */
+    uint64_t records_dropped; /* events lost (e.g. buffers exhausted) */
+};
+
+_Static_assert(sizeof(struct ts_log_preamble) == 16, "preamble layout");
+_Static_assert(sizeof(struct ts_rec_hdr) == 24, "record header layout");
+_Static_assert(sizeof(struct ts_rec_header) % 8 == 0, "header record alignment");
+_Static_assert(sizeof(struct ts_rec_api_names) % 8 == 0, "api names alignment");
+_Static_assert(sizeof(struct ts_rec_device) % 8 == 0, "device alignment");
+_Static_assert(sizeof(struct ts_rec_alloc) == 64, "alloc layout");
+_Static_assert(sizeof(struct ts_rec_free) == 56, "free layout");
+_Static_assert(sizeof(struct ts_rec_copy) == 64, "copy layout");
+_Static_assert(sizeof(struct ts_rec_error) == 32, "error layout");
+_Static_assert(sizeof(struct ts_rec_end) == 40, "end layout");
+
+static inline uint32_t ts_rec_align(uint32_t n)
+{
+    return (n + TS_REC_ALIGN - 1) & ~(TS_REC_ALIGN - 1);
+}
+
+/* The per-record check: four independent multiply lanes over the record's
+ * 64-bit words (len is a multiple of 8), the check field (bytes 12..15)
+ * taken as 0, then a full avalanche of the lanes.
+ * Each step is a bijection of its lane, so any change to one word changes
+ * the result before the final 32-bit fold; the lanes keep the dependency
+ * chain short, which is what the writer's fast path pays for (a few ns for a
+ * 64-byte record). */
+static inline uint64_t ts_rec_mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
+static inline uint64_t ts_rec_word(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+/* len >= sizeof(struct ts_rec_hdr) and a multiple of 8. */
+static inline uint32_t ts_rec_check(const void *rec, uint32_t len)
+{
+    const unsigned char *p = (const unsigned char *)rec;
+    const uint64_t k = 0x9e3779b97f4a7c15ull;
+    /* the header's three words; bytes 12..15 (the check, little-endian) masked */
+    uint64_t a = (len ^ ts_rec_word(p)) * k;
+    uint64_t b = (0x243f6a8885a308d3ull ^ (ts_rec_word(p + 8) & 0xffffffffull)) * k;
+    uint64_t c = (0x13198a2e03707344ull ^ ts_rec_word(p + 16)) * k;
+    uint64_t d = 0xa4093822299f31d0ull;
+    for (uint32_t off = 24; off + 8 <= len; off += 8) {
+        /* rotate the lanes: each new value depends on the value made four words ago */
+        uint64_t t = (d ^ ts_rec_word(p + off)) * k;
+        d = c;
+        c = b;
+        b = a;
+        a = t;
+    }
+    uint64_t h = ts_rec_mix64(a) ^ ts_rec_mix64(b + 1) * 3 ^ ts_rec_mix64(c + 2) * 5 ^
+                 ts_rec_mix64(d + 3) * 7;
+    h = ts_rec_mix64(h);
+    return (uint32_t)h ^ (uint32_t)(h >> 32);
+}
+#endif

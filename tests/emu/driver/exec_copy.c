@@ -1,0 +1,360 @@
+/* exec_copy.c: cuMemcpy* and cuMemset*, with the host-side behaviour of the
+ * real driver: device ranges are validated at the call; pageable sources are
+ * staged before the call returns; copies into pageable memory return only
+ * when done; pinned async copies touch host memory when they run; bytes and
+ * copies are counted by kind when the copy executes; an optional bandwidth
+ * model (EMU_PINNED_GBPS, EMU_PAGEABLE_GBPS, EMU_LINK_GBPS) makes copies take
+ * time. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include "exec_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK(x) do { CUresult rc_ = (x); if (rc_ != CUDA_SUCCESS) return rc_; } while (0)
+
+enum copy_kind { H2D_PAGEABLE, H2D_PINNED, D2H_PAGEABLE, D2H_PINNED, D2D, H2H, PEER, N_COPY_KINDS };
+static const char *const bytes_counter[N_COPY_KINDS] = {
+    "bytes.h2d.pageable", "bytes.h2d.pinned", "bytes.d2h.pageable", "bytes.d2h.pinned",
+    "bytes.d2d", "bytes.h2h", "bytes.peer"};
+static const char *const copies_counter[N_COPY_KINDS] = {
+    "copies.h2d.pageable", "copies.h2d.pinned", "copies.d2h.pageable", "copies.d2h.pinned",
+    "copies.d2d", "copies.h2h", "copies.peer"};
+
+/* A copy is up to three-dimensional: depth slices of height rows of width
+ * bytes; pitches are the distances between rows and between slices. */
+struct copy_geom { size_t width, height, depth, dpitch, spitch, dslice, sslice; };
+
+static size_t extent(size_t width, size_t height, size_t depth, size_t pitch, size_t slice)
+{
+    return slice * (depth - 1) + pitch * (height - 1) + width;
+}
+
+struct copy_op {
+    char *dst;
+    const char *src;
+    struct copy_geom g;
+    int kind;
+    bool dst_managed, src_managed;
+    void *staging;      /* owned copy of a pageable source */
+};
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
+}
+
+static double kind_gbps(int kind)
+{
+    switch (kind) {
+    case H2D_PINNED: case D2H_PINNED: return emu_cfg.pinned_gbps;
+    case H2D_PAGEABLE: case D2H_PAGEABLE: return emu_cfg.pageable_gbps;
+    case PEER: return emu_cfg.nvlink_gbps;
+    default: return 0;
+    }
+}
+
+static bool to_host(int kind) { return kind == D2H_PAGEABLE || kind == D2H_PINNED || kind == H2H; }
+
+static void run_copy(void *p)
+{
+    struct copy_op *c = p;
+    const struct copy_geom *g = &c->g;
+    size_t bytes = g->width * g->height * g->depth;
+    double gbps = kind_gbps(c->kind);
+    if (gbps > 0) sleep_ns((uint64_t)((double)bytes / gbps));   /* bytes / (GB/s) = ns */
+    if (c->src_managed)
+        emu_managed_touch((uintptr_t)c->src, extent(g->width, g->height, g->depth, g->spitch, g->sslice), !to_host(c->kind));
+    if (c->dst_managed)
+        emu_managed_touch((uintptr_t)c->dst, extent(g->width, g->height, g->depth, g->dpitch, g->dslice), !to_host(c->kind));
+    if (g->height == 1 && g->depth == 1) {
+        memmove(c->dst, c->src, bytes);
+    } else {
+        for (size_t z = 0; z < g->depth; z++)
+            for (size_t r = 0; r < g->height; r++)
+                memcpy(c->dst + z * g->dslice + r * g->dpitch, c->src + z * g->sslice + r * g->spitch, g->width);
+    }
+    emu_counter_add(bytes_counter[c->kind], bytes);
+    emu_counter_add(copies_counter[c->kind], 1);
+}
+
+static void free_copy(void *p)
+{
+    struct copy_op *c = p;
+    free(c->staging);
+    free(c);
+}
+
+static bool is_dev(enum emu_mem_kind k) { return k == EMU_MEM_DEVICE || k == EMU_MEM_MANAGED; }
+
+/* Validates one side of a copy: device memory must be an allocated range,
+ * host memory anything but an unallocated device address. */
+static CUresult check_side(const void *p, size_t ext, enum emu_mem_kind *kind)
+{
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    *kind = emu_classify(p, ext);
+    if (*kind == EMU_MEM_INVALID) return CUDA_ERROR_INVALID_VALUE;
+    if (*kind == EMU_MEM_DEVICE) return emu_check_device_range((uintptr_t)p, ext);
+    return CUDA_SUCCESS;
+}
+
+/* The one copy path.  sync: a non-Async entry point (host-synchronous where
+ * the documentation says so); peer: a cuMemcpyPeer* call. */
+static CUresult copy_3d(void *dst, const void *src, struct copy_geom g, struct emu_stream *st,
+                        bool sync, bool peer)
+{
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (g.width == 0 || g.height == 0 || g.depth == 0) return CUDA_SUCCESS;
+    if (g.height > 1 && (g.dpitch < g.width || g.spitch < g.width)) return CUDA_ERROR_INVALID_VALUE;
+    if (g.depth > 1 && (g.dslice < g.dpitch * g.height || g.sslice < g.spitch * g.height))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (sync) CHECK(emu_capture_check_unsafe());
+    size_t dext = extent(g.width, g.height, g.depth, g.dpitch, g.dslice);
+    size_t sext = extent(g.width, g.height, g.depth, g.spitch, g.sslice);
+    enum emu_mem_kind dk, sk;
+    CHECK(check_side(dst, dext, &dk));
+    CHECK(check_side(src, sext, &sk));
+    int kind;
+    if (is_dev(sk) && is_dev(dk)) {
+        int a = emu_addr_device((uintptr_t)src), b = emu_addr_device((uintptr_t)dst);
+        kind = peer || (a >= 0 && b >= 0 && a != b) ? PEER : D2D;
+    } else if (is_dev(dk)) {
+        kind = sk == EMU_MEM_PINNED ? H2D_PINNED : H2D_PAGEABLE;
+    } else if (is_dev(sk)) {
+        kind = dk == EMU_MEM_PINNED ? D2H_PINNED : D2H_PAGEABLE;
+    } else {
+        kind = H2H;
+    }
+    bool capturing = __atomic_load_n(&st->capture, __ATOMIC_ACQUIRE) != NULL;
+    struct copy_op *c = calloc(1, sizeof *c);
+    if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+    *c = (struct copy_op){.dst = dst, .src = src, .g = g, .kind = kind,
+                          .dst_managed = dk == EMU_MEM_MANAGED, .src_managed = sk == EMU_MEM_MANAGED};
+    if (kind == H2D_PAGEABLE && !capturing) {
+        /* The caller may reuse its buffer as soon as we return. */
+        size_t row = g.width, slice = g.width * g.height;
+        if (!(c->staging = malloc(slice * g.depth))) { free(c); return CUDA_ERROR_OUT_OF_MEMORY; }
+        for (size_t z = 0; z < g.depth; z++)
+            for (size_t r = 0; r < g.height; r++)
+                memcpy((char *)c->staging + z * slice + r * row,
+                       (const char *)src + z * g.sslice + r * g.spitch, row);
+        c->src = c->staging;
+        c->g.spitch = row;
+        c->g.sslice = slice;
+    }
+    bool wait;
+    if (capturing) wait = false;
+    else if (kind == D2H_PAGEABLE) wait = true;
+    else if (sync) wait = kind == H2D_PINNED || kind == D2H_PINNED || kind == H2H;
+    else wait = kind == H2H && (sk == EMU_MEM_PAGEABLE || dk == EMU_MEM_PAGEABLE);
+    uint64_t seq;
+    CUresult rc = emu_stream_enqueue_on(st, run_copy, c, free_copy, "memcpy", NULL, &seq);
+    if (rc != CUDA_SUCCESS) { free_copy(c); return rc; }
+    if (wait) {
+        emu_stream_wait_seq(st, seq);
+        return emu_sticky();
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                        size_t height, struct emu_stream *st, bool sync, bool peer)
+{
+    struct copy_geom g = {width, height, 1, dpitch, spitch, 0, 0};
+    return copy_3d(dst, src, g, st, sync, peer);
+}
+
+#define PTR(d) ((void *)(uintptr_t)(d))
+#define SYNC_STREAM(pt) emu_stream_resolve(NULL, pt)
+
+/* -------------------------------------------------------------- 1D copies */
+static CUresult copy_1d(void *dst, const void *src, size_t n, struct emu_stream *st, bool sync,
+                        bool dst_dev, bool src_dev)
+{
+    if (dst_dev) CHECK(emu_check_device_range((uintptr_t)dst, n ? n : 1));
+    if (src_dev) CHECK(emu_check_device_range((uintptr_t)src, n ? n : 1));
+    return copy_2d(dst, n, src, n, n, 1, st, sync, false);
+}
+
+#define SYNC_PAIR(name, dsttype, srctype, dd, sd)                                          \
+    CUresult name(dsttype dst, srctype src, size_t n)                                     \
+    { EMU_ENTRY(name); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, SYNC_STREAM(false), true, dd, sd); } \
+    CUresult name##_ptds(dsttype dst, srctype src, size_t n)                              \
+    { EMU_ENTRY(name##_ptds); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, SYNC_STREAM(true), true, dd, sd); }
+#define ASYNC_PAIR(name, dsttype, srctype, dd, sd)                                         \
+    CUresult name(dsttype dst, srctype src, size_t n, CUstream h)                         \
+    { EMU_ENTRY(name); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, emu_stream_resolve(h, false), false, dd, sd); } \
+    CUresult name##_ptsz(dsttype dst, srctype src, size_t n, CUstream h)                  \
+    { EMU_ENTRY(name##_ptsz); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, emu_stream_resolve(h, true), false, dd, sd); }
+
+SYNC_PAIR(cuMemcpy, CUdeviceptr, CUdeviceptr, false, false)
+SYNC_PAIR(cuMemcpyHtoD_v2, CUdeviceptr, const void *, true, false)
+SYNC_PAIR(cuMemcpyDtoH_v2, void *, CUdeviceptr, false, true)
+SYNC_PAIR(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, true, true)
+ASYNC_PAIR(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, false, false)
+ASYNC_PAIR(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *, true, false)
+ASYNC_PAIR(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr, false, true)
+ASYNC_PAIR(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, true, true)
+
+/* ------------------------------------------------------------ peer copies */
+static CUresult copy_peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n,
+                          struct emu_stream *st, bool sync)
+{
+    if (emu_ctx_device(dctx) < 0 || emu_ctx_device(sctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    CHECK(emu_check_device_range(dst, n ? n : 1));
+    CHECK(emu_check_device_range(src, n ? n : 1));
+    return copy_2d(PTR(dst), n, PTR(src), n, n, 1, st, sync, emu_ctx_device(dctx) != emu_ctx_device(sctx));
+}
+CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)
+{ EMU_ENTRY(cuMemcpyPeer); return copy_peer(d, dc, s, sc, n, SYNC_STREAM(false), true); }
+CUresult cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)
+{ EMU_ENTRY(cuMemcpyPeer_ptds); return copy_peer(d, dc, s, sc, n, SYNC_STREAM(true), true); }
+CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream h)
+{ EMU_ENTRY(cuMemcpyPeerAsync); return copy_peer(d, dc, s, sc, n, emu_stream_resolve(h, false), false); }
+CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream h)
+{ EMU_ENTRY(cuMemcpyPeerAsync_ptsz); return copy_peer(d, dc, s, sc, n, emu_stream_resolve(h, true), false); }
+
+/* ------------------------------------------------------- 2D and 3D copies */
+static CUresult side_ptr(CUmemorytype t, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t z,
+                         size_t pitch, size_t slice, size_t ext_from_origin, const char **out)
+{
+    const char *base;
+    switch (t) {
+    case CU_MEMORYTYPE_HOST: base = host; break;
+    case CU_MEMORYTYPE_DEVICE: base = (const char *)(uintptr_t)dev; break;
+    case CU_MEMORYTYPE_UNIFIED: base = (const char *)(uintptr_t)dev; break;
+    case CU_MEMORYTYPE_ARRAY:
+        EMU_WARN_ONCE("CUDA arrays are not emulated (cuMemcpy2D/3D with an array)");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!base) return CUDA_ERROR_INVALID_VALUE;
+    const char *p = base + z * slice + y * pitch + x;
+    if (t == CU_MEMORYTYPE_DEVICE) CHECK(emu_check_device_range((uintptr_t)p, ext_from_origin));
+    if (t == CU_MEMORYTYPE_HOST && emu_classify(p, 0) == EMU_MEM_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    *out = p;
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy_2d_desc(const CUDA_MEMCPY2D *c, struct emu_stream *st, bool sync)
+{
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    if (c->WidthInBytes == 0 || c->Height == 0) return CUDA_SUCCESS;
+    size_t spitch = c->srcPitch ? c->srcPitch : c->WidthInBytes;
+    size_t dpitch = c->dstPitch ? c->dstPitch : c->WidthInBytes;
+    if (c->Height > 1 && (spitch < c->WidthInBytes || dpitch < c->WidthInBytes)) return CUDA_ERROR_INVALID_VALUE;
+    const char *s, *d;
+    CHECK(side_ptr(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, 0, spitch, 0,
+                   extent(c->WidthInBytes, c->Height, 1, spitch, 0), &s));
+    CHECK(side_ptr(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0, dpitch, 0,
+                   extent(c->WidthInBytes, c->Height, 1, dpitch, 0), &d));
+    return copy_2d((void *)(uintptr_t)d, dpitch, s, spitch, c->WidthInBytes, c->Height, st, sync, false);
+}
+
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
+{ EMU_ENTRY(cuMemcpy2D_v2); return copy_2d_desc(p, SYNC_STREAM(false), true); }
+CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p)
+{ EMU_ENTRY(cuMemcpy2D_v2_ptds); return copy_2d_desc(p, SYNC_STREAM(true), true); }
+CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p)
+{ EMU_ENTRY(cuMemcpy2DUnaligned_v2); return copy_2d_desc(p, SYNC_STREAM(false), true); }
+CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p)
+{ EMU_ENTRY(cuMemcpy2DUnaligned_v2_ptds); return copy_2d_desc(p, SYNC_STREAM(true), true); }
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream h)
+{ EMU_ENTRY(cuMemcpy2DAsync_v2); return copy_2d_desc(p, emu_stream_resolve(h, false), false); }
+CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream h)
+{ EMU_ENTRY(cuMemcpy2DAsync_v2_ptsz); return copy_2d_desc(p, emu_stream_resolve(h, true), false); }
+
+static CUresult copy_3d_desc(const CUDA_MEMCPY3D *c, struct emu_stream *st, bool sync)
+{
+    if (!c || c->reserved0 || c->reserved1 || c->srcLOD || c->dstLOD) return CUDA_ERROR_INVALID_VALUE;
+    if (c->WidthInBytes == 0 || c->Height == 0 || c->Depth == 0) return CUDA_SUCCESS;
+    struct copy_geom g = {c->WidthInBytes, c->Height, c->Depth,
+                          c->dstPitch ? c->dstPitch : c->WidthInBytes, c->srcPitch ? c->srcPitch : c->WidthInBytes, 0, 0};
+    if (c->Depth > 1 && (c->srcHeight < c->Height || c->dstHeight < c->Height)) return CUDA_ERROR_INVALID_VALUE;
+    g.sslice = g.spitch * (c->srcHeight ? c->srcHeight : c->Height);
+    g.dslice = g.dpitch * (c->dstHeight ? c->dstHeight : c->Height);
+    const char *s, *d;
+    CHECK(side_ptr(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ, g.spitch,
+                   g.sslice, extent(g.width, g.height, g.depth, g.spitch, g.sslice), &s));
+    CHECK(side_ptr(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ, g.dpitch,
+                   g.dslice, extent(g.width, g.height, g.depth, g.dpitch, g.dslice), &d));
+    return copy_3d((void *)(uintptr_t)d, s, g, st, sync, false);
+}
+
+CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
+{ EMU_ENTRY(cuMemcpy3D_v2); return copy_3d_desc(p, SYNC_STREAM(false), true); }
+CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *p)
+{ EMU_ENTRY(cuMemcpy3D_v2_ptds); return copy_3d_desc(p, SYNC_STREAM(true), true); }
+CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream h)
+{ EMU_ENTRY(cuMemcpy3DAsync_v2); return copy_3d_desc(p, emu_stream_resolve(h, false), false); }
+CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *p, CUstream h)
+{ EMU_ENTRY(cuMemcpy3DAsync_v2_ptsz); return copy_3d_desc(p, emu_stream_resolve(h, true), false); }
+
+/* ---------------------------------------------------------------- memsets */
+struct memset_op { char *dst; size_t pitch, width, height; int elsize; uint32_t value; bool managed; };
+
+static void run_memset(void *p)
+{
+    struct memset_op *m = p;
+    if (m->managed) emu_managed_touch((uintptr_t)m->dst, m->pitch * (m->height - 1) + m->width * (size_t)m->elsize, 1);
+    for (size_t r = 0; r < m->height; r++) {
+        char *row = m->dst + r * m->pitch;
+        if (m->elsize == 1) { memset(row, (int)(m->value & 0xff), m->width); continue; }
+        if (m->elsize == 2) {
+            uint16_t v = (uint16_t)m->value, *q = (uint16_t *)(void *)row;
+            for (size_t i = 0; i < m->width; i++) q[i] = v;
+        } else {
+            uint32_t *q = (uint32_t *)(void *)row;
+            for (size_t i = 0; i < m->width; i++) q[i] = m->value;
+        }
+    }
+}
+
+static CUresult memset_2d(CUdeviceptr dst, size_t pitch, uint32_t value, size_t width, size_t height,
+                          int elsize, struct emu_stream *st)
+{
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (width == 0 || height == 0) return CUDA_SUCCESS;
+    if (dst % (CUdeviceptr)elsize) return CUDA_ERROR_INVALID_VALUE;
+    size_t row = width * (size_t)elsize;
+    if (height > 1 && (pitch < row || pitch % (size_t)elsize)) return CUDA_ERROR_INVALID_VALUE;
+    if (height == 1) pitch = row;
+    size_t ext = pitch * (height - 1) + row;
+    CHECK(emu_check_device_range(dst, ext));
+    struct memset_op *m = malloc(sizeof *m);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    *m = (struct memset_op){PTR(dst), pitch, width, height, elsize, value,
+                            emu_classify(PTR(dst), ext) == EMU_MEM_MANAGED};
+    CUresult rc = emu_stream_enqueue_on(st, run_memset, m, free, "memset", NULL, NULL);
+    if (rc != CUDA_SUCCESS) free(m);
+    return rc;
+}
+
+#define MEMSET_1D(name, T, es)                                                              \
+    CUresult name##_v2(CUdeviceptr d, T v, size_t n)                                        \
+    { EMU_ENTRY(name##_v2); return memset_2d(d, 0, v, n, 1, es, SYNC_STREAM(false)); }     \
+    CUresult name##_v2_ptds(CUdeviceptr d, T v, size_t n)                                   \
+    { EMU_ENTRY(name##_v2_ptds); return memset_2d(d, 0, v, n, 1, es, SYNC_STREAM(true)); } \
+    CUresult name##Async(CUdeviceptr d, T v, size_t n, CUstream h)                          \
+    { EMU_ENTRY(name##Async); return memset_2d(d, 0, v, n, 1, es, emu_stream_resolve(h, false)); } \
+    CUresult name##Async_ptsz(CUdeviceptr d, T v, size_t n, CUstream h)                     \
+    { EMU_ENTRY(name##Async_ptsz); return memset_2d(d, 0, v, n, 1, es, emu_stream_resolve(h, true)); }
+#define MEMSET_2D(name, T, es)                                                              \
+    CUresult name##_v2(CUdeviceptr d, size_t p, T v, size_t w, size_t ht)                   \
+    { EMU_ENTRY(name##_v2); return memset_2d(d, p, v, w, ht, es, SYNC_STREAM(false)); }    \
+    CUresult name##_v2_ptds(CUdeviceptr d, size_t p, T v, size_t w, size_t ht)              \
+    { EMU_ENTRY(name##_v2_ptds); return memset_2d(d, p, v, w, ht, es, SYNC_STREAM(true)); } \
+    CUresult name##Async(CUdeviceptr d, size_t p, T v, size_t w, size_t ht, CUstream h)     \
+    { EMU_ENTRY(name##Async); return memset_2d(d, p, v, w, ht, es, emu_stream_resolve(h, false)); } \
+    CUresult name##Async_ptsz(CUdeviceptr d, size_t p, T v, size_t w, size_t ht, CUstream h) \
+    { EMU_ENTRY(name##Async_ptsz); return memset_2d(d, p, v, w, ht, es, emu_stream_resolve(h, true)); }
+
+MEMSET_1D(cuMemsetD8, unsigned char, 1)
+MEMSET_1D(cuMemsetD16, unsigned short, 2)
+MEMSET_1D(cuMemsetD32, unsigned int, 4)
+MEMSET_2D(cuMemsetD2D8, unsigned char, 1)
+MEMSET_2D(cuMemsetD2D16, unsigned short, 2)
+MEMSET_2D(cuMemsetD2D32, unsigned int, 4)

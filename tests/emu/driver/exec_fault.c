@@ -1,0 +1,108 @@
+/* exec_fault.c: the fault guard.  Stream ops run with a thread-local jump
+ * buffer armed; a SIGSEGV/SIGBUS whose address lies in device memory
+ * abandons the op and becomes the sticky CUDA_ERROR_ILLEGAL_ADDRESS, as a
+ * kernel fault does on a GPU.  Any other fault goes to whatever handler was
+ * installed before ours (or the default action), so a program's own handlers
+ * and real crashes behave as without the emulator. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include "exec_internal.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct sigaction prev_segv, prev_bus;
+static pthread_mutex_t install_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread sigjmp_buf *guard_jmp;
+static __thread volatile sig_atomic_t in_guard;
+
+static __thread int chaining;
+
+static void chain(int sig, siginfo_t *info, void *uctx)
+{
+    struct sigaction *prev = sig == SIGSEGV ? &prev_segv : &prev_bus;
+    /* A handler installed after ours that chains back to us would loop:
+     * the second time round, take the default action. */
+    if (!chaining) {
+        chaining = 1;
+        if (prev->sa_flags & SA_SIGINFO) {
+            if (prev->sa_sigaction) { prev->sa_sigaction(sig, info, uctx); chaining = 0; return; }
+        } else if (prev->sa_handler == SIG_IGN) {
+            chaining = 0;
+            return;
+        } else if (prev->sa_handler != SIG_DFL) {
+            prev->sa_handler(sig);
+            chaining = 0;
+            return;
+        }
+        chaining = 0;
+    }
+    /* Default action: restore it; returning re-executes the faulting
+     * instruction, which now terminates the process with the right signal. */
+    signal(sig, SIG_DFL);
+}
+
+static void fault_handler(int sig, siginfo_t *info, void *uctx)
+{
+    if (in_guard && guard_jmp && emu_is_device_addr((uintptr_t)info->si_addr)) {
+        in_guard = 0;
+        siglongjmp(*guard_jmp, 1);
+    }
+    chain(sig, info, uctx);
+}
+
+static void install_one(int sig, struct sigaction *prev)
+{
+    struct sigaction cur;
+    if (sigaction(sig, NULL, &cur) != 0) return;
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == fault_handler) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    /* Whatever is installed now (the program's handler, or the default) is
+     * what non-device faults are passed to. */
+    if (sigaction(sig, &sa, prev) != 0) EMU_WARN_ONCE("cannot install the fault guard");
+}
+
+void emu_fault_install(void)
+{
+    pthread_mutex_lock(&install_mu);
+    install_one(SIGSEGV, &prev_segv);
+    install_one(SIGBUS, &prev_bus);
+    pthread_mutex_unlock(&install_mu);
+}
+
+void emu_fault_thread_init(void)
+{
+    /* Own stack for the handler: a kernel may fault with its stack nearly
+     * used up. Freed never: the thread lives as long as its stream. */
+    size_t sz = 64 * 1024;
+    stack_t ss = {.ss_sp = malloc(sz), .ss_size = sz, .ss_flags = 0};
+    if (ss.ss_sp && sigaltstack(&ss, NULL) != 0) free(ss.ss_sp);
+    /* A program may have installed its own handler after the driver loaded:
+     * put ours back in front of it (it is chained to). */
+    emu_fault_install();
+}
+
+bool emu_guarded_run(emu_op_fn fn, void *arg)
+{
+    sigjmp_buf jb;
+    sigjmp_buf *volatile saved = guard_jmp;
+    volatile sig_atomic_t was_in = in_guard;
+    if (sigsetjmp(jb, 1)) {
+        guard_jmp = saved;
+        in_guard = was_in;
+        emu_set_sticky(CUDA_ERROR_ILLEGAL_ADDRESS);
+        emu_counter_add("faults.illegal_address", 1);
+        return false;
+    }
+    guard_jmp = &jb;
+    in_guard = 1;
+    fn(arg);
+    in_guard = was_in;
+    guard_jmp = saved;
+    return true;
+}

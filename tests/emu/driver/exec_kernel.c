@@ -1,0 +1,444 @@
+/* exec_kernel.c: kernels.  A registry maps a host stub and/or a device name
+ * to a CPU implementation (emuRegisterKernel); CUfunction and CUkernel
+ * handles are registry entries.  Modules and libraries accept any image and
+ * hand out entries by device name.  A launch copies the argument values at
+ * the call (by the registered parameter sizes), so the kernel sees them as
+ * of the launch even though it runs later on the stream's worker. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include "exec_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(x) do { CUresult rc_ = (x); if (rc_ != CUDA_SUCCESS) return rc_; } while (0)
+#define FUNC_MAGIC 0x46554e43u
+#define MODULE_MAGIC 0x4d4f444cu
+#define MAX_DYN_SHARED_OPTIN 232448
+#define DEFAULT_DYN_SHARED 49152
+
+struct emu_func {
+    unsigned magic;
+    const void *host_func;
+    char *device_name;
+    emu_kernel_fn impl;          /* atomic: may be registered after the handle exists */
+    int nparams;                 /* -1: unknown */
+    size_t *sizes, *offsets;
+    size_t params_bytes;
+    int max_dyn_shared;
+    int carveout;
+    struct emu_func *next;
+};
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct emu_func *registry;
+
+struct emu_module { unsigned magic; };
+
+static struct emu_func *func_of(const void *h)
+{
+    struct emu_func *f = (struct emu_func *)h;
+    if (!f || __atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != FUNC_MAGIC) return NULL;
+    return f;
+}
+
+/* Caller holds reg_mu. */
+static struct emu_func *find_locked(const void *host_func, const char *device_name)
+{
+    for (struct emu_func *f = registry; f; f = f->next)
+        if (host_func && f->host_func == host_func) return f;
+    if (device_name)
+        for (struct emu_func *f = registry; f; f = f->next)
+            if (f->device_name && !strcmp(f->device_name, device_name)) return f;
+    return NULL;
+}
+
+static struct emu_func *find_or_create(const void *host_func, const char *device_name)
+{
+    pthread_mutex_lock(&reg_mu);
+    struct emu_func *f = find_locked(host_func, device_name);
+    if (!f && (f = calloc(1, sizeof *f))) {
+        f->nparams = -1;
+        f->max_dyn_shared = DEFAULT_DYN_SHARED;
+        f->carveout = -1;
+        f->next = registry;
+        registry = f;
+        __atomic_store_n(&f->magic, FUNC_MAGIC, __ATOMIC_RELEASE);
+    }
+    if (f) {
+        if (!f->host_func && host_func) f->host_func = host_func;
+        if (!f->device_name && device_name) f->device_name = strdup(device_name);
+    }
+    pthread_mutex_unlock(&reg_mu);
+    return f;
+}
+
+/* Alignment of a parameter of this size: its largest power-of-two divisor,
+ * at most 16 (a guess where only sizes are known; exact for scalars,
+ * pointers and vector types). */
+static size_t param_align(size_t size)
+{
+    size_t a = size & (~size + 1);
+    return a == 0 ? 1 : a > 16 ? 16 : a;
+}
+
+int emuRegisterKernel(const void *host_func, const char *device_name, emu_kernel_fn impl,
+                      int nparams, const size_t *param_sizes)
+{
+    emu_init();
+    if (!host_func && !device_name) return -1;
+    if (nparams > 0 && !param_sizes) return -1;
+    struct emu_func *f = find_or_create(host_func, device_name);
+    if (!f) return -1;
+    pthread_mutex_lock(&reg_mu);
+    if (nparams >= 0) {
+        size_t *sizes = calloc((size_t)nparams + 1, sizeof *sizes);
+        size_t *offsets = calloc((size_t)nparams + 1, sizeof *offsets);
+        if (!sizes || !offsets) {
+            free(sizes);
+            free(offsets);
+            pthread_mutex_unlock(&reg_mu);
+            return -1;
+        }
+        size_t off = 0;
+        for (int i = 0; i < nparams; i++) {
+            size_t a = param_align(param_sizes[i]);
+            off = (off + a - 1) & ~(a - 1);
+            offsets[i] = off;
+            sizes[i] = param_sizes[i];
+            off += param_sizes[i];
+        }
+        /* Old arrays stay allocated: a launch may be reading them. */
+        f->sizes = sizes;
+        f->offsets = offsets;
+        f->params_bytes = off;
+        __atomic_store_n(&f->nparams, nparams, __ATOMIC_RELEASE);
+    }
+    if (impl) __atomic_store_n(&f->impl, impl, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&reg_mu);
+    return 0;
+}
+
+int emuGetFunction(void **cufunction_out, const void *host_func, const char *device_name)
+{
+    emu_init();
+    if (!cufunction_out || (!host_func && !device_name)) return CUDA_ERROR_INVALID_VALUE;
+    struct emu_func *f = find_or_create(host_func, device_name);
+    if (!f) return CUDA_ERROR_OUT_OF_MEMORY;
+    *cufunction_out = f;
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- modules */
+static CUresult module_new(CUmodule *m, const void *image)
+{
+    CHECK(emu_require_ctx());
+    if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
+    struct emu_module *x = malloc(sizeof *x);
+    if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
+    x->magic = MODULE_MAGIC;
+    *m = (CUmodule)x;
+    return CUDA_SUCCESS;
+}
+
+static bool module_ok(const void *m)
+{
+    return m && ((const struct emu_module *)m)->magic == MODULE_MAGIC;
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{ EMU_ENTRY(cuModuleLoadData); return module_new(module, image); }
+CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{ EMU_ENTRY(cuModuleLoadFatBinary); return module_new(module, fatCubin); }
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                            CUjit_option *options, void **optionValues)
+{
+    EMU_ENTRY(cuModuleLoadDataEx);
+    (void)options; (void)optionValues;
+    if (numOptions && (!options || !optionValues)) return CUDA_ERROR_INVALID_VALUE;
+    return module_new(module, image);
+}
+
+CUresult cuModuleUnload(CUmodule hmod)
+{
+    EMU_ENTRY(cuModuleUnload);
+    if (!module_ok(hmod)) return CUDA_ERROR_INVALID_HANDLE;
+    ((struct emu_module *)hmod)->magic = 0;
+    free(hmod);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    EMU_ENTRY(cuModuleGetFunction);
+    if (!hfunc || !name) return CUDA_ERROR_INVALID_VALUE;
+    if (!module_ok(hmod)) return CUDA_ERROR_INVALID_HANDLE;
+    struct emu_func *f = find_or_create(NULL, name);
+    if (!f) return CUDA_ERROR_OUT_OF_MEMORY;
+    *hfunc = (CUfunction)f;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                           void **jitOptionsValues, unsigned int numJitOptions,
+                           CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                           unsigned int numLibraryOptions)
+{
+    EMU_ENTRY(cuLibraryLoadData);
+    (void)jitOptions; (void)jitOptionsValues; (void)numJitOptions;
+    (void)libraryOptions; (void)libraryOptionValues; (void)numLibraryOptions;
+    if (!emu_driver_initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!library || !code) return CUDA_ERROR_INVALID_VALUE;
+    struct emu_module *x = malloc(sizeof *x);
+    if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
+    x->magic = MODULE_MAGIC;
+    *library = (CUlibrary)x;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryUnload(CUlibrary library)
+{
+    EMU_ENTRY(cuLibraryUnload);
+    if (!module_ok(library)) return CUDA_ERROR_INVALID_HANDLE;
+    ((struct emu_module *)library)->magic = 0;
+    free(library);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+    EMU_ENTRY(cuLibraryGetKernel);
+    if (!pKernel || !name) return CUDA_ERROR_INVALID_VALUE;
+    if (!module_ok(library)) return CUDA_ERROR_INVALID_HANDLE;
+    struct emu_func *f = find_or_create(NULL, name);
+    if (!f) return CUDA_ERROR_OUT_OF_MEMORY;
+    *pKernel = (CUkernel)f;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+    EMU_ENTRY(cuKernelGetFunction);
+    if (!pFunc) return CUDA_ERROR_INVALID_VALUE;
+    if (!func_of(kernel)) return CUDA_ERROR_INVALID_HANDLE;
+    *pFunc = (CUfunction)(void *)kernel;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------- parameter info */
+static CUresult param_info(const void *h, size_t idx, size_t *off, size_t *size)
+{
+    struct emu_func *f = func_of(h);
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    int n = __atomic_load_n(&f->nparams, __ATOMIC_ACQUIRE);
+    if (n < 0) return CUDA_ERROR_NOT_SUPPORTED;
+    if (idx >= (size_t)n) return CUDA_ERROR_INVALID_VALUE;
+    if (off) *off = f->offsets[idx];
+    if (size) *size = f->sizes[idx];
+    return CUDA_SUCCESS;
+}
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{ EMU_ENTRY(cuFuncGetParamInfo); return param_info(func, paramIndex, paramOffset, paramSize); }
+CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{ EMU_ENTRY(cuKernelGetParamInfo); return param_info(kernel, paramIndex, paramOffset, paramSize); }
+
+static CUresult func_get_attr(int *pi, CUfunction_attribute a, struct emu_func *f)
+{
+    if (!pi) return CUDA_ERROR_INVALID_VALUE;
+    switch (a) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = 0; break;
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = 0; break;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = 0; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = 90; break;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *pi = 0; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = __atomic_load_n(&f->max_dyn_shared, __ATOMIC_RELAXED); break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = __atomic_load_n(&f->carveout, __ATOMIC_RELAXED); break;
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *pi = 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult func_set_attr(struct emu_func *f, CUfunction_attribute a, int v)
+{
+    switch (a) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        if (v < 0 || v > MAX_DYN_SHARED_OPTIN) return CUDA_ERROR_INVALID_VALUE;
+        __atomic_store_n(&f->max_dyn_shared, v, __ATOMIC_RELAXED);
+        return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        if (v < -1 || v > 100) return CUDA_ERROR_INVALID_VALUE;
+        __atomic_store_n(&f->carveout, v, __ATOMIC_RELAXED);
+        return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+        return v < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;   /* read-only attributes */
+    }
+}
+
+CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+{
+    EMU_ENTRY(cuFuncGetAttribute);
+    struct emu_func *f = func_of(hfunc);
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    return func_get_attr(pi, attrib, f);
+}
+
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+    EMU_ENTRY(cuFuncSetAttribute);
+    struct emu_func *f = func_of(hfunc);
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    return func_set_attr(f, attrib, value);
+}
+
+CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev)
+{
+    EMU_ENTRY(cuKernelGetAttribute);
+    struct emu_func *f = func_of(kernel);
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    CHECK(emu_check_device(dev));
+    return func_get_attr(pi, attrib, f);
+}
+
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev)
+{
+    EMU_ENTRY(cuKernelSetAttribute);
+    struct emu_func *f = func_of(kernel);
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    CHECK(emu_check_device(dev));
+    return func_set_attr(f, attrib, val);
+}
+
+CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+    EMU_ENTRY(cuFuncGetName);
+    struct emu_func *f = func_of(hfunc);
+    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    *name = f->device_name ? f->device_name : "";
+    return CUDA_SUCCESS;
+}
+
+/* ----------------------------------------------------------------- launch */
+struct launch_op {
+    emu_kernel_fn impl;
+    bool captured;        /* counted as launched each time a graph replays it */
+    emu_launch launch;
+    void **args;          /* into this allocation, or the caller's array (waited launch) */
+};
+
+static void run_kernel(void *p)
+{
+    struct launch_op *l = p;
+    if (l->captured) emu_counter_add("kernels.launched", 1);
+    l->impl(l->args, &l->launch);
+    emu_counter_add("kernels.completed", 1);
+}
+
+static const void *extra_buffer(void **extra, size_t *size)
+{
+    const void *buf = NULL;
+    *size = 0;
+    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) *size = *(size_t *)extra[i + 1];
+        else return NULL;
+    }
+    return buf;
+}
+
+static CUresult launch(struct emu_func *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, unsigned shmem, CUstream h, void **params,
+                       void **extra, bool pt)
+{
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    if (!gx || !gy || !gz || !bx || !by || !bz || gy > 65535 || gz > 65535 || gx > 2147483647u)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (bx > 1024 || by > 1024 || bz > 64 || (uint64_t)bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+    if (shmem > (unsigned)__atomic_load_n(&f->max_dyn_shared, __ATOMIC_RELAXED)) return CUDA_ERROR_INVALID_VALUE;
+    if (params && extra) return CUDA_ERROR_INVALID_VALUE;
+    struct emu_stream *st = emu_stream_resolve(h, pt);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    emu_kernel_fn impl = __atomic_load_n(&f->impl, __ATOMIC_ACQUIRE);
+    if (!impl) return CUDA_ERROR_NOT_FOUND;
+    int n = __atomic_load_n(&f->nparams, __ATOMIC_ACQUIRE);
+    if (n > 0 && !params && !extra) return CUDA_ERROR_INVALID_VALUE;
+    size_t ebytes = 0;
+    const void *ebuf = extra ? extra_buffer(extra, &ebytes) : NULL;
+    if (extra && !ebuf) return CUDA_ERROR_INVALID_VALUE;
+    bool known = n >= 0;
+    size_t nargs = known ? (size_t)n : 0;
+    size_t blob = known ? (ebuf ? ebytes : f->params_bytes) : 0;
+    if (known && ebuf && ebytes < f->params_bytes) return CUDA_ERROR_INVALID_VALUE;
+    struct launch_op *l = malloc(sizeof *l + nargs * sizeof(void *) + blob + 16);
+    if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
+    l->impl = impl;
+    l->captured = __atomic_load_n(&st->capture, __ATOMIC_ACQUIRE) != NULL;
+    l->launch = (emu_launch){{gx, gy, gz}, {bx, by, bz}, shmem, (void *)h};
+    bool wait = false;
+    if (known) {
+        l->args = (void **)(l + 1);
+        char *data = (char *)(l->args + nargs);
+        data = (char *)(((uintptr_t)data + 15) & ~(uintptr_t)15);
+        if (ebuf) memcpy(data, ebuf, blob);
+        for (size_t i = 0; i < nargs; i++) {
+            if (!ebuf) memcpy(data + f->offsets[i], params[i], f->sizes[i]);
+            l->args[i] = data + f->offsets[i];
+        }
+    } else {
+        /* Sizes unknown: the values cannot be copied, so the launch waits
+         * for the kernel to have run (correct, but not asynchronous). */
+        if (__atomic_load_n(&st->capture, __ATOMIC_ACQUIRE)) {
+            free(l);
+            EMU_WARN_ONCE("capturing a kernel whose parameter sizes are not registered is not supported");
+            return CUDA_ERROR_NOT_SUPPORTED;
+        }
+        l->args = params ? params : (void **)(uintptr_t)ebuf;
+        wait = true;
+    }
+    uint64_t seq;
+    bool l_captured = l->captured;   /* l belongs to the stream once queued */
+    CUresult rc = emu_stream_enqueue_on(st, run_kernel, l, free, "kernel", NULL, &seq);
+    if (rc != CUDA_SUCCESS) { free(l); return rc; }
+    if (!l_captured) emu_counter_add("kernels.launched", 1);
+    if (wait) emu_stream_wait_seq(st, seq);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shmem, CUstream h, void **params, void **extra)
+{ EMU_ENTRY(cuLaunchKernel); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, extra, false); }
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shmem, CUstream h, void **params, void **extra)
+{ EMU_ENTRY(cuLaunchKernel_ptsz); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, extra, true); }
+
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                   unsigned by, unsigned bz, unsigned shmem, CUstream h, void **params)
+{ EMU_ENTRY(cuLaunchCooperativeKernel); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, NULL, false); }
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                        unsigned by, unsigned bz, unsigned shmem, CUstream h, void **params)
+{ EMU_ENTRY(cuLaunchCooperativeKernel_ptsz); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, NULL, true); }
+
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra, bool pt)
+{
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    if (c->numAttrs && !c->attrs) return CUDA_ERROR_INVALID_VALUE;
+    return launch(func_of(f), c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                  c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra, pt);
+}
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{ EMU_ENTRY(cuLaunchKernelEx); return launch_ex(config, f, kernelParams, extra, false); }
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{ EMU_ENTRY(cuLaunchKernelEx_ptsz); return launch_ex(config, f, kernelParams, extra, true); }

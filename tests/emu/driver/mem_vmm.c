@@ -1,0 +1,409 @@
+/* mem_vmm.c: the VMM address side, strictly as cuda.h documents it:
+ * cuMemAddressReserve/Free, cuMemMap/Unmap, cuMemSetAccess/GetAccess,
+ * cuMemRetainAllocationHandle, and the lookups copies make on mapped memory.
+ *
+ * Reservations live in the upper part of each device's range (the range is
+ * already PROT_NONE).  cuMemMap maps the handle's memfd there MAP_SHARED with
+ * PROT_NONE: until cuMemSetAccess grants access, a copy or kernel touching
+ * it faults, which the executor's fault guard turns into the sticky
+ * CUDA_ERROR_ILLEGAL_ADDRESS, as on a GPU.  cuMemUnmap puts a PROT_NONE
+ * anonymous reservation back.
+ *
+ * Choices where the documentation is silent: cuMemAddressFree of a range
+ * that still has mappings fails with CUDA_ERROR_INVALID_VALUE; cuMemSetAccess
+ * must cover whole mappings (a sub-range of one mapping is
+ * CUDA_ERROR_INVALID_VALUE), like cuMemUnmap. */
+#include "mem_vmm.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+struct resv {
+    uintptr_t start;
+    size_t size;
+    bool internal;              /* made for an IPC import, not by cuMemAddressReserve */
+};
+
+struct mapping {
+    uintptr_t start;
+    size_t size;
+    struct emu_vmm_handle *h;   /* NULL for an IPC import */
+    int dev;
+    uint8_t access[EMU_MAX_DEVICES];
+    uintptr_t alloc_start;      /* IPC import: the allocation inside the mapping */
+    size_t alloc_size;
+};
+
+static struct resv *resvs;
+static size_t nresvs, resvs_cap;
+static struct mapping *maps;
+static size_t nmaps, maps_cap;
+
+/* ---- sorted arrays (caller holds emu_vmm_lock) ---- */
+
+static size_t resv_upper(uintptr_t p)    /* first reservation starting after p */
+{
+    size_t lo = 0, hi = nresvs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (resvs[mid].start <= p) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+static size_t map_upper(uintptr_t p)     /* first mapping starting after p */
+{
+    size_t lo = 0, hi = nmaps;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (maps[mid].start <= p) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+static struct mapping *map_find(uintptr_t p)
+{
+    size_t i = map_upper(p);
+    if (i > 0 && p - maps[i - 1].start < maps[i - 1].size) return &maps[i - 1];
+    return NULL;
+}
+
+static struct resv *resv_find(uintptr_t p)
+{
+    size_t i = resv_upper(p);
+    if (i > 0 && p - resvs[i - 1].start < resvs[i - 1].size) return &resvs[i - 1];
+    return NULL;
+}
+
+static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap) return true;
+    size_t c = *cap ? 2 * *cap : 64;
+    void *a = realloc(*arr, c * elem);
+    if (!a) return false;
+    *arr = a;
+    *cap = c;
+    return true;
+}
+
+static bool resv_insert(uintptr_t start, size_t size, bool internal)
+{
+    if (!grow((void **)&resvs, &resvs_cap, nresvs, sizeof *resvs)) return false;
+    size_t i = resv_upper(start);
+    memmove(&resvs[i + 1], &resvs[i], (nresvs - i) * sizeof *resvs);
+    resvs[i] = (struct resv){ start, size, internal };
+    nresvs++;
+    return true;
+}
+
+static void resv_remove(struct resv *r)
+{
+    size_t i = (size_t)(r - resvs);
+    memmove(&resvs[i], &resvs[i + 1], (nresvs - i - 1) * sizeof *resvs);
+    nresvs--;
+}
+
+static struct mapping *map_insert(const struct mapping *m)
+{
+    if (!grow((void **)&maps, &maps_cap, nmaps, sizeof *maps)) return NULL;
+    size_t i = map_upper(m->start);
+    memmove(&maps[i + 1], &maps[i], (nmaps - i) * sizeof *maps);
+    maps[i] = *m;
+    nmaps++;
+    return &maps[i];
+}
+
+static void map_remove_at(size_t i)
+{
+    memmove(&maps[i], &maps[i + 1], (nmaps - i - 1) * sizeof *maps);
+    nmaps--;
+}
+
+static bool range_has_mapping(uintptr_t p, size_t size)
+{
+    size_t i = map_upper(p + size - 1);   /* mappings starting at or before the last byte */
+    return i > 0 && maps[i - 1].start + maps[i - 1].size > p;
+}
+
+/* First free, aligned gap of size bytes in dev's VMM area. */
+static uintptr_t find_gap(int dev, size_t size, size_t align)
+{
+    uintptr_t lo = emu_dev_base(dev) + EMU_ARENA_SPAN, hi = emu_dev_base(dev) + EMU_DEV_SPAN;
+    uintptr_t cand = emu_round_up(lo, align);
+    for (size_t i = resv_upper(lo > 0 ? lo - 1 : 0); i < nresvs && resvs[i].start < hi; i++) {
+        if (cand + size <= resvs[i].start) break;
+        uintptr_t end = resvs[i].start + resvs[i].size;
+        if (end > cand) cand = emu_round_up(end, align);
+    }
+    return cand + size <= hi && cand + size > cand ? cand : 0;
+}
+
+static bool in_vmm_area(uintptr_t p, size_t size)
+{
+    int dev = emu_range_device(p);
+    if (dev < 0) return false;
+    uintptr_t lo = emu_dev_base(dev) + EMU_ARENA_SPAN, hi = emu_dev_base(dev) + EMU_DEV_SPAN;
+    return p >= lo && size <= hi - p;
+}
+
+static bool range_reserved_free(uintptr_t p, size_t size)
+{
+    size_t i = resv_upper(p + size - 1);
+    return !(i > 0 && resvs[i - 1].start + resvs[i - 1].size > p);
+}
+
+/* ---- address reservations ---- */
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags)
+{
+    EMU_ENTRY(cuMemAddressReserve);
+    emu_mem_init();
+    if (!ptr || flags != 0 || size == 0 || size % EMU_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+    if (alignment & (alignment - 1)) return CUDA_ERROR_INVALID_VALUE;
+    if (alignment > EMU_DEV_SPAN / 2) return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t align = alignment > EMU_GRANULARITY ? alignment : EMU_GRANULARITY;
+    uintptr_t got = 0;
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    uintptr_t hint = (uintptr_t)addr;
+    if (hint && hint % align == 0 && in_vmm_area(hint, size) && range_reserved_free(hint, size))
+        got = hint;                          /* the hint is only a hint */
+    int cur = emu_current_device();
+    if (!got) got = find_gap(cur, size, align);
+    for (int d = 0; !got && d < emu_space.devices; d++) got = find_gap(d, size, align);
+    if (got && !resv_insert(got, size, false)) got = 0;
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    if (!got) return CUDA_ERROR_OUT_OF_MEMORY;
+    *ptr = (CUdeviceptr)got;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    EMU_ENTRY(cuMemAddressFree);
+    CUresult rc = CUDA_SUCCESS;
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    struct resv *r = ptr ? resv_find((uintptr_t)ptr) : NULL;
+    if (!r || r->internal || r->start != (uintptr_t)ptr || r->size != size)
+        rc = CUDA_ERROR_INVALID_VALUE;       /* exactly a reserved ptr and size */
+    else if (range_has_mapping(r->start, r->size))
+        rc = CUDA_ERROR_INVALID_VALUE;       /* unmap first */
+    else
+        resv_remove(r);
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return rc;
+}
+
+uintptr_t emu_vmm_reserve_internal(int dev, size_t size)
+{
+    emu_mem_init();
+    size = emu_round_up(size, EMU_GRANULARITY);
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    uintptr_t got = find_gap(dev, size, EMU_GRANULARITY);
+    if (got && !resv_insert(got, size, true)) got = 0;
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return got;
+}
+
+void emu_vmm_free_internal(uintptr_t p, size_t size)
+{
+    (void)size;
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    struct resv *r = resv_find(p);
+    if (r && r->internal && r->start == p) resv_remove(r);
+    pthread_rwlock_unlock(&emu_vmm_lock);
+}
+
+/* ---- mappings ---- */
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags)
+{
+    EMU_ENTRY(cuMemMap);
+    uintptr_t p = (uintptr_t)ptr;
+    if (flags != 0 || p == 0 || size == 0 || p % EMU_GRANULARITY || size % EMU_GRANULARITY ||
+        offset % EMU_GRANULARITY)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (offset != 0) return CUDA_ERROR_INVALID_VALUE;   /* cuda.h: "currently must be zero" */
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    struct emu_vmm_handle *h = emu_vmm_handle_get(handle);
+    struct resv *r = resv_find(p);
+    if (!h || h->refs == 0 || offset + size > h->size) goto out;
+    if (!r || r->internal || size > r->start + r->size - p) goto out;   /* inside one reservation */
+    if (range_has_mapping(p, size)) goto out;                          /* not already mapped */
+    void *m = mmap((void *)p, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, (off_t)offset);
+    if (m == MAP_FAILED) { rc = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
+    struct mapping nm = { .start = p, .size = size, .h = h, .dev = h->prop.location.id };
+    if (!map_insert(&nm)) {
+        mmap((void *)p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+        goto out;
+    }
+    h->maps++;
+    rc = CUDA_SUCCESS;
+out:
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return rc;
+}
+
+/* Index range [*first, *last] of VMM mappings exactly tiling [p, p+size);
+ * false if there is a gap, an overhang, or an IPC import in it. */
+static bool whole_mappings(uintptr_t p, size_t size, size_t *first, size_t *last)
+{
+    size_t i = map_upper(p);
+    if (i == 0 || maps[i - 1].start != p) return false;
+    uintptr_t at = p, end = p + size;
+    for (size_t j = i - 1; j < nmaps; j++) {
+        if (maps[j].start != at || !maps[j].h) return false;
+        at += maps[j].size;
+        if (at == end) { *first = i - 1; *last = j; return true; }
+        if (at > end) return false;
+    }
+    return false;
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    EMU_ENTRY(cuMemUnmap);
+    uintptr_t p = (uintptr_t)ptr;
+    if (!p || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    size_t first, last;
+    CUresult rc = CUDA_SUCCESS;
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    if (!whole_mappings(p, size, &first, &last)) {
+        rc = CUDA_ERROR_INVALID_VALUE;   /* cannot unmap a sub-range of a mapping */
+        goto out;
+    }
+    /* Back to an inaccessible reservation. */
+    mmap((void *)p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    for (size_t j = last + 1; j-- > first;) {
+        struct emu_vmm_handle *h = maps[j].h;
+        map_remove_at(j);
+        h->maps--;
+        emu_vmm_handle_maybe_destroy(h);   /* frees physical memory if released */
+    }
+out:
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return rc;
+}
+
+static int prot_of(unsigned flags)
+{
+    return flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
+         : flags == CU_MEM_ACCESS_FLAGS_PROT_READ ? PROT_READ : PROT_NONE;
+}
+
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    EMU_ENTRY(cuMemSetAccess);
+    uintptr_t p = (uintptr_t)ptr;
+    if (!p || size == 0 || !desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t k = 0; k < count; k++) {
+        if (desc[k].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+        if (emu_check_device(desc[k].location.id) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_DEVICE;
+        unsigned f = desc[k].flags;
+        if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+            f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    size_t first, last;
+    CUresult rc = CUDA_SUCCESS;
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    if (!whole_mappings(p, size, &first, &last)) {
+        rc = CUDA_ERROR_INVALID_VALUE;   /* only over fully mapped ranges */
+        goto out;
+    }
+    for (size_t j = first; j <= last; j++) {
+        for (size_t k = 0; k < count; k++) maps[j].access[desc[k].location.id] = (uint8_t)desc[k].flags;
+        /* One host mapping serves every device: it gets the widest access any
+         * device has. */
+        int prot = PROT_NONE;
+        for (int d = 0; d < EMU_MAX_DEVICES; d++) prot |= prot_of(maps[j].access[d]);
+        if (mprotect((void *)maps[j].start, maps[j].size, prot) != 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+out:
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return rc;
+}
+
+CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
+{
+    EMU_ENTRY(cuMemGetAccess);
+    if (!flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    if (emu_check_device(location->id) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_DEVICE;
+    CUresult rc = CUDA_SUCCESS;
+    pthread_rwlock_rdlock(&emu_vmm_lock);
+    struct mapping *m = map_find((uintptr_t)ptr);
+    if (m && m->h) *flags = m->access[location->id]; else rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return rc;
+}
+
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    EMU_ENTRY(cuMemRetainAllocationHandle);
+    if (!handle) return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = CUDA_SUCCESS;
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    struct mapping *m = map_find((uintptr_t)addr);
+    if (m && m->h) {
+        m->h->refs++;
+        *handle = emu_vmm_handle_value(m->h);
+    } else {
+        rc = CUDA_ERROR_INVALID_VALUE;   /* not a mapped address */
+    }
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return rc;
+}
+
+/* ---- lookups and IPC imports ---- */
+
+bool emu_vmm_lookup(uintptr_t p, struct emu_vmm_info *out)
+{
+    bool found = false;
+    pthread_rwlock_rdlock(&emu_vmm_lock);
+    struct mapping *m = map_find(p);
+    if (m) {
+        *out = (struct emu_vmm_info){
+            .start = m->start, .size = m->size, .dev = m->dev, .access = m->access[m->dev],
+            .ipc_import = m->h == NULL, .alloc_start = m->alloc_start, .alloc_size = m->alloc_size,
+            .handle_types = m->h ? (unsigned long long)m->h->prop.requestedHandleTypes : 0,
+            .rdma_capable = m->h && m->h->prop.allocFlags.gpuDirectRDMACapable,
+        };
+        struct resv *r = resv_find(p);
+        if (r) {
+            out->resv_start = r->start;
+            out->resv_size = r->size;
+        }
+        found = true;
+    }
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return found;
+}
+
+void emu_vmm_add_import(int dev, uintptr_t start, size_t size, uintptr_t alloc_start, size_t alloc_size)
+{
+    struct mapping nm = { .start = start, .size = size, .h = NULL, .dev = dev,
+                          .alloc_start = alloc_start, .alloc_size = alloc_size };
+    for (int d = 0; d < EMU_MAX_DEVICES; d++) nm.access[d] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    if (!map_insert(&nm)) emu_warn("IPC import at %#lx not recorded: out of host memory", (unsigned long)start);
+    pthread_rwlock_unlock(&emu_vmm_lock);
+}
+
+bool emu_vmm_remove_import(uintptr_t alloc_start, uintptr_t *map_start, size_t *map_size)
+{
+    bool found = false;
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    struct mapping *m = map_find(alloc_start);
+    if (m && !m->h && m->alloc_start == alloc_start) {
+        *map_start = m->start;
+        *map_size = m->size;
+        map_remove_at((size_t)(m - maps));
+        found = true;
+    }
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return found;
+}

@@ -1,0 +1,247 @@
+/* mem_vmm_handle.c: physical allocation handles of the VMM API (cuMemCreate,
+ * cuMemRelease, cuMemRetainAllocationHandle, properties, export/import as
+ * POSIX file descriptors).  Each handle is its own memfd, so an exported fd
+ * received by another process maps the very same pages.
+ *
+ * Handle values index a table and carry a generation, so a stale or forged
+ * value is rejected (CUDA_ERROR_INVALID_VALUE) rather than dereferenced. */
+#include "mem_vmm.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+pthread_rwlock_t emu_vmm_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static struct emu_vmm_handle **table;
+static uint32_t table_len, table_cap;
+static uint32_t next_gen = 1;
+static uint32_t *free_idx;
+static uint32_t nfree, free_cap;
+
+struct emu_vmm_handle *emu_vmm_handle_get(CUmemGenericAllocationHandle hv)
+{
+    uint64_t idx = (hv & 0xffffffffu);
+    if (idx == 0 || idx > table_len) return NULL;
+    struct emu_vmm_handle *h = table[idx - 1];
+    if (!h || h->gen != (uint32_t)(hv >> 32)) return NULL;
+    return h;
+}
+
+CUmemGenericAllocationHandle emu_vmm_handle_value(const struct emu_vmm_handle *h)
+{
+    return ((CUmemGenericAllocationHandle)h->gen << 32) | (h->index + 1);
+}
+
+/* Registers h in the table (caller holds the write lock). */
+static bool handle_register(struct emu_vmm_handle *h)
+{
+    if (nfree) {
+        h->index = free_idx[--nfree];
+    } else {
+        if (table_len == table_cap) {
+            uint32_t cap = table_cap ? 2 * table_cap : 256;
+            struct emu_vmm_handle **t = realloc(table, cap * sizeof *t);
+            if (!t) return false;
+            table = t;
+            table_cap = cap;
+        }
+        h->index = table_len++;
+    }
+    h->gen = next_gen++;
+    if (next_gen == 0) next_gen = 1;
+    table[h->index] = h;
+    return true;
+}
+
+void emu_vmm_handle_maybe_destroy(struct emu_vmm_handle *h)
+{
+    if (h->refs || h->maps) return;
+    table[h->index] = NULL;
+    if (nfree == free_cap) {
+        uint32_t cap = free_cap ? 2 * free_cap : 256;
+        uint32_t *f = realloc(free_idx, cap * sizeof *f);
+        if (f) { free_idx = f; free_cap = cap; }
+    }
+    if (nfree < free_cap) free_idx[nfree++] = h->index;
+    close(h->fd);
+    if (h->charged) emu_phys_uncharge(h->prop.location.id, h->size);
+    free(h);
+}
+
+/* Validates the properties shared by cuMemCreate and the granularity query. */
+static CUresult check_prop(const CUmemAllocationProp *prop)
+{
+    if (!prop) return CUDA_ERROR_INVALID_VALUE;
+    if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+        if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+            prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+            EMU_WARN_ONCE("cuMemCreate: host-located VMM allocations are not emulated");
+            return CUDA_ERROR_NOT_SUPPORTED;
+        }
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return emu_check_device(prop->location.id);
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                       CUmemAllocationGranularity_flags option)
+{
+    EMU_ENTRY(cuMemGetAllocationGranularity);
+    if (!granularity) return CUDA_ERROR_INVALID_VALUE;
+    if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = check_prop(prop);
+    if (rc != CUDA_SUCCESS) return rc;
+    *granularity = EMU_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                     unsigned long long flags)
+{
+    EMU_ENTRY(cuMemCreate);
+    emu_mem_init();
+    if (!handle || flags != 0 || size == 0 || size % EMU_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = check_prop(prop);
+    if (rc != CUDA_SUCCESS) return rc;
+    if (prop->requestedHandleTypes & ~(unsigned)(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC))
+        return CUDA_ERROR_INVALID_VALUE;     /* Win32 handle types on Linux */
+    if (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_FABRIC)
+        return CUDA_ERROR_NOT_PERMITTED;     /* no IMEX channel on this system */
+    int dev = prop->location.id;
+    if (!emu_phys_charge(dev, size)) return CUDA_ERROR_OUT_OF_MEMORY;
+    struct emu_vmm_handle *h = calloc(1, sizeof *h);
+    /* The name carries what an importing process needs to know. */
+    char name[64];
+    snprintf(name, sizeof name, "emu-vmm-d%d-t%u", dev, (unsigned)prop->requestedHandleTypes);
+    int fd = h ? memfd_create(name, MFD_CLOEXEC) : -1;
+    if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
+        if (fd >= 0) close(fd);
+        free(h);
+        emu_phys_uncharge(dev, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    h->fd = fd;
+    h->size = size;
+    h->prop = *prop;
+    h->refs = 1;
+    h->charged = true;
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    bool ok = handle_register(h);
+    if (ok) *handle = emu_vmm_handle_value(h);
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    if (!ok) {
+        close(fd);
+        free(h);
+        emu_phys_uncharge(dev, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    EMU_ENTRY(cuMemRelease);
+    CUresult rc = CUDA_SUCCESS;
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    struct emu_vmm_handle *h = emu_vmm_handle_get(handle);
+    if (!h || h->refs == 0) {
+        rc = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        h->refs--;
+        emu_vmm_handle_maybe_destroy(h);   /* physical memory stays while mapped */
+    }
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return rc;
+}
+
+CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
+{
+    EMU_ENTRY(cuMemGetAllocationPropertiesFromHandle);
+    if (!prop) return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = CUDA_SUCCESS;
+    pthread_rwlock_rdlock(&emu_vmm_lock);
+    struct emu_vmm_handle *h = emu_vmm_handle_get(handle);
+    if (h && h->refs) *prop = h->prop; else rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return rc;
+}
+
+CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType handleType, unsigned long long flags)
+{
+    EMU_ENTRY(cuMemExportToShareableHandle);
+    if (!shareableHandle || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+        return handleType == CU_MEM_HANDLE_TYPE_FABRIC ? CUDA_ERROR_NOT_PERMITTED : CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult rc = CUDA_SUCCESS;
+    pthread_rwlock_rdlock(&emu_vmm_lock);
+    struct emu_vmm_handle *h = emu_vmm_handle_get(handle);
+    if (!h || !h->refs || !(h->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+        rc = CUDA_ERROR_INVALID_VALUE;   /* created without that requested handle type */
+    } else {
+        int fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+        else *(int *)shareableHandle = fd;
+    }
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return rc;
+}
+
+/* Reads "emu-vmm-d<dev>-t<types>" back from the memfd's name. */
+static bool parse_memfd(int fd, int *dev, unsigned *types)
+{
+    char link[64], target[256];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0) return false;
+    target[n] = 0;
+    return sscanf(target, "/memfd:emu-vmm-d%d-t%u", dev, types) == 2;
+}
+
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                        CUmemAllocationHandleType shHandleType)
+{
+    EMU_ENTRY(cuMemImportFromShareableHandle);
+    emu_mem_init();
+    if (!handle) return CUDA_ERROR_INVALID_VALUE;
+    if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return shHandleType == CU_MEM_HANDLE_TYPE_FABRIC ? CUDA_ERROR_NOT_PERMITTED : CUDA_ERROR_INVALID_VALUE;
+    /* As in the CUDA samples: the int fd passed as the pointer value. */
+    int in_fd = (int)(intptr_t)osHandle;
+    int dev;
+    unsigned types;
+    struct stat st;
+    if (in_fd < 0 || fstat(in_fd, &st) != 0 || !parse_memfd(in_fd, &dev, &types))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (emu_check_device(dev) != CUDA_SUCCESS) return CUDA_ERROR_NOT_SUPPORTED;
+    if (st.st_size <= 0 || st.st_size % EMU_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+    struct emu_vmm_handle *h = calloc(1, sizeof *h);
+    if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
+    h->fd = fcntl(in_fd, F_DUPFD_CLOEXEC, 0);   /* the caller keeps (and closes) its fd */
+    if (h->fd < 0) { free(h); return CUDA_ERROR_OUT_OF_MEMORY; }
+    h->size = (size_t)st.st_size;
+    h->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    h->prop.requestedHandleTypes = (CUmemAllocationHandleType)types;
+    h->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    h->prop.location.id = dev;
+    h->refs = 1;
+    h->charged = false;   /* the exporter's device memory, already counted there */
+    pthread_rwlock_wrlock(&emu_vmm_lock);
+    bool ok = handle_register(h);
+    if (ok) *handle = emu_vmm_handle_value(h);
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    if (!ok) {
+        close(h->fd);
+        free(h);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return CUDA_SUCCESS;
+}

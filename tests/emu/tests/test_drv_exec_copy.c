@@ -1,0 +1,234 @@
+/* test_drv_exec_copy: copies and memsets of the emulated driver: a pageable
+ * source is snapshotted at the call; a pinned async source is read when the
+ * copy runs; a copy into pageable memory is complete on return; bytes and
+ * copies are counted by kind when the copy executes; memsets run in stream
+ * order; invalid ranges and arguments give the documented errors. */
+#include "driver/exec_testutil.h"
+
+#define N 4096
+
+static CUcontext ctx0, ctx1;
+
+static void sleep_30ms(void *p) { (void)p; et_sleep_ms(30); }
+static int all_bytes(const void *p, int v, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) if (b[i] != (unsigned char)v) return 0;
+    return 1;
+}
+#define DEV(d) ((void *)(uintptr_t)(d))
+
+static void test_pageable_snapshot(CUdeviceptr d, CUstream s)
+{
+    char *src = malloc(N);
+    memset(src, 'A', N);
+    struct et_gate gate = {0};
+    uint64_t bytes0 = emuGetCounter("bytes.h2d.pageable"), copies0 = emuGetCounter("copies.h2d.pageable");
+    OK(cuLaunchHostFunc(s, et_gate_wait, &gate));
+    OK(cuMemcpyHtoDAsync(d, src, N, s));
+    memset(src, 'B', N);                                  /* reuse right after the call */
+    EXPECT(emuGetCounter("bytes.h2d.pageable") == bytes0);  /* counted when it runs */
+    et_gate_open(&gate);
+    OK(cuStreamSynchronize(s));
+    EXPECT(all_bytes(DEV(d), 'A', N));                    /* the device saw the old data */
+    EXPECT(emuGetCounter("bytes.h2d.pageable") == bytes0 + N);
+    EXPECT(emuGetCounter("copies.h2d.pageable") == copies0 + 1);
+    /* The synchronous form behaves the same. */
+    memset(src, 'C', N);
+    OK(cuMemcpyHtoD(d, src, N));
+    memset(src, 'D', N);
+    OK(cuCtxSynchronize());
+    EXPECT(all_bytes(DEV(d), 'C', N));
+    free(src);
+}
+
+static void test_pinned_async(CUdeviceptr d, CUstream s)
+{
+    char *pinned;
+    REQUIRE(cuMemHostAlloc((void **)&pinned, N, 0));
+    memset(pinned, 'A', N);
+    struct et_gate gate = {0};
+    uint64_t bytes0 = emuGetCounter("bytes.h2d.pinned");
+    OK(cuLaunchHostFunc(s, et_gate_wait, &gate));
+    OK(cuMemcpyHtoDAsync(d, pinned, N, s));
+    memset(pinned, 'B', N);
+    et_gate_open(&gate);
+    OK(cuStreamSynchronize(s));
+    EXPECT(all_bytes(DEV(d), 'B', N));                    /* read when the copy ran */
+    EXPECT(emuGetCounter("bytes.h2d.pinned") == bytes0 + N);
+
+    /* Device -> pinned async: returns before the copy runs. */
+    struct et_gate gate2 = {0};
+    memset(pinned, 'z', N);
+    OK(cuMemsetD8Async(d, 'Q', N, s));
+    OK(cuLaunchHostFunc(s, et_gate_wait, &gate2));
+    uint64_t d2h0 = emuGetCounter("bytes.d2h.pinned");
+    OK(cuMemcpyDtoHAsync(pinned, d, N, s));
+    EXPECT(all_bytes(pinned, 'z', N));
+    et_gate_open(&gate2);
+    OK(cuStreamSynchronize(s));
+    EXPECT(all_bytes(pinned, 'Q', N));
+    EXPECT(emuGetCounter("bytes.d2h.pinned") == d2h0 + N);
+    OK(cuMemFreeHost(pinned));
+}
+
+static void test_d2h_pageable_complete(CUdeviceptr d, CUstream s)
+{
+    char *dst = malloc(N);
+    memset(dst, 0, N);
+    uint64_t bytes0 = emuGetCounter("bytes.d2h.pageable");
+    OK(cuLaunchHostFunc(s, sleep_30ms, NULL));
+    OK(cuMemsetD8Async(d, 'M', N, s));
+    double t0 = et_now_ms();
+    OK(cuMemcpyDtoHAsync(dst, d, N, s));
+    EXPECT(et_now_ms() - t0 >= 20);                       /* waited for the stream */
+    EXPECT(all_bytes(dst, 'M', N));                        /* complete on return */
+    EXPECT(emuGetCounter("bytes.d2h.pageable") == bytes0 + N);
+    OK(cuMemsetD8Async(d, 'S', N, s));
+    OK(cuMemcpyDtoH(dst, d, N));                           /* sync form: legacy stream... */
+    /* ...which does not order with our non-blocking stream: sync it first. */
+    OK(cuStreamSynchronize(s));
+    OK(cuMemcpyDtoH(dst, d, N));
+    EXPECT(all_bytes(dst, 'S', N));
+    free(dst);
+}
+
+static void test_kinds_and_memset(CUdeviceptr d, CUdeviceptr d2)
+{
+    uint64_t dd0 = emuGetCounter("bytes.d2d"), hh0 = emuGetCounter("bytes.h2h"), ddc0 = emuGetCounter("copies.d2d");
+    OK(cuMemsetD32(d, 0x01020304u, N / 4));
+    OK(cuMemcpyDtoD(d2, d, N));
+    OK(cuCtxSynchronize());
+    EXPECT(((uint32_t *)DEV(d2))[N / 4 - 1] == 0x01020304u);
+    EXPECT(emuGetCounter("bytes.d2d") == dd0 + N && emuGetCounter("copies.d2d") == ddc0 + 1);
+    OK(cuMemsetD16(d, 0xabcd, N / 2));
+    OK(cuCtxSynchronize());
+    EXPECT(((uint16_t *)DEV(d))[7] == 0xabcd);
+    char a[64], b[64];
+    memset(a, 'h', sizeof a);
+    memset(b, 0, sizeof b);
+    OK(cuMemcpy((CUdeviceptr)(uintptr_t)b, (CUdeviceptr)(uintptr_t)a, sizeof a));   /* host to host */
+    EXPECT(all_bytes(b, 'h', sizeof b));
+    EXPECT(emuGetCounter("bytes.h2h") == hh0 + sizeof a);
+    /* Unified cuMemcpy picks the direction from the pointers. */
+    uint64_t hd0 = emuGetCounter("bytes.h2d.pageable");
+    OK(cuMemcpy(d, (CUdeviceptr)(uintptr_t)a, sizeof a));
+    OK(cuCtxSynchronize());
+    EXPECT(emuGetCounter("bytes.h2d.pageable") == hd0 + sizeof a);
+    /* Per-thread variant. */
+    memset(a, 'p', sizeof a);
+    OK(cuMemcpyHtoD_v2_ptds(d, a, sizeof a));
+    OK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+    EXPECT(all_bytes(DEV(d), 'p', sizeof a));
+    /* 2D memset with a pitch leaves the gaps alone. */
+    OK(cuMemsetD8(d, 0, N));
+    OK(cuMemsetD2D8(d, 64, 'x', 16, 4));
+    OK(cuCtxSynchronize());
+    EXPECT(all_bytes((char *)DEV(d) + 64, 'x', 16) && all_bytes((char *)DEV(d) + 80, 0, 48));
+}
+
+static void test_2d(CUdeviceptr d)
+{
+    char host[8][10], back[8][10];
+    for (int r = 0; r < 8; r++) for (int c = 0; c < 10; c++) host[r][c] = (char)(r * 16 + c);
+    memset(back, 0, sizeof back);
+    CUDA_MEMCPY2D p;
+    memset(&p, 0, sizeof p);
+    p.srcMemoryType = CU_MEMORYTYPE_HOST; p.srcHost = host; p.srcPitch = 10;
+    p.dstMemoryType = CU_MEMORYTYPE_DEVICE; p.dstDevice = d; p.dstPitch = 128;
+    p.WidthInBytes = 10; p.Height = 8;
+    OK(cuMemcpy2D(&p));
+    memset(&p, 0, sizeof p);
+    p.srcMemoryType = CU_MEMORYTYPE_DEVICE; p.srcDevice = d; p.srcPitch = 128;
+    p.dstMemoryType = CU_MEMORYTYPE_HOST; p.dstHost = back; p.dstPitch = 10;
+    p.WidthInBytes = 10; p.Height = 8;
+    OK(cuMemcpy2DAsync(&p, NULL));
+    OK(cuStreamSynchronize(NULL));
+    EXPECT(memcmp(host, back, sizeof host) == 0);
+    p.dstPitch = 5;                                       /* pitch smaller than the width */
+    EXPECT_RC(cuMemcpy2D(&p), CUDA_ERROR_INVALID_VALUE);
+}
+
+static void test_peer(CUdeviceptr d)
+{
+    CUdeviceptr remote;
+    REQUIRE(cuCtxSetCurrent(ctx1));
+    REQUIRE(cuMemAlloc(&remote, N));
+    REQUIRE(cuCtxSetCurrent(ctx0));
+    uint64_t p0 = emuGetCounter("bytes.peer"), c0 = emuGetCounter("copies.peer");
+    OK(cuMemsetD8(d, 'r', N));
+    OK(cuMemcpyPeer(remote, ctx1, d, ctx0, N));
+    OK(cuCtxSynchronize());
+    EXPECT(all_bytes(DEV(remote), 'r', N));
+    EXPECT(emuGetCounter("bytes.peer") == p0 + N && emuGetCounter("copies.peer") == c0 + 1);
+    EXPECT_RC(cuMemcpyPeer(remote, (CUcontext)&p0, d, ctx0, N), CUDA_ERROR_INVALID_CONTEXT);
+    REQUIRE(cuCtxSetCurrent(ctx1));
+    OK(cuMemFree(remote));
+    REQUIRE(cuCtxSetCurrent(ctx0));
+}
+
+/* EMU_PINNED_GBPS=1 (set in main): 1 byte per ns for pinned copies. */
+static void test_bandwidth_model(void)
+{
+    size_t big = 8u << 20;
+    CUdeviceptr d;
+    char *pinned;
+    REQUIRE(cuMemAlloc(&d, big));
+    REQUIRE(cuMemAllocHost((void **)&pinned, big));
+    memset(pinned, 1, big);
+    double t0 = et_now_ms();
+    OK(cuMemcpyHtoD(d, pinned, big));          /* pinned sync copy: returns when done */
+    double ms = et_now_ms() - t0;
+    EXPECT(ms >= 8.0);                          /* 8 MiB at 1 GB/s >= 8.4 ms */
+    EXPECT(ms < 2000);
+    OK(cuMemFreeHost(pinned));
+    OK(cuMemFree(d));
+}
+
+static void test_errors(CUdeviceptr d, CUstream s)
+{
+    char host[64];
+    char *heap = malloc(N);
+    CUdeviceptr freed;
+    REQUIRE(cuMemAlloc(&freed, 256));
+    REQUIRE(cuMemFree(freed));
+    EXPECT_RC(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)heap, host, 64), CUDA_ERROR_INVALID_VALUE);  /* not device */
+    EXPECT_RC(cuMemcpyHtoD(d, heap, N + 1), CUDA_ERROR_INVALID_VALUE);       /* past the allocation */
+    EXPECT_RC(cuMemcpyHtoDAsync(d + 1, heap, N, s), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RC(cuMemcpyDtoH(host, freed, 64), CUDA_ERROR_INVALID_VALUE);       /* freed */
+    EXPECT_RC(cuMemcpyHtoD(d, NULL, 64), CUDA_ERROR_INVALID_VALUE);
+    static unsigned bogus[64];
+    EXPECT_RC(cuMemcpyHtoDAsync(d, host, 64, (CUstream)bogus), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_RC(cuMemsetD32(d + 2, 0, 4), CUDA_ERROR_INVALID_VALUE);           /* misaligned */
+    EXPECT_RC(cuMemsetD16(d + 1, 0, 4), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RC(cuMemsetD8(d, 0, N + 1), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RC(cuMemsetD2D8(d, 8, 0, 16, 2), CUDA_ERROR_INVALID_VALUE);       /* pitch < width */
+    EXPECT_RC(cuMemsetD8Async(freed, 0, 16, s), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemcpyHtoD(d, host, 0));                                             /* 0 bytes: nothing */
+    free(heap);
+}
+
+int main(void)
+{
+    setenv("EMU_DEVICES", "2", 1);
+    setenv("EMU_PINNED_GBPS", "1", 1);
+    ctx0 = et_setup(0);
+    REQUIRE(cuDevicePrimaryCtxRetain(&ctx1, 1));
+    CUdeviceptr d, d2;
+    CUstream s;
+    REQUIRE(cuMemAlloc(&d, N));
+    REQUIRE(cuMemAlloc(&d2, N));
+    REQUIRE(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    test_pageable_snapshot(d, s);
+    test_pinned_async(d, s);
+    test_d2h_pageable_complete(d, s);
+    test_kinds_and_memset(d, d2);
+    test_2d(d);
+    test_peer(d);
+    test_errors(d, s);
+    test_bandwidth_model();
+    OK(cuStreamDestroy(s));
+    OK(cuMemFree(d));
+    OK(cuMemFree(d2));
+    return et_finish("test_drv_exec_copy");
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds tests/fuzz/fuzz_logread.c with libFuzzer + ASan + UBSan (clang) and
+# runs it for SECONDS (default 60), seeded with tests/fuzz/corpus and the
+# golden logs.  New inputs go to $B/fuzz/corpus, crashes to $B/fuzz/artifacts.
+#   tests/fuzz/run.sh [SECONDS] [extra libFuzzer flags...]
+# Exit status: 0 when no crash was found.
+set -eu
+cd "$(dirname "$0")/../.."
+B=${B:-build}
+SECS=${1:-60}
+shift || true
+CLANG=${CLANG:-$(command -v clang-14 || command -v clang)}
+out=$B/fuzz
+mkdir -p "$out/corpus" "$out/artifacts"
+"$CLANG" -std=gnu11 -g -O1 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+  -Ishim -Itools -o "$out/fuzz_logread" tests/fuzz/fuzz_logread.c
+cp -n tests/fuzz/corpus/* tests/golden/*.tslog "$out/corpus/" 2>/dev/null || true
+exec "$out/fuzz_logread" -max_total_time="$SECS" -max_len=65536 -timeout=10 \
+  -artifact_prefix="$out/artifacts/" -print_final_stats=1 "$@" "$out/corpus"

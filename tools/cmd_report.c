@@ -1,0 +1,806 @@
+/* cmd_report.c: `trainshim report [--format text|json] LOG...`.
+ *
+ * Derives everything from the raw records (tools/logread.c): the peak of
+ * allocated bytes from alloc/free pairs matched by pointer, in time order;
+ * copy volumes by direction; errors by API and code.  Text output is stable
+ * (golden-tested); JSON output is a contract (docs/log-format.md). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmds.h"
+#include "core.h"
+#include "logread.h"
+
+#define HIST_BUCKETS 65 /* bucket b >= 1: sizes in [2^(b-1), 2^b); bucket 0: size 0 */
+#define DIRS 7          /* enum ts_copy_dir 1..6; 0 = unknown */
+
+struct err_count {
+    int32_t api, code;
+    uint64_t count;
+    const char *name; /* API name (owned by the log) or NULL */
+};
+
+struct stats {
+    uint64_t peak_alloc, alloc_calls, alloc_failed, alloc_requested, free_calls, free_failed,
+        free_unknown, live_blocks, live_bytes;
+    uint64_t hist[HIST_BUCKETS];
+    uint64_t copy_bytes[DIRS], copy_calls[DIRS], h2d_pageable, d2h_pageable, copy_ns, copy_failed;
+    struct err_count *errs;
+    size_t n_errs;
+    uint64_t error_records;
+};
+
+/* ------------------------------------------------------------ live-pointer map */
+struct live_map {
+    uint64_t *keys, *vals;
+    size_t cap, n;
+};
+
+static size_t slot_of(uint64_t k, size_t cap)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (size_t)k & (cap - 1);
+}
+
+static int map_grow(struct live_map *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 1024;
+    uint64_t *k = calloc(cap, sizeof *k), *v = calloc(cap, sizeof *v);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->keys[i]) {
+            size_t s = slot_of(m->keys[i], cap);
+            while (k[s])
+                s = (s + 1) & (cap - 1);
+            k[s] = m->keys[i];
+            v[s] = m->vals[i];
+        }
+    free(m->keys);
+    free(m->vals);
+    m->keys = k;
+    m->vals = v;
+    m->cap = cap;
+    return 0;
+}
+
+/* Slot of key (0 never stored), or of the empty slot where it would go. */
+static size_t map_find(const struct live_map *m, uint64_t key)
+{
+    size_t s = slot_of(key, m->cap);
+    while (m->keys[s] && m->keys[s] != key)
+        s = (s + 1) & (m->cap - 1);
+    return s;
+}
+
+/* Removal with backward shift, so probing never needs tombstones. */
+static void map_erase(struct live_map *m, size_t s)
+{
+    size_t j = s;
+    m->keys[s] = 0;
+    for (;;) {
+        j = (j + 1) & (m->cap - 1);
+        if (!m->keys[j])
+            return;
+        size_t home = slot_of(m->keys[j], m->cap);
+        /* move j back to s when home is not cyclically in (s, j] */
+        if ((s < j) ? (home <= s || home > j) : (home <= s && home > j)) {
+            m->keys[s] = m->keys[j];
+            m->vals[s] = m->vals[j];
+            m->keys[j] = 0;
+            s = j;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ analysis */
+static int by_time(const void *a, const void *b)
+{
+    const struct tslog_event *x = a, *y = b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int hist_bucket(uint64_t size)
+{
+    return size ? 64 - __builtin_clzll(size) : 0;
+}
+
+static int add_error(struct stats *s, int32_t api, int32_t code, uint64_t count, const char *name)
+{
+    for (size_t i = 0; i < s->n_errs; i++)
+        if (s->errs[i].api == api && s->errs[i].code == code) {
+            s->errs[i].count += count;
+            return 0;
+        }
+    struct err_count *n = realloc(s->errs, (s->n_errs + 1) * sizeof *n);
+    if (!n)
+        return -1;
+    s->errs = n;
+    s->errs[s->n_errs++] = (struct err_count){api, code, count, name};
+    return 0;
+}
+
+static int by_api_code(const void *a, const void *b)
+{
+    const struct err_count *x = a, *y = b;
+    if (x->api != y->api)
+        return x->api < y->api ? -1 : 1;
+    return (x->code > y->code) - (x->code < y->code);
+}
+
+static int analyze(struct tslog *log, struct stats *s)
+{
+    struct live_map m = {0};
+    uint64_t cur = 0;
+    memset(s, 0, sizeof *s);
+    /* threads' buffers reach the file out of order: replay in time order */
+    if (log->n_events)
+        qsort(log->events, log->n_events, sizeof *log->events, by_time);
+    for (size_t i = 0; i < log->n_events; i++) {
+        const struct tslog_event *e = &log->events[i];
+        switch (e->type) {
+        case TS_REC_ALLOC:
+            s->alloc_calls++;
+            if (e->result) {
+                s->alloc_failed++;
+                break;
+            }
+            s->alloc_requested += e->bytes;
+            s->hist[hist_bucket(e->bytes)]++;
+            if (!e->ptr)
+                break;
+            if ((m.n + 1) * 2 > m.cap && map_grow(&m))
+                goto oom;
+            {
+                size_t k = map_find(&m, e->ptr);
+                if (m.keys[k]) {
+                    cur -= m.vals[k]; /* a live pointer handed out again: its free was not seen */
+                } else {
+                    m.keys[k] = e->ptr;
+                    m.n++;
+                }
+                m.vals[k] = e->bytes;
+            }
+            cur += e->bytes;
+            if (cur > s->peak_alloc)
+                s->peak_alloc = cur;
+            break;
+        case TS_REC_FREE:
+            s->free_calls++;
+            if (e->result) {
+                s->free_failed++;
+                break;
+            }
+            if (!e->ptr)
+                break;
+            if (!m.cap) {
+                s->free_unknown++;
+                break;
+            }
+            {
+                size_t k = map_find(&m, e->ptr);
+                if (!m.keys[k]) {
+                    s->free_unknown++;
+                    break;
+                }
+                cur -= m.vals[k];
+                map_erase(&m, k);
+                m.n--;
+            }
+            break;
+        case TS_REC_COPY: {
+            int d = e->dir < DIRS ? e->dir : 0;
+            s->copy_calls[d]++;
+            s->copy_ns += e->duration_ns;
+            if (e->result) {
+                s->copy_failed++;
+                break;
+            }
+            s->copy_bytes[d] += e->bytes;
+            if (e->host_kind == TS_HOST_PAGEABLE && d == TS_H2D)
+                s->h2d_pageable += e->bytes;
+            if (e->host_kind == TS_HOST_PAGEABLE && d == TS_D2H)
+                s->d2h_pageable += e->bytes;
+            break;
+        }
+        case TS_REC_ERROR: {
+            s->error_records++;
+            const char *name = e->api >= 0 && (uint32_t)e->api < log->n_api_names
+                                   ? log->api_names[e->api] : NULL;
+            if (add_error(s, e->api, e->result, 1, name))
+                goto oom;
+            break;
+        }
+        }
+    }
+    s->live_blocks = m.n;
+    s->live_bytes = cur;
+    free(m.keys);
+    free(m.vals);
+    if (s->n_errs)
+        qsort(s->errs, s->n_errs, sizeof *s->errs, by_api_code);
+    return 0;
+oom:
+    free(m.keys);
+    free(m.vals);
+    return -1;
+}
+
+/* Totals over ranks: counts and bytes add up; the peak adds up too (each rank
+ * has its own devices), and the largest single rank's peak is kept apart. */
+static int add_stats(struct stats *t, const struct stats *s)
+{
+    t->peak_alloc += s->peak_alloc;
+    t->alloc_calls += s->alloc_calls;
+    t->alloc_failed += s->alloc_failed;
+    t->alloc_requested += s->alloc_requested;
+    t->free_calls += s->free_calls;
+    t->free_failed += s->free_failed;
+    t->free_unknown += s->free_unknown;
+    t->live_blocks += s->live_blocks;
+    t->live_bytes += s->live_bytes;
+    for (int i = 0; i < HIST_BUCKETS; i++)
+        t->hist[i] += s->hist[i];
+    for (int d = 0; d < DIRS; d++) {
+        t->copy_bytes[d] += s->copy_bytes[d];
+        t->copy_calls[d] += s->copy_calls[d];
+    }
+    t->h2d_pageable += s->h2d_pageable;
+    t->d2h_pageable += s->d2h_pageable;
+    t->copy_ns += s->copy_ns;
+    t->copy_failed += s->copy_failed;
+    t->error_records += s->error_records;
+    for (size_t i = 0; i < s->n_errs; i++)
+        if (add_error(t, s->errs[i].api, s->errs[i].code, s->errs[i].count, s->errs[i].name))
+            return -1;
+    if (t->n_errs)
+        qsort(t->errs, t->n_errs, sizeof *t->errs, by_api_code);
+    return 0;
+}
+
+/* ------------------------------------------------------------ formatting */
+static const char *const dir_names[DIRS] = {"unknown", "H2D", "D2H", "D2D", "H2H", "peer", "default"};
+static const char *const dir_keys[DIRS] = {"unknown", "h2d", "d2h", "d2d", "h2h", "peer", "default"};
+
+static const char *human(uint64_t b, char *buf, size_t n)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 6) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, n, "%llu B", (unsigned long long)b);
+    else
+        snprintf(buf, n, "%.2f %s", v, unit[u]);
+    return buf;
+}
+
+static void print_sanitized(FILE *f, const char *s)
+{
+    for (; *s; s++)
+        fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
+static uint64_t duration_ns(const struct tslog *log)
+{
+    uint64_t end = log->complete ? log->end_time_ns : log->last_time_ns;
+    return end > log->start_mono_ns ? end - log->start_mono_ns : 0;
+}
+
+static const char *status_text(const struct tslog *log)
+{
+    if (log->truncated)
+        return "truncated";
+    return log->complete ? "complete" : "incomplete";
+}
+
+static void text_run(FILE *f, const struct tslog *log)
+{
+    char b[64];
+    fprintf(f, "== RUN ==\nlog           ");
+    print_sanitized(f, log->file);
+    fprintf(f, "\npid           %d\ncommand       ", log->pid);
+    print_sanitized(f, log->command ? log->command : "");
+    fprintf(f, "\nhost          ");
+    print_sanitized(f, log->host ? log->host : "");
+    snprintf(b, sizeof b, "%d", log->rank);
+    fprintf(f, "\nrank          %s", log->rank >= 0 ? b : "-");
+    if (log->local_rank >= 0)
+        fprintf(f, " (local %d)", log->local_rank);
+    if (log->world_size >= 0)
+        fprintf(f, " of %d", log->world_size);
+    fprintf(f, "\nduration      %.3f s\nstatus        %s", (double)duration_ns(log) / 1e9, status_text(log));
+    if (log->note[0])
+        fprintf(f, " (%s)", log->note);
+    fprintf(f, "\nrecords       %llu\n", (unsigned long long)log->n_records);
+    for (size_t i = 0; i < log->n_devices; i++) {
+        const struct tslog_device *d = &log->devices[i];
+        fprintf(f, "device %-6d ", d->ordinal);
+        print_sanitized(f, d->name);
+        fprintf(f, ", %s, cc %d.%d, %d SMs, ", human(d->total_mem, b, sizeof b), d->cc_major,
+                d->cc_minor, d->sm_count);
+        print_sanitized(f, d->pci_bus_id);
+        fputc('\n', f);
+    }
+}
+
+static void text_stats(FILE *f, const struct stats *s, const struct tslog *names)
+{
+    char b1[32], b2[32];
+    fprintf(f, "\n== DEVICE MEMORY ==\n");
+    fprintf(f, "peak allocated      %s (%llu B)\n", human(s->peak_alloc, b1, sizeof b1),
+            (unsigned long long)s->peak_alloc);
+    fprintf(f, "peak reserved       %s (%llu B)\n", human(s->peak_alloc, b1, sizeof b1),
+            (unsigned long long)s->peak_alloc);
+    fprintf(f, "allocations         %llu (%llu failed), %s requested\n",
+            (unsigned long long)s->alloc_calls, (unsigned long long)s->alloc_failed,
+            human(s->alloc_requested, b1, sizeof b1));
+    fprintf(f, "frees               %llu (%llu failed, %llu of unknown pointers)\n",
+            (unsigned long long)s->free_calls, (unsigned long long)s->free_failed,
+            (unsigned long long)s->free_unknown);
+    fprintf(f, "live at end         %llu blocks, %s\n", (unsigned long long)s->live_blocks,
+            human(s->live_bytes, b1, sizeof b1));
+    fprintf(f, "allocation sizes\n");
+    for (int i = 0; i < HIST_BUCKETS; i++) {
+        if (!s->hist[i])
+            continue;
+        if (i == 0)
+            fprintf(f, "  %-24s %10llu\n", "0 B", (unsigned long long)s->hist[i]);
+        else {
+            char r[80];
+            human(1ull << (i - 1), b1, sizeof b1);
+            if (i < 64)
+                human(1ull << i, b2, sizeof b2);
+            else
+                snprintf(b2, sizeof b2, "16.00 EiB");
+            snprintf(r, sizeof r, "[%s, %s)", b1, b2);
+            fprintf(f, "  %-24s %10llu\n", r, (unsigned long long)s->hist[i]);
+        }
+    }
+
+    fprintf(f, "\n== COPIES ==\n");
+    fprintf(f, "%-10s %10s %22s %22s\n", "direction", "calls", "bytes", "pageable");
+    for (int d = 0; d < DIRS; d++) {
+        if (!s->copy_calls[d])
+            continue;
+        char pg[40] = "-";
+        uint64_t p = d == TS_H2D ? s->h2d_pageable : d == TS_D2H ? s->d2h_pageable : 0;
+        if (d == TS_H2D || d == TS_D2H)
+            snprintf(pg, sizeof pg, "%s (%.1f%%)", human(p, b2, sizeof b2),
+                     s->copy_bytes[d] ? 100.0 * (double)p / (double)s->copy_bytes[d] : 0.0);
+        fprintf(f, "%-10s %10llu %22s %22s\n", dir_names[d], (unsigned long long)s->copy_calls[d],
+                human(s->copy_bytes[d], b1, sizeof b1), pg);
+    }
+    fprintf(f, "failed copies       %llu\n", (unsigned long long)s->copy_failed);
+    fprintf(f, "host time in copies %.3f ms\n", (double)s->copy_ns / 1e6);
+
+    fprintf(f, "\n== ERRORS ==\n");
+    if (!s->n_errs)
+        fprintf(f, "none\n");
+    else
+        fprintf(f, "%-32s %8s %10s\n", "api", "code", "count");
+    for (size_t i = 0; i < s->n_errs; i++) {
+        char nb[32];
+        const char *name = s->errs[i].name;
+        if (!name || !*name)
+            name = names ? tslog_api_name(names, s->errs[i].api, nb, sizeof nb)
+                         : (snprintf(nb, sizeof nb, "api#%d", s->errs[i].api), nb);
+        fprintf(f, "%-32s %8d %10llu\n", name, s->errs[i].code, (unsigned long long)s->errs[i].count);
+    }
+}
+
+static void text_rank_table(FILE *f, struct tslog *logs, const struct stats *st, int n)
+{
+    char b1[32], b2[32], b3[32];
+    fprintf(f, "== RANKS ==\n");
+    fprintf(f, "%-5s %8s %-10s %-10s %10s %14s %8s %8s %14s %14s %6s\n", "rank", "pid", "host",
+            "status", "duration", "peak alloc", "allocs", "frees", "H2D", "D2H", "errors");
+    for (int i = 0; i < n; i++) {
+        char rank[16], host[11];
+        if (logs[i].rank >= 0)
+            snprintf(rank, sizeof rank, "%d", logs[i].rank);
+        else
+            snprintf(rank, sizeof rank, "-");
+        snprintf(host, sizeof host, "%s", logs[i].host ? logs[i].host : "");
+        for (char *c = host; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
+        fprintf(f, "%-5s %8d %-10s %-10s %9.3fs %14s %8llu %8llu %14s %14s %6llu\n", rank,
+                logs[i].pid, host, status_text(&logs[i]), (double)duration_ns(&logs[i]) / 1e9,
+                human(st[i].peak_alloc, b1, sizeof b1), (unsigned long long)st[i].alloc_calls,
+                (unsigned long long)st[i].free_calls, human(st[i].copy_bytes[TS_H2D], b2, sizeof b2),
+                human(st[i].copy_bytes[TS_D2H], b3, sizeof b3),
+                (unsigned long long)st[i].error_records);
+    }
+    for (int i = 0; i < n; i++)
+        if (logs[i].note[0]) {
+            fprintf(f, "note: ");
+            print_sanitized(f, logs[i].file);
+            fprintf(f, ": %s\n", logs[i].note);
+        }
+}
+
+/* ------------------------------------------------------------ JSON */
+struct json {
+    FILE *f;
+    int depth;
+    bool first[32];
+};
+
+static void j_sep(struct json *j)
+{
+    if (j->depth > 0 && !j->first[j->depth])
+        fputc(',', j->f);
+    if (j->depth > 0) {
+        fputc('\n', j->f);
+        for (int i = 0; i < j->depth; i++)
+            fputs("  ", j->f);
+    }
+    j->first[j->depth] = false;
+}
+
+/* A JSON string from raw bytes: escapes quotes, backslashes and control
+ * characters, and replaces bytes that are not valid UTF-8 by U+FFFD, so the
+ * output always parses. */
+static void j_raw_string(struct json *j, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', j->f);
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        if (c == '"' || c == '\\') {
+            fputc('\\', j->f);
+            fputc((int)c, j->f);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(j->f, "\\u%04x", c);
+            i++;
+        } else if (c < 0x80) {
+            fputc((int)c, j->f);
+            i++;
+        } else {
+            size_t k = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+            bool ok = k && i + k <= n;
+            for (size_t t = 1; ok && t < k; t++)
+                ok = (p[i + t] & 0xc0) == 0x80;
+            if (ok && k == 3) { /* no overlongs, no surrogates */
+                ok = !(c == 0xe0 && p[i + 1] < 0xa0) && !(c == 0xed && p[i + 1] >= 0xa0);
+            }
+            if (ok && k == 4)
+                ok = !(c == 0xf0 && p[i + 1] < 0x90) && !(c == 0xf4 && p[i + 1] >= 0x90);
+            if (ok) {
+                fwrite(p + i, 1, k, j->f);
+                i += k;
+            } else {
+                fputs("\\ufffd", j->f);
+                i++;
+            }
+        }
+    }
+    fputc('"', j->f);
+}
+
+static void j_key(struct json *j, const char *k)
+{
+    j_sep(j);
+    j_raw_string(j, k, strlen(k));
+    fputs(": ", j->f);
+    j->first[j->depth] = false;
+}
+
+static void j_open(struct json *j, const char *key, char c)
+{
+    if (key)
+        j_key(j, key);
+    else
+        j_sep(j);
+    fputc(c, j->f);
+    j->depth++;
+    j->first[j->depth] = true;
+}
+
+static void j_close(struct json *j, char c)
+{
+    bool empty = j->first[j->depth];
+    j->depth--;
+    if (!empty) {
+        fputc('\n', j->f);
+        for (int i = 0; i < j->depth; i++)
+            fputs("  ", j->f);
+    }
+    fputc(c, j->f);
+    if (!j->depth)
+        fputc('\n', j->f);
+}
+
+static void j_u64(struct json *j, const char *k, uint64_t v)
+{
+    j_key(j, k);
+    fprintf(j->f, "%llu", (unsigned long long)v);
+}
+
+static void j_i64(struct json *j, const char *k, int64_t v)
+{
+    j_key(j, k);
+    fprintf(j->f, "%lld", (long long)v);
+}
+
+static void j_num(struct json *j, const char *k, double v)
+{
+    j_key(j, k);
+    fprintf(j->f, "%.6f", v);
+}
+
+static void j_bool(struct json *j, const char *k, bool v)
+{
+    j_key(j, k);
+    fputs(v ? "true" : "false", j->f);
+}
+
+static void j_str(struct json *j, const char *k, const char *s)
+{
+    j_key(j, k);
+    if (s)
+        j_raw_string(j, s, strlen(s));
+    else
+        fputs("null", j->f);
+}
+
+static void j_rank(struct json *j, const char *k, int v)
+{
+    if (v >= 0)
+        j_i64(j, k, v);
+    else {
+        j_key(j, k);
+        fputs("null", j->f);
+    }
+}
+
+static void json_run(struct json *j, const struct tslog *log)
+{
+    j_open(j, "run", '{');
+    j_str(j, "log", log->file);
+    j_i64(j, "pid", log->pid);
+    j_key(j, "command");
+    j_raw_string(j, log->command ? log->command : "", log->cmdline_len);
+    j_open(j, "argv", '[');
+    for (size_t i = 0; log->cmdline && i < log->cmdline_len;) {
+        size_t l = strnlen(log->cmdline + i, log->cmdline_len - i);
+        j_sep(j);
+        j_raw_string(j, log->cmdline + i, l);
+        i += l + 1;
+    }
+    j_close(j, ']');
+    j_str(j, "host", log->host ? log->host : "");
+    j_rank(j, "rank", log->rank);
+    j_rank(j, "local_rank", log->local_rank);
+    j_rank(j, "world_size", log->world_size);
+    j_u64(j, "start_unix_ns", log->start_realtime_ns);
+    j_u64(j, "duration_ns", duration_ns(log));
+    j_str(j, "status", status_text(log));
+    j_bool(j, "complete", log->complete);
+    j_bool(j, "truncated", log->truncated);
+    j_key(j, "stopped_at_offset");
+    if (log->truncated)
+        fprintf(j->f, "%llu", (unsigned long long)log->stop_offset);
+    else
+        fputs("null", j->f);
+    j_str(j, "note", log->note[0] ? log->note : NULL);
+    j_u64(j, "records", log->n_records);
+    j_u64(j, "unknown_records", log->n_unknown);
+    j_key(j, "format_version");
+    fprintf(j->f, "\"%u.%u\"", log->version_major, log->version_minor);
+    j_close(j, '}');
+    j_open(j, "devices", '[');
+    for (size_t i = 0; i < log->n_devices; i++) {
+        const struct tslog_device *d = &log->devices[i];
+        j_open(j, NULL, '{');
+        j_i64(j, "ordinal", d->ordinal);
+        j_str(j, "name", d->name);
+        j_u64(j, "total_memory_bytes", d->total_mem);
+        j_i64(j, "cc_major", d->cc_major);
+        j_i64(j, "cc_minor", d->cc_minor);
+        j_i64(j, "sm_count", d->sm_count);
+        j_str(j, "pci_bus_id", d->pci_bus_id);
+        j_close(j, '}');
+    }
+    j_close(j, ']');
+}
+
+static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_peak, bool total)
+{
+    j_open(j, "memory", '{');
+    j_u64(j, "peak_allocated_bytes", s->peak_alloc);
+    j_u64(j, "peak_reserved_bytes", s->peak_alloc);
+    if (total)
+        j_u64(j, "max_rank_peak_allocated_bytes", max_rank_peak);
+    j_u64(j, "alloc_calls", s->alloc_calls);
+    j_u64(j, "alloc_failed", s->alloc_failed);
+    j_u64(j, "alloc_requested_bytes", s->alloc_requested);
+    j_u64(j, "free_calls", s->free_calls);
+    j_u64(j, "free_failed", s->free_failed);
+    j_u64(j, "free_unknown_pointer", s->free_unknown);
+    j_u64(j, "live_at_end_blocks", s->live_blocks);
+    j_u64(j, "live_at_end_bytes", s->live_bytes);
+    j_open(j, "size_histogram", '[');
+    for (int i = 0; i < HIST_BUCKETS; i++) {
+        if (!s->hist[i])
+            continue;
+        j_open(j, NULL, '{');
+        j_u64(j, "min_bytes", i ? 1ull << (i - 1) : 0);
+        j_key(j, "max_bytes_exclusive");
+        if (i == 0)
+            fputs("1", j->f);
+        else if (i < 64)
+            fprintf(j->f, "%llu", 1ull << i);
+        else
+            fputs("18446744073709551616", j->f);
+        j_u64(j, "count", s->hist[i]);
+        j_close(j, '}');
+    }
+    j_close(j, ']');
+    j_close(j, '}');
+
+    j_open(j, "copies", '{');
+    for (int d = 1; d < DIRS; d++) {
+        char k[32];
+        snprintf(k, sizeof k, "%s_bytes", dir_keys[d]);
+        j_u64(j, k, s->copy_bytes[d]);
+        snprintf(k, sizeof k, "%s_calls", dir_keys[d]);
+        j_u64(j, k, s->copy_calls[d]);
+    }
+    j_u64(j, "unknown_direction_calls", s->copy_calls[0]);
+    j_u64(j, "h2d_pageable_bytes", s->h2d_pageable);
+    j_u64(j, "d2h_pageable_bytes", s->d2h_pageable);
+    j_num(j, "h2d_pageable_share",
+          s->copy_bytes[TS_H2D] ? (double)s->h2d_pageable / (double)s->copy_bytes[TS_H2D] : 0);
+    j_num(j, "d2h_pageable_share",
+          s->copy_bytes[TS_D2H] ? (double)s->d2h_pageable / (double)s->copy_bytes[TS_D2H] : 0);
+    j_u64(j, "failed_calls", s->copy_failed);
+    j_u64(j, "host_time_ns", s->copy_ns);
+    j_close(j, '}');
+
+    j_open(j, "errors", '[');
+    for (size_t i = 0; i < s->n_errs; i++) {
+        char nb[32];
+        j_open(j, NULL, '{');
+        if (s->errs[i].name && s->errs[i].name[0])
+            j_str(j, "api", s->errs[i].name);
+        else {
+            snprintf(nb, sizeof nb, "api#%d", s->errs[i].api);
+            j_str(j, "api", nb);
+        }
+        j_i64(j, "api_id", s->errs[i].api);
+        j_i64(j, "code", s->errs[i].code);
+        j_u64(j, "count", s->errs[i].count);
+        j_close(j, '}');
+    }
+    j_close(j, ']');
+}
+
+/* ------------------------------------------------------------ command */
+static int usage(void)
+{
+    fprintf(stderr, "usage: trainshim report [--format text|json] LOG...\n");
+    return 2;
+}
+
+int cmd_report(int argc, char **argv)
+{
+    bool json = false;
+    int first = argc;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--format") || !strncmp(argv[i], "--format=", 9)) {
+            const char *v = argv[i][8] == '=' ? argv[i] + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || (strcmp(v, "text") && strcmp(v, "json"))) {
+                fprintf(stderr, "trainshim: error: --format takes text or json\n");
+                return usage();
+            }
+            json = !strcmp(v, "json");
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage();
+            return 0;
+        } else if (!strcmp(argv[i], "--")) {
+            first = i + 1;
+            break;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "trainshim: error: unknown option '%s'\n", argv[i]);
+            return usage();
+        } else {
+            first = i;
+            break;
+        }
+    }
+    int n = argc - first;
+    if (n <= 0)
+        return usage();
+    struct tslog *logs = calloc((size_t)n, sizeof *logs);
+    struct stats *st = calloc((size_t)n + 1, sizeof *st);
+    if (!logs || !st) {
+        fprintf(stderr, "trainshim: error: out of memory\n");
+        return 1;
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (tslog_read_file(argv[first + i], &logs[i]) != 0) {
+            fprintf(stderr, "trainshim: error: %s\n", logs[i].error);
+            rc = 1;
+            continue;
+        }
+        if (logs[i].note[0])
+            fprintf(stderr, "trainshim: warning: %s: %s\n", logs[i].file, logs[i].note);
+        if (analyze(&logs[i], &st[i])) {
+            fprintf(stderr, "trainshim: error: %s: out of memory\n", logs[i].file);
+            rc = 1;
+        }
+    }
+    if (rc)
+        goto out;
+    struct stats *total = &st[n];
+    uint64_t max_peak = 0;
+    for (int i = 0; i < n; i++) {
+        if (add_stats(total, &st[i])) {
+            fprintf(stderr, "trainshim: error: out of memory\n");
+            rc = 1;
+            goto out;
+        }
+        if (st[i].peak_alloc > max_peak)
+            max_peak = st[i].peak_alloc;
+    }
+    if (json) {
+        struct json j = {.f = stdout};
+        j_open(&j, NULL, '{');
+        j_str(&j, "report", "trainshim");
+        j_u64(&j, "version", 1);
+        if (n == 1) {
+            json_run(&j, &logs[0]);
+            json_stats(&j, &st[0], 0, false);
+        } else {
+            j_open(&j, "ranks", '[');
+            for (int i = 0; i < n; i++) {
+                j_open(&j, NULL, '{');
+                json_run(&j, &logs[i]);
+                json_stats(&j, &st[i], 0, false);
+                j_close(&j, '}');
+            }
+            j_close(&j, ']');
+            j_open(&j, "total", '{');
+            j_u64(&j, "logs", (uint64_t)n);
+            json_stats(&j, total, max_peak, true);
+            j_close(&j, '}');
+        }
+        j_close(&j, '}');
+    } else if (n == 1) {
+        text_run(stdout, &logs[0]);
+        text_stats(stdout, &st[0], &logs[0]);
+    } else {
+        text_rank_table(stdout, logs, st, n);
+        printf("\n== TOTAL (%d logs; peak allocated is the sum of the ranks' peaks, the largest is %llu B) ==\n",
+               n, (unsigned long long)max_peak);
+        text_stats(stdout, total, NULL);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "trainshim: error: cannot write the report\n");
+        rc = 1;
+    }
+out:
+    for (int i = 0; i <= n; i++)
+        free(st[i].errs);
+    for (int i = 0; i < n; i++)
+        tslog_free(&logs[i]);
+    free(st);
+    free(logs);
+    return rc;
+}

@@ -1,0 +1,381 @@
+/* logread.c: the event log reader (see logread.h and docs/log-format.md). */
+#include "logread.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* An API id beyond this is treated as corrupt (the hook table is far smaller). */
+#define API_ID_MAX (1u << 20)
+
+static void set_msg(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_msg(char *dst, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, n, fmt, ap);
+    va_end(ap);
+}
+
+static char *dup_bytes(const void *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (s) {
+        if (n)
+            memcpy(s, p, n);
+        s[n] = 0;
+    }
+    return s;
+}
+
+/* Copy a record into a zeroed struct of the size this reader knows: fields a
+ * newer writer appended are ignored, fields an older writer lacked read 0. */
+static void take(void *dst, size_t dst_size, const unsigned char *rec, uint32_t len)
+{
+    memset(dst, 0, dst_size);
+    memcpy(dst, rec, len < dst_size ? len : dst_size);
+}
+
+static int push_event(struct tslog *log, const struct tslog_event *e)
+{
+    if (log->n_events == log->cap_events) {
+        size_t cap = log->cap_events ? log->cap_events * 2 : 256;
+        struct tslog_event *n = realloc(log->events, cap * sizeof *n);
+        if (!n)
+            return -1;
+        log->events = n;
+        log->cap_events = cap;
+    }
+    log->events[log->n_events] = *e;
+    log->events[log->n_events].seq = log->n_events;
+    log->n_events++;
+    return 0;
+}
+
+/* Returns NULL when fine, else why the record is corrupt. */
+static const char *read_header(struct tslog *log, const unsigned char *rec, uint32_t len)
+{
+    struct ts_rec_header h;
+    if (len < sizeof h)
+        return "header record too short";
+    take(&h, sizeof h, rec, len);
+    uint64_t strings = (uint64_t)h.host_len + h.cmdline_len + h.config_len;
+    if (strings > len - sizeof h)
+        return "header string lengths exceed the record";
+    if (log->have_header)
+        return "second header record";
+    const char *s = (const char *)rec + sizeof h;
+    log->host = dup_bytes(s, h.host_len);
+    log->cmdline = dup_bytes(s + h.host_len, h.cmdline_len);
+    log->command = dup_bytes(s + h.host_len, h.cmdline_len);
+    log->config = dup_bytes(s + h.host_len + h.cmdline_len, h.config_len);
+    if (!log->host || !log->cmdline || !log->command || !log->config)
+        return "out of memory";
+    log->cmdline_len = h.cmdline_len;
+    for (size_t i = 0; i < h.cmdline_len; i++)
+        if (!log->command[i])
+            log->command[i] = ' ';
+    /* strings are raw bytes: cut the C strings at an embedded NUL */
+    log->host[strnlen(log->host, h.host_len)] = 0;
+    log->have_header = true;
+    log->pid = h.pid;
+    log->rank = h.rank;
+    log->local_rank = h.local_rank;
+    log->world_size = h.world_size;
+    log->start_realtime_ns = h.start_realtime_ns;
+    log->start_mono_ns = h.start_mono_ns;
+    return NULL;
+}
+
+static const char *read_api_names(struct tslog *log, const unsigned char *rec, uint32_t len)
+{
+    struct ts_rec_api_names a;
+    if (len < sizeof a)
+        return "API name record too short";
+    take(&a, sizeof a, rec, len);
+    if (a.first_id > API_ID_MAX || a.count > API_ID_MAX - a.first_id)
+        return "API id out of range";
+    /* every name takes at least one byte, so count is bounded by len */
+    if (a.count > len - sizeof a)
+        return "API name count exceeds the record";
+    uint32_t end = a.first_id + a.count;
+    if (end > log->n_api_names) {
+        char **n = realloc(log->api_names, (size_t)end * sizeof *n);
+        if (!n)
+            return "out of memory";
+        memset(n + log->n_api_names, 0, (size_t)(end - log->n_api_names) * sizeof *n);
+        log->api_names = n;
+        log->n_api_names = end;
+    }
+    const char *p = (const char *)rec + sizeof a, *lim = (const char *)rec + len;
+    for (uint32_t i = 0; i < a.count; i++) {
+        const char *z = memchr(p, 0, (size_t)(lim - p));
+        if (!z)
+            return "API name not terminated";
+        free(log->api_names[a.first_id + i]);
+        log->api_names[a.first_id + i] = dup_bytes(p, (size_t)(z - p));
+        p = z + 1;
+    }
+    return NULL;
+}
+
+static const char *read_device(struct tslog *log, const unsigned char *rec, uint32_t len)
+{
+    struct ts_rec_device d;
+    take(&d, sizeof d, rec, len);
+    if (log->n_devices >= len) /* bounded by input: each record is >= 24 bytes */
+        return "too many device records";
+    struct tslog_device *n = realloc(log->devices, (log->n_devices + 1) * sizeof *n);
+    if (!n)
+        return "out of memory";
+    log->devices = n;
+    struct tslog_device *v = &n[log->n_devices++];
+    v->ordinal = d.ordinal;
+    v->cc_major = d.cc_major;
+    v->cc_minor = d.cc_minor;
+    v->sm_count = d.sm_count;
+    v->total_mem = d.total_mem;
+    v->time_ns = d.h.time_ns;
+    memcpy(v->name, d.name, sizeof v->name);
+    v->name[sizeof v->name - 1] = 0;
+    memcpy(v->pci_bus_id, d.pci_bus_id, sizeof v->pci_bus_id);
+    v->pci_bus_id[sizeof v->pci_bus_id - 1] = 0;
+    return NULL;
+}
+
+static const char *read_event(struct tslog *log, uint16_t type, const unsigned char *rec, uint32_t len)
+{
+    struct tslog_event e;
+    memset(&e, 0, sizeof e);
+    e.type = type;
+    switch (type) {
+    case TS_REC_ALLOC: {
+        struct ts_rec_alloc r;
+        take(&r, sizeof r, rec, len);
+        e.api = r.api, e.device = r.device, e.ptr = r.ptr, e.bytes = r.size;
+        e.stream = r.stream, e.result = r.result;
+        break;
+    }
+    case TS_REC_FREE: {
+        struct ts_rec_free r;
+        take(&r, sizeof r, rec, len);
+        e.api = r.api, e.device = r.device, e.ptr = r.ptr, e.stream = r.stream, e.result = r.result;
+        break;
+    }
+    case TS_REC_COPY: {
+        struct ts_rec_copy r;
+        take(&r, sizeof r, rec, len);
+        e.api = r.api, e.dir = r.dir, e.host_kind = r.host_kind, e.async = r.async;
+        e.bytes = r.bytes, e.stream = r.stream, e.duration_ns = r.duration_ns, e.result = r.result;
+        e.device = -1;
+        break;
+    }
+    case TS_REC_ERROR: {
+        struct ts_rec_error r;
+        take(&r, sizeof r, rec, len);
+        e.api = r.api, e.result = r.result, e.device = -1;
+        break;
+    }
+    }
+    struct ts_rec_hdr h;
+    memcpy(&h, rec, sizeof h);
+    e.time_ns = h.time_ns;
+    e.tid = h.tid;
+    return push_event(log, &e) ? "out of memory" : NULL;
+}
+
+int tslog_parse(const void *data, size_t size, const char *name, struct tslog *log)
+{
+    const unsigned char *d = data;
+    memset(log, 0, sizeof *log);
+    log->file = dup_bytes(name, strlen(name));
+    log->file_size = size;
+    log->pid = log->rank = log->local_rank = log->world_size = -1;
+    if (size < sizeof(struct ts_log_preamble)) {
+        if (size == 0)
+            set_msg(log->error, sizeof log->error, "%s: empty file (offset 0)", name);
+        else if (memcmp(d, TS_LOG_MAGIC, size < 8 ? size : 8) != 0)
+            set_msg(log->error, sizeof log->error,
+                    "%s: not a trainshim log (bad magic at offset 0)", name);
+        else
+            set_msg(log->error, sizeof log->error,
+                    "%s: truncated at offset %zu: shorter than the %zu-byte preamble", name, size,
+                    sizeof(struct ts_log_preamble));
+        return -1;
+    }
+    struct ts_log_preamble pre;
+    memcpy(&pre, d, sizeof pre);
+    if (memcmp(pre.magic, TS_LOG_MAGIC, 8) != 0) {
+        set_msg(log->error, sizeof log->error, "%s: not a trainshim log (bad magic at offset 0)", name);
+        return -1;
+    }
+    if (pre.byte_order != TS_LOG_BYTE_ORDER) {
+        set_msg(log->error, sizeof log->error,
+                "%s: written with another byte order (offset 12: 0x%08x); not readable here", name,
+                pre.byte_order);
+        return -1;
+    }
+    if (pre.version_major != TS_LOG_VERSION_MAJOR) {
+        set_msg(log->error, sizeof log->error,
+                "%s: log format version %u.%u (offset 8) is not readable by this version (%d.x)",
+                name, pre.version_major, pre.version_minor, TS_LOG_VERSION_MAJOR);
+        return -1;
+    }
+    log->version_major = pre.version_major;
+    log->version_minor = pre.version_minor;
+
+    size_t off = sizeof pre;
+    while (off < size) {
+        struct ts_rec_hdr h;
+        const char *bad = NULL;
+        if (size - off < sizeof h) {
+            set_msg(log->note, sizeof log->note,
+                    "truncated at offset %zu: incomplete record header (%zu of %zu bytes)", off,
+                    size - off, sizeof h);
+            break;
+        }
+        memcpy(&h, d + off, sizeof h);
+        if (h.len < sizeof h || h.len % TS_REC_ALIGN || h.len > TS_REC_MAX_LEN) {
+            set_msg(log->note, sizeof log->note,
+                    "corrupt record at offset %zu: invalid length %u", off, h.len);
+            break;
+        }
+        if (h.len > size - off) {
+            set_msg(log->note, sizeof log->note,
+                    "truncated at offset %zu: record of %u bytes, %zu present", off, h.len, size - off);
+            break;
+        }
+        if (ts_rec_check(d + off, h.len) != h.check) {
+            set_msg(log->note, sizeof log->note, "corrupt record at offset %zu: check mismatch", off);
+            break;
+        }
+        if (log->complete) {
+            set_msg(log->note, sizeof log->note, "data after the end record at offset %zu", off);
+            break;
+        }
+        if (!log->have_header && h.type != TS_REC_HEADER) {
+            set_msg(log->note, sizeof log->note,
+                    "corrupt log at offset %zu: first record is type %u, not the header", off, h.type);
+            break;
+        }
+        const unsigned char *rec = d + off;
+        switch (h.type) {
+        case TS_REC_HEADER: bad = read_header(log, rec, h.len); break;
+        case TS_REC_API_NAMES: bad = read_api_names(log, rec, h.len); break;
+        case TS_REC_DEVICE: bad = read_device(log, rec, h.len); break;
+        case TS_REC_ALLOC:
+        case TS_REC_FREE:
+        case TS_REC_COPY:
+        case TS_REC_ERROR: bad = read_event(log, h.type, rec, h.len); break;
+        case TS_REC_END: {
+            struct ts_rec_end e;
+            take(&e, sizeof e, rec, h.len);
+            log->complete = true;
+            log->end_time_ns = h.time_ns;
+            log->end_records_written = e.records_written;
+            log->end_records_dropped = e.records_dropped;
+            break;
+        }
+        default: log->n_unknown++; break;
+        }
+        if (bad) {
+            set_msg(log->note, sizeof log->note, "corrupt record at offset %zu: %s", off, bad);
+            break;
+        }
+        if (h.type < TS_REC_TYPE_COUNT_V1)
+            log->n_by_type[h.type]++;
+        if (!log->n_records || h.time_ns < log->first_time_ns)
+            log->first_time_ns = h.time_ns;
+        if (h.time_ns > log->last_time_ns)
+            log->last_time_ns = h.time_ns;
+        log->n_records++;
+        off += h.len;
+    }
+    log->stop_offset = off;
+    log->truncated = off < size;
+    if (!log->truncated && !log->complete)
+        set_msg(log->note, sizeof log->note,
+                "incomplete: no end record (log ends at offset %zu; the process did not exit cleanly)",
+                off);
+    if (log->complete && !log->truncated && log->end_records_written != log->n_records - 1)
+        set_msg(log->note, sizeof log->note,
+                "inconsistent: the end record counts %llu records, %llu were read",
+                (unsigned long long)log->end_records_written,
+                (unsigned long long)(log->n_records - 1));
+    return 0;
+}
+
+int tslog_read_file(const char *path, struct tslog *log)
+{
+    int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
+    if (fd < 0) {
+        memset(log, 0, sizeof *log);
+        set_msg(log->error, sizeof log->error, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 16, n = 0;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        cap = (size_t)st.st_size + 1;
+    char *buf = malloc(cap);
+    ssize_t r = 0;
+    while (buf) {
+        if (n == cap) {
+            char *g = realloc(buf, cap * 2);
+            if (!g) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = g;
+            cap *= 2;
+        }
+        r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    int err = errno;
+    if (fd)
+        close(fd);
+    if (!buf || r < 0) {
+        free(buf);
+        memset(log, 0, sizeof *log);
+        set_msg(log->error, sizeof log->error, "%s: cannot read: %s", path,
+                buf ? strerror(err) : "out of memory");
+        return -1;
+    }
+    int rc = tslog_parse(buf, n, path, log);
+    free(buf);
+    return rc;
+}
+
+void tslog_free(struct tslog *log)
+{
+    free(log->file);
+    free(log->host);
+    free(log->cmdline);
+    free(log->command);
+    free(log->config);
+    for (uint32_t i = 0; i < log->n_api_names; i++)
+        free(log->api_names[i]);
+    free(log->api_names);
+    free(log->devices);
+    free(log->events);
+    memset(log, 0, sizeof *log);
+}
+
+const char *tslog_api_name(const struct tslog *log, int api, char *buf, size_t n)
+{
+    if (api >= 0 && (uint32_t)api < log->n_api_names && log->api_names[api] && log->api_names[api][0])
+        return log->api_names[api];
+    snprintf(buf, n, "api#%d", api);
+    return buf;
+}

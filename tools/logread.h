@@ -1,0 +1,88 @@
+/* logread.h: reads a trainshim event log (shim/logfmt.h) into memory.
+ *
+ * Never crashes on any input: every length is checked against the bytes
+ * present, nothing recurses on input, and allocation sizes are bounded by the
+ * input size.  A log cut anywhere yields every complete record before the
+ * cut plus a note naming the byte offset; a corrupt record ends the reading
+ * the same way (records cannot be resynchronized safely). */
+#ifndef TRAINSHIM_LOGREAD_H
+#define TRAINSHIM_LOGREAD_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "logfmt.h"
+
+/* One alloc/free/copy/error record, in file order. */
+struct tslog_event {
+    uint64_t time_ns;
+    uint64_t seq;    /* index among events in file order (stable sorting) */
+    uint64_t ptr;    /* alloc, free */
+    uint64_t bytes;  /* alloc: size requested; copy: bytes */
+    uint64_t stream; /* alloc, free, copy */
+    uint64_t duration_ns; /* copy */
+    int32_t api;
+    int32_t result;
+    int32_t device;  /* alloc, free */
+    uint32_t tid;
+    uint16_t type;   /* TS_REC_ALLOC, _FREE, _COPY, _ERROR */
+    uint8_t dir;     /* copy: enum ts_copy_dir */
+    uint8_t host_kind; /* copy: enum ts_host_kind */
+    uint8_t async;   /* copy */
+};
+
+struct tslog_device {
+    int32_t ordinal, cc_major, cc_minor, sm_count;
+    uint64_t total_mem;
+    uint64_t time_ns;
+    char name[TS_DEVICE_NAME_LEN];
+    char pci_bus_id[TS_PCI_BUS_ID_LEN];
+};
+
+struct tslog {
+    char *file;                 /* name given to the reader */
+    uint64_t file_size;
+    uint16_t version_major, version_minor;
+
+    /* header record */
+    bool have_header;
+    int32_t pid, rank, local_rank, world_size; /* -1: unknown */
+    uint64_t start_realtime_ns, start_mono_ns;
+    char *host;                 /* NUL-terminated */
+    char *cmdline;              /* arguments, NUL-separated, cmdline_len bytes + a NUL */
+    size_t cmdline_len;
+    char *command;              /* arguments joined by spaces */
+    char *config;               /* NUL-terminated */
+
+    char **api_names;           /* api_names[id] or NULL */
+    uint32_t n_api_names;
+
+    struct tslog_device *devices;
+    size_t n_devices;
+    struct tslog_event *events;
+    size_t n_events, cap_events;
+
+    uint64_t n_records;         /* valid records read, all types */
+    uint64_t n_unknown;         /* records of types this reader does not know (skipped) */
+    uint64_t n_by_type[TS_REC_TYPE_COUNT_V1];
+    uint64_t first_time_ns, last_time_ns;
+
+    bool complete;              /* the end record was read */
+    uint64_t end_time_ns, end_records_written, end_records_dropped;
+
+    bool truncated;             /* reading stopped before the end of the file */
+    uint64_t stop_offset;       /* first byte not read as a whole valid record */
+    char note[320];             /* why reading stopped early, "" if it did not */
+    char error[320];            /* fatal: not a (readable) log; "" if none */
+};
+
+/* Parse size bytes named name.  Returns 0 when the data is a trainshim log
+ * (maybe truncated: see truncated/note), -1 when it is not (see error).  The
+ * log owns copies of everything; free it with tslog_free.  */
+int tslog_parse(const void *data, size_t size, const char *name, struct tslog *log);
+/* The same for a file ("-" is standard input). */
+int tslog_read_file(const char *path, struct tslog *log);
+void tslog_free(struct tslog *log);
+/* Name of an API id: its registered name, or "api#<id>" in buf. */
+const char *tslog_api_name(const struct tslog *log, int api, char *buf, size_t n);
+#endif
