@@ -21,7 +21,7 @@ ALLCFLAGS := $(BASECFLAGS) $(CFLAGS)
 NVCCFLAGS ?= -O2 -cudart shared -Xcompiler -fPIC,-Wall -Wno-deprecated-gpu-targets
 LDSAN     := $(SAN)
 
-.PHONY: all emu shim tools tests bench test demo check-toolkit setup clean fuzz stress san-test
+.PHONY: all emu shim tools tests bench test demo check-toolkit setup clean fuzz san-test
 all: check-toolkit emu shim tools tests
 
 check-toolkit:
@@ -173,9 +173,29 @@ $(B)/bench/%: tests/bench/%.c $(wildcard tests/emu/*.h shim/*.h) $(B)/libtscore.
 setup:
 	bash scripts/setup.sh
 
+# make test = every test, then the core and the emulator again under
+# ASan+UBSan, then the concurrent parts under TSan.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+TSAN_FLAGS := -fsanitize=thread
 test: setup
 	$(MAKE) all
 	bash tests/run.sh
+	$(MAKE) san-test
+
+# Sanitizer runs cover the C test programs (tests/unit and the emulator's own
+# tests): scripts that preload an instrumented shim into uninstrumented
+# programs (python3, /bin/true) would test the sanitizer, not trainshim.
+SAN_SUITES ?= tests/unit/ tests/emu/test_
+TSAN_SUITES ?= tests/unit/test_alloc tests/unit/test_log_threads tests/unit/test_process_lazy tests/emu/test_drv_exec_stream tests/emu/test_drv_exec_event
+san-test:
+	$(MAKE) B=$(B)/asan SAN="$(ASAN_FLAGS)" OPT=-O1 emu shim tools $(filter-out %.sh,$(patsubst $(B)/%,$(B)/asan/%,$(filter $(B)/tests/unit/% $(B)/tests/emu/%,$(TEST_BIN))))
+	B=$(B)/asan ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 SAN_RUN=asan bash tests/run.sh $(SAN_SUITES)
+	$(MAKE) B=$(B)/tsan SAN="$(TSAN_FLAGS)" OPT=-O1 emu shim tools $(filter-out %.sh,$(patsubst $(B)/%,$(B)/tsan/%,$(filter $(B)/tests/unit/% $(B)/tests/emu/%,$(TEST_BIN))))
+	B=$(B)/tsan TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 SAN_RUN=tsan bash tests/run.sh $(TSAN_SUITES)
+
+fuzz: tools
+	bash tests/fuzz/run.sh $${FUZZ_SECONDS:-600}
 
 demo: setup
 	$(MAKE) all

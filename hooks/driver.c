@@ -7,6 +7,7 @@
  *
  * Pure observation: every argument and result goes through unchanged. */
 #include "hooks.h"
+#include "copy_engine.h"
 
 /* Pinned host memory is logged with device -1, as are VMM handle releases
  * (a handle does not say its device). */
@@ -182,6 +183,41 @@ static void copy2d_event(int api, const CUDA_MEMCPY2D *c, CUstream stream, bool 
     TS_OUTER_END(api, r);                                                     \
     return r
 
+/* Host<->device copies the pinned copy engine may convert (shim/copy_engine.h):
+ * the engine reports the leading bytes it carried out; the rest (all of it
+ * when it declines) is the original call with `rest_args`, on the same stream
+ * and after the engine's work. */
+static size_t drv_convert(int api, enum ts_copy_engine_dir dir, bool sync, CUstream stream, const void *dst,
+                          const void *src, size_t bytes)
+{
+    if (!ts_copy_wanted(bytes)) return 0;
+    struct ts_copy_req q = {
+        .dst = (char *)dst, .src = src, .width = bytes, .height = 1, .dpitch = bytes, .spitch = bytes,
+        .stream = stream == NULL && ts_api_per_thread(api) ? CU_STREAM_PER_THREAD : stream, .sync = sync,
+    };
+    if (ts_copy_classify(&q, dir) != dir) return 0;
+    size_t rows, done = 0;
+    struct ts_copy_stats st;
+    ts_copy_run(&q, dir, &rows, &done, &st);
+    if (st.chunks) ts_copy_note(api, dir, &st, sync);
+    return done;
+}
+
+#define DRV_CONVERTED_BODY(base, api, dir, sync, stream, dst, src, bytes, rest_args, event)          \
+    size_t done = 0; /* rest_args with done = 0 are the original arguments */                   \
+    TS_HOOK_PROLOGUE(CUresult, base, api, rest_args);                                             \
+    TS_OUTER_BEGIN(api);                                                                          \
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                      \
+    done = outer_ ? drv_convert(api, dir, sync, stream, (const void *)(uintptr_t)(dst),   \
+                                       (const void *)(uintptr_t)(src), bytes) : 0;                 \
+    CUresult r = done && done == (bytes) ? CUDA_SUCCESS : real_ rest_args;                        \
+    if (outer_) {                                                                                 \
+        uint64_t ns_ = ts_now_ns() - t0_;                                                         \
+        event;                                                                                    \
+    }                                                                                             \
+    TS_OUTER_END(api, r);                                                                         \
+    return r
+
 static inline CUresult ts_body_cuMemcpy(int api, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
     DRV_COPY_BODY(cuMemcpy, api, (dst, src, ByteCount),
@@ -197,14 +233,16 @@ static inline CUresult ts_body_cuMemcpyAsync(int api, CUdeviceptr dst, CUdevicep
 
 static inline CUresult ts_body_cuMemcpyHtoD_v2(int api, CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
-    DRV_COPY_BODY(cuMemcpyHtoD_v2, api, (dstDevice, srcHost, ByteCount),
-                  copy_event(api, TS_H2D, srcHost, ByteCount, NULL, false, ns_, r));
+    DRV_CONVERTED_BODY(cuMemcpyHtoD_v2, api, TS_CE_H2D, true, NULL, dstDevice, srcHost, ByteCount,
+                       (dstDevice + done, (const char *)srcHost + done, ByteCount - done),
+                       copy_event(api, TS_H2D, srcHost, ByteCount, NULL, false, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpyDtoH_v2(int api, void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
-    DRV_COPY_BODY(cuMemcpyDtoH_v2, api, (dstHost, srcDevice, ByteCount),
-                  copy_event(api, TS_D2H, dstHost, ByteCount, NULL, false, ns_, r));
+    DRV_CONVERTED_BODY(cuMemcpyDtoH_v2, api, TS_CE_D2H, true, NULL, dstHost, srcDevice, ByteCount,
+                       ((char *)dstHost + done, srcDevice + done, ByteCount - done),
+                       copy_event(api, TS_D2H, dstHost, ByteCount, NULL, false, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpyDtoD_v2(int api, CUdeviceptr dstDevice, CUdeviceptr srcDevice,
@@ -217,15 +255,17 @@ static inline CUresult ts_body_cuMemcpyDtoD_v2(int api, CUdeviceptr dstDevice, C
 static inline CUresult ts_body_cuMemcpyHtoDAsync_v2(int api, CUdeviceptr dstDevice, const void *srcHost,
                                                     size_t ByteCount, CUstream hStream)
 {
-    DRV_COPY_BODY(cuMemcpyHtoDAsync_v2, api, (dstDevice, srcHost, ByteCount, hStream),
-                  copy_event(api, TS_H2D, srcHost, ByteCount, hStream, true, ns_, r));
+    DRV_CONVERTED_BODY(cuMemcpyHtoDAsync_v2, api, TS_CE_H2D, false, hStream, dstDevice, srcHost, ByteCount,
+                       (dstDevice + done, (const char *)srcHost + done, ByteCount - done, hStream),
+                       copy_event(api, TS_H2D, srcHost, ByteCount, hStream, true, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpyDtoHAsync_v2(int api, void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
                                                     CUstream hStream)
 {
-    DRV_COPY_BODY(cuMemcpyDtoHAsync_v2, api, (dstHost, srcDevice, ByteCount, hStream),
-                  copy_event(api, TS_D2H, dstHost, ByteCount, hStream, true, ns_, r));
+    DRV_CONVERTED_BODY(cuMemcpyDtoHAsync_v2, api, TS_CE_D2H, false, hStream, dstHost, srcDevice, ByteCount,
+                       ((char *)dstHost + done, srcDevice + done, ByteCount - done, hStream),
+                       copy_event(api, TS_D2H, dstHost, ByteCount, hStream, true, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpyDtoDAsync_v2(int api, CUdeviceptr dstDevice, CUdeviceptr srcDevice,

@@ -5,6 +5,7 @@
  *
  * Pure observation: every argument and result goes through unchanged. */
 #include "hooks.h"
+#include "copy_engine.h"
 
 /* ---- events ------------------------------------------------------------- */
 
@@ -130,40 +131,106 @@ static inline cudaError_t ts_body_cudaFreeHost(int api, void *ptr)
 
 /* ---- copies ------------------------------------------------------------- */
 
-#define RT_COPY_BODY(base, api, args, dst, src, bytes, kind, stream, async)   \
-    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                           \
-    TS_OUTER_BEGIN(api);                                                      \
-    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                  \
-    cudaError_t r = real_ args;                                               \
-    if (outer_) copy_event(api, dst, src, bytes, kind, stream, async, ts_now_ns() - t0_, r); \
-    TS_OUTER_END(api, r);                                                     \
-    return r
+/* Pinned copy engine (shim/copy_engine.h): a pageable host<->device copy of
+ * at least TRAINSHIM_PINNED_COPY_MIN goes through pinned staging.  The engine
+ * says how many rows (2D) or bytes (1D) it carried out; the rest, everything
+ * it declines (small, pinned, invalid, capturing) included, is the original
+ * call on the same stream, so errors are the real function's own. */
+static enum ts_copy_engine_dir rt_engine_dir(enum cudaMemcpyKind kind)
+{
+    switch (kind) {
+    case cudaMemcpyHostToDevice: return TS_CE_H2D;
+    case cudaMemcpyDeviceToHost: return TS_CE_D2H;
+    default: return TS_CE_NONE;   /* cudaMemcpyDefault: from the pointers */
+    }
+}
+
+/* Returns rows done (2D) and sets *bytes_done (1D); 0 and 0 when declined. */
+static size_t rt_convert(int api, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                         size_t height, enum cudaMemcpyKind kind, cudaStream_t stream, bool sync,
+                         size_t *bytes_done)
+{
+    *bytes_done = 0;
+    if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDefault) return 0;
+    if (!ts_copy_wanted((uint64_t)width * height)) return 0;
+    struct ts_copy_req q = {
+        .dst = dst, .src = src, .width = width, .height = height, .dpitch = dpitch, .spitch = spitch,
+        .stream = stream == NULL && ts_api_per_thread(api) ? CU_STREAM_PER_THREAD : (CUstream)stream,
+        .sync = sync,
+    };
+    enum ts_copy_engine_dir dir = ts_copy_classify(&q, rt_engine_dir(kind));
+    if (dir == TS_CE_NONE) return 0;
+    size_t rows = 0;
+    struct ts_copy_stats st;
+    ts_copy_run(&q, dir, &rows, bytes_done, &st);
+    if (st.chunks) ts_copy_note(api, dir, &st, sync);
+    return rows;
+}
 
 static inline cudaError_t ts_body_cudaMemcpy(int api, void *dst, const void *src, size_t count,
                                              enum cudaMemcpyKind kind)
 {
-    RT_COPY_BODY(cudaMemcpy, api, (dst, src, count, kind), dst, src, count, kind, NULL, false);
+    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpy, api, (dst, src, count, kind));
+    TS_OUTER_BEGIN(api);
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;
+    size_t done = 0;
+    if (outer_) rt_convert(api, dst, count, src, count, count, 1, kind, NULL, true, &done);
+    cudaError_t r = done && done == count ? cudaSuccess
+                                          : real_((char *)dst + done, (const char *)src + done, count - done, kind);
+    if (outer_) copy_event(api, dst, src, count, kind, NULL, false, ts_now_ns() - t0_, r);
+    TS_OUTER_END(api, r);
+    return r;
 }
 
 static inline cudaError_t ts_body_cudaMemcpyAsync(int api, void *dst, const void *src, size_t count,
                                                   enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-    RT_COPY_BODY(cudaMemcpyAsync, api, (dst, src, count, kind, stream), dst, src, count, kind, stream, true);
+    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpyAsync, api, (dst, src, count, kind, stream));
+    TS_OUTER_BEGIN(api);
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;
+    size_t done = 0;
+    if (outer_) rt_convert(api, dst, count, src, count, count, 1, kind, stream, false, &done);
+    cudaError_t r = done && done == count
+                        ? cudaSuccess
+                        : real_((char *)dst + done, (const char *)src + done, count - done, kind, stream);
+    if (outer_) copy_event(api, dst, src, count, kind, stream, true, ts_now_ns() - t0_, r);
+    TS_OUTER_END(api, r);
+    return r;
 }
 
 static inline cudaError_t ts_body_cudaMemcpy2D(int api, void *dst, size_t dpitch, const void *src, size_t spitch,
                                                size_t width, size_t height, enum cudaMemcpyKind kind)
 {
-    RT_COPY_BODY(cudaMemcpy2D, api, (dst, dpitch, src, spitch, width, height, kind), dst, src,
-                 (uint64_t)width * height, kind, NULL, false);
+    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpy2D, api, (dst, dpitch, src, spitch, width, height, kind));
+    TS_OUTER_BEGIN(api);
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;
+    size_t rows = 0, unused;
+    if (outer_ && height > 1) rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, NULL, true, &unused);
+    cudaError_t r = rows && rows == height ? cudaSuccess
+                                           : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch,
+                                                   spitch, width, height - rows, kind);
+    if (outer_) copy_event(api, dst, src, (uint64_t)width * height, kind, NULL, false, ts_now_ns() - t0_, r);
+    TS_OUTER_END(api, r);
+    return r;
 }
 
 static inline cudaError_t ts_body_cudaMemcpy2DAsync(int api, void *dst, size_t dpitch, const void *src,
                                                     size_t spitch, size_t width, size_t height,
                                                     enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-    RT_COPY_BODY(cudaMemcpy2DAsync, api, (dst, dpitch, src, spitch, width, height, kind, stream), dst, src,
-                 (uint64_t)width * height, kind, stream, true);
+    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpy2DAsync, api, (dst, dpitch, src, spitch, width, height, kind, stream));
+    TS_OUTER_BEGIN(api);
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;
+    size_t rows = 0, unused;
+    if (outer_ && height > 1)
+        rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, stream, false, &unused);
+    cudaError_t r = rows && rows == height
+                        ? cudaSuccess
+                        : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch, spitch,
+                                width, height - rows, kind, stream);
+    if (outer_) copy_event(api, dst, src, (uint64_t)width * height, kind, stream, true, ts_now_ns() - t0_, r);
+    TS_OUTER_END(api, r);
+    return r;
 }
 
 /* Peer copies never touch host memory. */

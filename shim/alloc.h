@@ -22,17 +22,24 @@
  * reusable only after fences recorded on every registered stream after the
  * free completed; a stream-ordered free (cudaFreeAsync) on stream S is
  * reusable at once by an allocation on S and by others after the fence.
- * Fences are recorded lazily (one batch over all streams when a reuse or a
- * page move needs it) and waited for only instead of growing the reserved
- * memory or before reporting OOM.  No fence is recorded, queried or waited on
- * while any registered stream is marked capturing.  Streams seen by alloc/free
- * are registered automatically; ts_pool_stream_add registers others
- * (e.g. the legacy stream 0 and every stream the program created).
+ * Fences are recorded lazily (one batch over all streams, only when the free
+ * memory at hand would need new pages) and waited for before the pool maps
+ * new pages while frees are pending (memory over latency: a real cudaFree
+ * would have waited for the whole device at the free) and before reporting
+ * OOM.  No fence is recorded, queried or waited on while any registered
+ * stream is marked capturing (then nothing pending is reused).  Streams seen
+ * by alloc/free are registered automatically; the caller must register
+ * every other stream work may run on (ts_pool_stream_add: the legacy stream 0
+ * and each created stream; ts_pool_stream_remove before destroying one).
  *
- * Thread safety: all functions may be called concurrently.  Stream-ordered
- * frees of blocks <= 4 MiB go to a per-thread cache (no lock shared between
- * threads) from which allocations of the same size on the same stream are
- * served. */
+ * Thread safety: all functions may be called concurrently, except
+ * ts_pool_destroy and ts_pool_check (no other thread inside the pool).
+ * Stream-ordered frees of blocks <= 4 MiB go to a per-thread cache (no lock,
+ * no atomic read-modify-write) from which allocations of the same size on
+ * the same stream by that thread are served; a free finds its block through
+ * a lock-free (seqlock) lookup.  When the pool needs memory it drains the
+ * calling thread's cache at once and the other threads' caches at their next
+ * call (at most 32 MiB each), and at thread exit. */
 #ifndef TRAINSHIM_ALLOC_H
 #define TRAINSHIM_ALLOC_H
 #include <pthread.h>
@@ -208,7 +215,7 @@ typedef struct ts_segment {
 } ts_segment;
 
 /* Fences over the registered streams. */
-#define TS_MAX_STREAMS 256
+#define TS_MAX_STREAMS 1024   /* registered streams per pool (PyTorch: ~100 per device) */
 #define TS_MAX_BATCHES 4
 typedef struct ts_stream_ent {
     uint64_t stream;

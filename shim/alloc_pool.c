@@ -170,13 +170,16 @@ static uint64_t release_free_segments(ts_pool *p)
     return n;
 }
 
-/* Idle pages whose fence is done, up to `want` (the LRU is in free order). */
-static uint64_t safe_idle_pages(ts_pool *p, uint64_t want)
+/* Idle pages whose fence is done, up to `want`, not counting the pages of
+ * [addr, addr+size) itself (the allocation will use those, not move them).
+ * The LRU is in free order, so the first unsafe page ends the count. */
+static uint64_t safe_idle_pages(ts_pool *p, uint64_t want, uint64_t addr, uint64_t size)
 {
     uint64_t n = 0;
+    int64_t f = (int64_t)((addr - p->va_base) / p->gran), l = (int64_t)((addr + size - 1 - p->va_base) / p->gran);
     for (int32_t i = p->idle_head; i >= 0 && n < want && p->pages[i].idle_seq <= p->safe_seq;
          i = p->pages[i].inext)
-        n++;
+        n += i < f || i > l;
     return n;
 }
 
@@ -205,7 +208,7 @@ static void fail_oom(ts_pool *p, uint64_t size)
     ts_stats_fill_oom(p, size);
 }
 
-static int alloc_off(ts_pool *p, uint64_t size, uint64_t rsize, ts_block **out)
+static int alloc_off(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stream, ts_block **out)
 {
     if (p->cfg.memory_limit && p->reserved + rsize > p->cfg.memory_limit) {
         fail_oom(p, size);
@@ -226,15 +229,20 @@ static int alloc_off(ts_pool *p, uint64_t size, uint64_t rsize, ts_block **out)
     }
     b->addr = ptr;
     b->size = rsize;
+    b->state = TS_B_LIVE;
+    b->stream = stream;
+    b->requested = size;
     p->reserved += rsize;
     *out = b;
     return TS_ALLOC_OK;
 }
 
+static void free_locked(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered);
+
 static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stream, ts_block **out)
 {
     if (p->cfg.mode == TS_ALLOC_OFF)
-        return alloc_off(p, size, rsize, out);
+        return alloc_off(p, size, rsize, stream, out);
     int kind = rsize < TS_ALLOC_SMALL_MAX ? TS_KIND_SMALL : TS_KIND_LARGE;
     bool polled = false, synced = false, retried = false;
     uint64_t mem0 = p->page_moves + p->mapped_count + p->nsegs;
@@ -261,6 +269,14 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
         }
         /* 2. the free index */
         if (!b && (b = ts_index_find(&p->index[kind], rsize))) {
+            /* caching: cutting a much larger block fragments the segments;
+             * when frees are pending, let them finish and fit again */
+            if (p->cfg.mode == TS_ALLOC_CACHING && !synced && p->q_head && b->size >= 2 * rsize) {
+                synced = true;
+                ts_tcache_flush_all(p);
+                ts_fence_sync(p);
+                continue;
+            }
             ts_index_remove(&p->index[kind], b);
             ts_block *r = ts_block_split(&p->slab, b, rsize);
             if (r)
@@ -275,9 +291,9 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
                 ts_fence_poll(p);
                 continue;
             }
-            uint64_t safe = need ? safe_idle_pages(p, need) : 0;
+            uint64_t safe = need ? safe_idle_pages(p, need, b->addr, b->size) : 0;
             /* growing the reserved memory: first let pending frees finish */
-            if (need && !synced && safe < need && (p->q_head || safe < p->idle_count)) {
+            if (need && !synced && (p->q_head || (safe < need && safe < p->idle_count))) {
                 unwind_block(p, b, from_pending, stream);
                 synced = true;
                 ts_tcache_flush_all(p);
@@ -363,19 +379,17 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
         p->ncapturing--;
     }
     if (rc == TS_ALLOC_OK) {
-        b->state = TS_B_LIVE;
-        b->stream = stream;
-        b->requested = size;
+        /* counted live first, so that giving it back below balances */
+        p->held += b->size;
+        p->live_blocks++;
+        p->allocs++;
         if (ts_map_put(&p->map, b->addr, b)) {
             /* cannot track it: give it back rather than hand out an untracked pointer */
-            ts_fence_pend(p, b, stream, false);
-            if (p->cfg.mode == TS_ALLOC_EXPANDABLE)
-                ts_seg_pages_put(p, b->addr, b->size, b->seq);
+            free_locked(p, b, stream, false);
+            p->frees--;
+            p->allocs--;
             rc = TS_ALLOC_ERROR;
         } else {
-            p->held += b->size;
-            p->live_blocks++;
-            p->allocs++;
             ts_stats_note(p);
             *ptr = b->addr;
         }

@@ -239,11 +239,6 @@ uint64_t ts_seg_mapped_run(ts_pool *p, uint64_t addr, uint64_t size)
                 best = run;
         } else {
             run = 0;
-            if (!p->pages[i].refs && e - a == g) {
-                /* skip a long unmapped stretch quickly */
-                a = e;
-                continue;
-            }
         }
         a = e;
     }

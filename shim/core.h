@@ -60,4 +60,15 @@ void ts_ev_device(int device, const char *name, uint64_t total_mem, int cc_major
                   int sm_count, const char *pci_bus_id);
 /* An error returned to the program by any hooked call. */
 void ts_ev_error(int api, int result);
+/* Compute and communication accounting (records in shim/logfmt.h). */
+struct ts_rec_gemm;
+struct ts_rec_nccl;
+/* The hook fills every body field of *g / *c (not the header); the event
+ * copies it into the log. */
+void ts_ev_gemm(const struct ts_rec_gemm *g);
+void ts_ev_nccl(const struct ts_rec_nccl *c);
+void ts_ev_comm(int api, int kind, uint64_t comm_id, uint64_t parent_id, int comm_size, int rank,
+                int color, int result);
+/* kind: TS_REC_GEMM or TS_REC_NCCL */
+void ts_ev_gpu_time(uint64_t sample_id, uint64_t gpu_ns, int kind);
 #endif

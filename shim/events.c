@@ -14,6 +14,7 @@
 #include "config.h"
 #include "core.h"
 #include "log.h"
+#include "stacks.h"
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -101,6 +102,8 @@ void ts_register_apis(const char *const *names, int count)
 
 void ts_ev_alloc(int api, int device, uint64_t ptr, uint64_t size, uint64_t stream, int result)
 {
+    /* before the reserve: a new stack logs its own records first (shim/stacks.c) */
+    uint32_t stack = result == 0 && ptr ? ts_stack_capture() : 0;
     struct ts_rec_alloc *r = (struct ts_rec_alloc *)ts_log_reserve(sizeof *r, TS_REC_ALLOC);
     if (!r)
         return;
@@ -111,7 +114,10 @@ void ts_ev_alloc(int api, int device, uint64_t ptr, uint64_t size, uint64_t stre
     r->stream = stream;
     r->result = result;
     r->reserved = 0;
+    uint64_t time_ns = r->h.time_ns;
     ts_log_commit(&r->h);
+    if (stack)
+        ts_ev_alloc_stack(stack, ptr, time_ns, device);
 }
 
 void ts_ev_free(int api, int device, uint64_t ptr, uint64_t stream, int result)
@@ -185,5 +191,60 @@ void ts_ev_device(int device, const char *name, uint64_t total_mem, int cc_major
     r->total_mem = total_mem;
     copy_str(r->name, sizeof r->name, name);
     copy_str(r->pci_bus_id, sizeof r->pci_bus_id, pci_bus_id);
+    ts_log_commit(&r->h);
+}
+
+/* ---- compute and communication accounting ---------------------------------- */
+/* The hooks build the whole body (shim/compute.c, shim/comm.c know the
+ * shapes); the event only moves it into the thread's buffer. */
+static void copy_body(struct ts_rec_hdr *dst, const struct ts_rec_hdr *src, size_t size)
+{
+    memcpy((char *)dst + sizeof *dst, (const char *)src + sizeof *src, size - sizeof *dst);
+}
+
+void ts_ev_gemm(const struct ts_rec_gemm *g)
+{
+    struct ts_rec_gemm *r = (struct ts_rec_gemm *)ts_log_reserve(sizeof *r, TS_REC_GEMM);
+    if (!r)
+        return;
+    copy_body(&r->h, &g->h, sizeof *r);
+    ts_log_commit(&r->h);
+}
+
+void ts_ev_nccl(const struct ts_rec_nccl *c)
+{
+    struct ts_rec_nccl *r = (struct ts_rec_nccl *)ts_log_reserve(sizeof *r, TS_REC_NCCL);
+    if (!r)
+        return;
+    copy_body(&r->h, &c->h, sizeof *r);
+    ts_log_commit(&r->h);
+}
+
+void ts_ev_comm(int api, int kind, uint64_t comm_id, uint64_t parent_id, int comm_size, int rank,
+                int color, int result)
+{
+    struct ts_rec_comm *r = (struct ts_rec_comm *)ts_log_reserve(sizeof *r, TS_REC_COMM);
+    if (!r)
+        return;
+    r->api = api;
+    r->kind = kind;
+    r->comm_id = comm_id;
+    r->parent_id = parent_id;
+    r->comm_size = comm_size;
+    r->rank = rank;
+    r->color = color;
+    r->result = result;
+    ts_log_commit(&r->h);
+}
+
+void ts_ev_gpu_time(uint64_t sample_id, uint64_t gpu_ns, int kind)
+{
+    struct ts_rec_gpu_time *r = (struct ts_rec_gpu_time *)ts_log_reserve(sizeof *r, TS_REC_GPU_TIME);
+    if (!r)
+        return;
+    r->sample_id = sample_id;
+    r->gpu_ns = gpu_ns;
+    r->kind = kind;
+    r->reserved = 0;
     ts_log_commit(&r->h);
 }

@@ -156,6 +156,130 @@ _Static_assert(sizeof(struct ts_rec_copy) == 64, "copy layout");
 _Static_assert(sizeof(struct ts_rec_error) == 32, "error layout");
 _Static_assert(sizeof(struct ts_rec_end) == 40, "end layout");
 
+/* ---- compute and communication accounting (shim/compute.c, shim/comm.c).
+ * Numbered apart from the enum above so features adding types in parallel
+ * cannot collide; readers skip them by length like any unknown type. */
+#define TS_REC_GEMM 16     /* one outermost cuBLAS/cuBLASLt GEMM call */
+#define TS_REC_NCCL 17     /* one NCCL collective, send/recv or group call */
+#define TS_REC_COMM 18     /* communicator created / split / destroyed */
+#define TS_REC_GPU_TIME 19 /* sampled GPU time of an earlier GEMM/NCCL record */
+
+/* TS_REC_GEMM.  flops = 2*m*n*k*batch (x4 complex), computed by the writer.
+ * sample_id != 0: a TS_REC_GPU_TIME with that id may follow (the call was
+ * timed with events; the time arrives when the events complete). */
+struct ts_rec_gemm {
+    struct ts_rec_hdr h;
+    int32_t api;
+    int32_t device;
+    int64_t m, n, k, batch;
+    uint64_t flops;
+    uint64_t stream;
+    uint64_t sample_id;
+    int32_t data_type;    /* cudaDataType_t of A (and B) */
+    int32_t out_type;     /* cudaDataType_t of C/D */
+    int32_t compute_type; /* cublasComputeType_t; -1 unknown */
+    uint8_t transa, transb; /* cublasOperation_t */
+    uint8_t is_complex;
+    uint8_t reserved0;
+    int32_t result;
+    uint32_t reserved;
+};
+
+/* enum ts_nccl_op values (shim/comm.h) */
+/* TS_REC_NCCL.  bytes = count * element size (the buffer the call names);
+ * the reader derives the nccl-tests "S" and busbw from op and comm_size. */
+struct ts_rec_nccl {
+    struct ts_rec_hdr h;
+    int32_t api;
+    int32_t op;        /* enum ts_nccl_op */
+    uint64_t count;
+    uint64_t bytes;
+    uint64_t comm_id;  /* same value on every rank of one communicator */
+    uint64_t stream;
+    uint64_t sample_id;
+    int32_t datatype;  /* ncclDataType_t */
+    int32_t comm_size; /* -1 unknown */
+    int32_t rank;      /* -1 unknown */
+    int32_t peer;      /* root or peer; -1 none */
+    int32_t result;
+    uint32_t group_depth; /* open ncclGroupStart levels when called */
+};
+
+/* TS_REC_COMM.  kind: 1 created, 2 split from parent_id, 3 destroyed,
+ * 4 aborted, 5 finalized. */
+struct ts_rec_comm {
+    struct ts_rec_hdr h;
+    int32_t api;
+    int32_t kind;
+    uint64_t comm_id;
+    uint64_t parent_id;
+    int32_t comm_size;
+    int32_t rank;
+    int32_t color;
+    int32_t result;
+};
+
+/* TS_REC_GPU_TIME: kind = TS_REC_GEMM or TS_REC_NCCL of the timed record. */
+struct ts_rec_gpu_time {
+    struct ts_rec_hdr h;
+    uint64_t sample_id;
+    uint64_t gpu_ns;
+    int32_t kind;
+    int32_t reserved;
+};
+_Static_assert(sizeof(struct ts_rec_gemm) == 112, "gemm layout");
+_Static_assert(sizeof(struct ts_rec_nccl) == 96, "nccl layout");
+_Static_assert(sizeof(struct ts_rec_comm) == 64, "comm layout");
+_Static_assert(sizeof(struct ts_rec_gpu_time) == 48, "gpu time layout");
+
+/* ---- allocation call stacks (shim/stacks.c, TRAINSHIM_STACKS=DEPTH).
+ * Raw return addresses only; tools/symbolize.c names them at report time
+ * from the module map.  Numbered apart like the accounting records. */
+#define TS_REC_STACK 24       /* one distinct call stack, written once */
+#define TS_REC_MODULES 25     /* the loaded modules; again after a dlopen/dlclose */
+#define TS_REC_ALLOC_STACK 26 /* the stack of one TS_REC_ALLOC (same tid, ptr, time) */
+
+/* TS_REC_STACK: n_frames uint64_t return addresses follow, innermost first
+ * (the caller of the CUDA API first; the shim's own frames are left out).
+ * modules_gen: the TS_REC_MODULES generation that maps them. */
+struct ts_rec_stack {
+    struct ts_rec_hdr h;
+    uint32_t stack_id; /* >= 1, unique in the log */
+    uint32_t n_frames;
+    uint32_t modules_gen;
+    uint32_t reserved;
+};
+
+/* TS_REC_MODULES: count entries follow, each a struct ts_module_entry then
+ * path_len bytes of path and build_id_len bytes of GNU build-id, padded with
+ * zeros to a multiple of 8.  A generation lists every module loaded then. */
+struct ts_rec_modules {
+    struct ts_rec_hdr h;
+    uint32_t generation; /* 1, 2, ...: a new one after each change */
+    uint32_t count;
+};
+struct ts_module_entry {
+    uint64_t base;  /* load bias (dlpi_addr): file vaddr + base = address */
+    uint64_t start; /* lowest and one past the highest address of its PT_LOAD segments */
+    uint64_t end;
+    uint32_t path_len;
+    uint32_t build_id_len;
+};
+
+/* TS_REC_ALLOC_STACK: written right after the TS_REC_ALLOC it belongs to, on
+ * the same thread; alloc_time_ns is that record's time_ns. */
+struct ts_rec_alloc_stack {
+    struct ts_rec_hdr h;
+    uint64_t ptr;
+    uint64_t alloc_time_ns;
+    uint32_t stack_id;
+    int32_t device;
+};
+_Static_assert(sizeof(struct ts_rec_stack) == 40, "stack layout");
+_Static_assert(sizeof(struct ts_rec_modules) == 32, "modules layout");
+_Static_assert(sizeof(struct ts_module_entry) == 32, "module entry layout");
+_Static_assert(sizeof(struct ts_rec_alloc_stack) == 48, "alloc stack layout");
+
 static inline uint32_t ts_rec_align(uint32_t n)
 {
     return (n + TS_REC_ALIGN - 1) & ~(TS_REC_ALIGN - 1);

@@ -284,6 +284,22 @@ static int mode_of(const char *s)
          : !strcmp(s, "off") ? TS_ALLOC_OFF : -1;
 }
 
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -372,6 +388,9 @@ int cmd_replay(int argc, char **argv)
         capacity = 80ull << 30;
     if (!prov) {
         fake = ts_fake_create(capacity, 2ull << 20);
+        /* fences that finish only when waited for: the slowest device */
+        if (getenv("TRAINSHIM_REPLAY_SLOW_FENCES"))
+            ts_fake_set_manual_fences(fake, 1);
         prov = ts_fake_provider_table(fake);
     }
     ts_pool_config cfg = {.mode = mode, .device = o.device, .capacity = capacity, .memory_limit = o.limit};
@@ -440,7 +459,9 @@ int cmd_replay(int argc, char **argv)
     double ns_op = ops ? secs * 1e9 / (double)ops : 0;
     const double G = 1073741824.0;
     if (o.json) {
-        printf("{\"file\": \"%s\", \"level\": \"%s\", \"mode\": \"%s\", \"provider\": \"%s\", "
+        printf("{\"file\": ");
+        json_str(o.file);
+        printf(", \"level\": \"%s\", \"mode\": \"%s\", \"provider\": \"%s\", "
                "\"capacity_bytes\": %" PRIu64 ", \"events\": %zu, \"initial_blocks\": %zu, \"operations\": %" PRIu64 ", "
                "\"peak_reserved_bytes\": %" PRIu64 ", \"peak_allocated_bytes\": %" PRIu64 ", "
                "\"ratio\": %.6f, \"fragmentation\": %.6f, \"ooms\": %" PRIu64 ", \"first_oom_event\": %" PRId64 ", "
@@ -448,7 +469,7 @@ int cmd_replay(int argc, char **argv)
                "\"ns_per_op\": %.1f, \"unknown_frees\": %" PRIu64 ", "
                "\"recorded_peak_reserved_bytes\": %" PRIu64 ", \"recorded_peak_allocated_bytes\": %" PRIu64 ", "
                "\"recorded_ratio\": %.6f}\n",
-               o.file, o.level, o.mode, prov_name, capacity, nev, ninit, ops, s.peak_reserved_bytes,
+               o.level, o.mode, prov_name, capacity, nev, ninit, ops, s.peak_reserved_bytes,
                s.peak_allocated_bytes, ratio, s.fragmentation, ooms, ooms ? (int64_t)first_oom : (int64_t)-1,
                s.driver_calls, s.page_moves, s.cache_hits, ns_op, unknown_frees, rec_res, rec_alloc, rec_ratio);
     } else {
@@ -466,7 +487,7 @@ int cmd_replay(int argc, char **argv)
                " allocations, %.0f ns per operation\n",
                s.driver_calls, s.page_moves, s.cache_hits, s.allocs, ns_op);
         if (unknown_frees)
-            printf("  %" PRIu64 " frees of addresses never allocated were skipped\n", unknown_frees);
+            printf("  %" PRIu64 " frees skipped: their address was never allocated (or its allocation failed)\n", unknown_frees);
     }
     free(am.k);
     free(am.v);

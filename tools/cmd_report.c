@@ -12,6 +12,8 @@
 #include "cmds.h"
 #include "core.h"
 #include "logread.h"
+#include "report_acct.h"
+#include "report_sites.h"
 
 #define HIST_BUCKETS 65 /* bucket b >= 1: sizes in [2^(b-1), 2^b); bucket 0: size 0 */
 #define DIRS 7          /* enum ts_copy_dir 1..6; 0 = unknown */
@@ -30,6 +32,7 @@ struct stats {
     struct err_count *errs;
     size_t n_errs;
     uint64_t error_records;
+    const struct tslog *log; /* one log's stats: its call-site sections (report_sites.c) */
 };
 
 /* ------------------------------------------------------------ live-pointer map */
@@ -142,6 +145,7 @@ static int analyze(struct tslog *log, struct stats *s)
     struct live_map m = {0};
     uint64_t cur = 0;
     memset(s, 0, sizeof *s);
+    s->log = log;
     /* threads' buffers reach the file out of order: replay in time order */
     if (log->n_events)
         qsort(log->events, log->n_events, sizeof *log->events, by_time);
@@ -568,6 +572,33 @@ static void j_rank(struct json *j, const char *k, int v)
     }
 }
 
+/* ---- compute / communication / advice (tools/report_compute.c, report_comm.c) */
+static void aj_open(void *j, const char *k, char c) { j_open(j, k, c); }
+static void aj_close(void *j, char c) { j_close(j, c); }
+static void aj_u64(void *j, const char *k, uint64_t v) { j_u64(j, k, v); }
+static void aj_i64(void *j, const char *k, int64_t v) { j_i64(j, k, v); }
+static void aj_num(void *j, const char *k, double v)
+{
+    if (v != v) {
+        j_key(j, k);
+        fputs("null", ((struct json *)j)->f);
+    } else {
+        j_num(j, k, v);
+    }
+}
+static void aj_str(void *j, const char *k, const char *s) { j_str(j, k, s); }
+
+static struct acct_json acct_json_of(struct json *j)
+{
+    return (struct acct_json){j, aj_open, aj_close, aj_u64, aj_i64, aj_num, aj_str};
+}
+
+static struct acct_copy_facts acct_copy_facts_of(const struct stats *s)
+{
+    return (struct acct_copy_facts){s->copy_bytes[TS_H2D], s->h2d_pageable, s->copy_bytes[TS_D2H],
+                                    s->d2h_pageable, s->copy_ns};
+}
+
 static void json_run(struct json *j, const struct tslog *log)
 {
     j_open(j, "run", '{');
@@ -651,6 +682,10 @@ static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_
         j_close(j, '}');
     }
     j_close(j, ']');
+    if (s->log) {
+        struct acct_json aj = acct_json_of(j);
+        sites_json(&aj, s->log); /* memory.top_sites when the run recorded stacks */
+    }
     j_close(j, '}');
 
     j_open(j, "copies", '{');
@@ -728,7 +763,8 @@ int cmd_report(int argc, char **argv)
         return usage();
     struct tslog *logs = calloc((size_t)n, sizeof *logs);
     struct stats *st = calloc((size_t)n + 1, sizeof *st);
-    if (!logs || !st) {
+    struct acct_log *acct = calloc((size_t)n, sizeof *acct);
+    if (!logs || !st || !acct) {
         fprintf(stderr, "trainshim: error: out of memory\n");
         return 1;
     }
@@ -742,6 +778,10 @@ int cmd_report(int argc, char **argv)
         if (logs[i].note[0])
             fprintf(stderr, "trainshim: warning: %s: %s\n", logs[i].file, logs[i].note);
         if (analyze(&logs[i], &st[i])) {
+            fprintf(stderr, "trainshim: error: %s: out of memory\n", logs[i].file);
+            rc = 1;
+        }
+        if (acct_log_analyze(&logs[i], &acct[i])) {
             fprintf(stderr, "trainshim: error: %s: out of memory\n", logs[i].file);
             rc = 1;
         }
@@ -767,29 +807,48 @@ int cmd_report(int argc, char **argv)
         if (n == 1) {
             json_run(&j, &logs[0]);
             json_stats(&j, &st[0], 0, false);
+            struct acct_json aj = acct_json_of(&j);
+            struct acct_copy_facts cf = acct_copy_facts_of(&st[0]);
+            acct_log_json(&aj, &acct[0], &cf, duration_ns(&logs[0]));
         } else {
             j_open(&j, "ranks", '[');
             for (int i = 0; i < n; i++) {
                 j_open(&j, NULL, '{');
                 json_run(&j, &logs[i]);
                 json_stats(&j, &st[i], 0, false);
+                struct acct_json aj = acct_json_of(&j);
+                struct acct_copy_facts cf = acct_copy_facts_of(&st[i]);
+                acct_log_json(&aj, &acct[i], &cf, duration_ns(&logs[i]));
                 j_close(&j, '}');
             }
             j_close(&j, ']');
             j_open(&j, "total", '{');
             j_u64(&j, "logs", (uint64_t)n);
             json_stats(&j, total, max_peak, true);
+            struct acct_json aj = acct_json_of(&j);
+            acct_logs_json(&aj, logs, acct, n);
             j_close(&j, '}');
         }
         j_close(&j, '}');
     } else if (n == 1) {
         text_run(stdout, &logs[0]);
         text_stats(stdout, &st[0], &logs[0]);
+        sites_text(stdout, &logs[0]); /* TOP ALLOCATION SITES, MEMORY TIMELINE: with stacks only */
+        struct acct_copy_facts cf = acct_copy_facts_of(&st[0]);
+        acct_log_text(stdout, &acct[0], &cf, duration_ns(&logs[0]));
     } else {
         text_rank_table(stdout, logs, st, n);
         printf("\n== TOTAL (%d logs; peak allocated is the sum of the ranks' peaks, the largest is %llu B) ==\n",
                n, (unsigned long long)max_peak);
         text_stats(stdout, total, NULL);
+        for (int i = 0; i < n; i++) {
+            if (!acct[i].has_gemm && !acct[i].has_nccl)
+                continue;
+            printf("\n== RANK %d ==", logs[i].rank >= 0 ? logs[i].rank : i);
+            struct acct_copy_facts cf = acct_copy_facts_of(&st[i]);
+            acct_log_text(stdout, &acct[i], &cf, duration_ns(&logs[i]));
+        }
+        acct_logs_text(stdout, logs, acct, n);
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "trainshim: error: cannot write the report\n");
@@ -801,6 +860,9 @@ out:
     for (int i = 0; i < n; i++)
         tslog_free(&logs[i]);
     free(st);
+    for (int i = 0; acct && i < n; i++)
+        acct_log_free(&acct[i]);
+    free(acct);
     free(logs);
     return rc;
 }

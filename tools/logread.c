@@ -128,13 +128,15 @@ static const char *read_device(struct tslog *log, const unsigned char *rec, uint
 {
     struct ts_rec_device d;
     take(&d, sizeof d, rec, len);
-    if (log->n_devices >= len) /* bounded by input: each record is >= 24 bytes */
-        return "too many device records";
-    struct tslog_device *n = realloc(log->devices, (log->n_devices + 1) * sizeof *n);
-    if (!n)
-        return "out of memory";
-    log->devices = n;
-    struct tslog_device *v = &n[log->n_devices++];
+    if (log->n_devices == log->cap_devices) {
+        size_t cap = log->cap_devices ? log->cap_devices * 2 : 8;
+        struct tslog_device *n = realloc(log->devices, cap * sizeof *n);
+        if (!n)
+            return "out of memory";
+        log->devices = n;
+        log->cap_devices = cap;
+    }
+    struct tslog_device *v = &log->devices[log->n_devices++];
     v->ordinal = d.ordinal;
     v->cc_major = d.cc_major;
     v->cc_minor = d.cc_minor;
@@ -187,6 +189,113 @@ static const char *read_event(struct tslog *log, uint16_t type, const unsigned c
     e.time_ns = h.time_ns;
     e.tid = h.tid;
     return push_event(log, &e) ? "out of memory" : NULL;
+}
+
+/* Appends one element of size sz to a growing array. */
+static void *push_item(void **arr, size_t *n, size_t *cap, size_t sz)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        void *g = realloc(*arr, c * sz);
+        if (!g)
+            return NULL;
+        *arr = g;
+        *cap = c;
+    }
+    return (char *)*arr + (*n)++ * sz;
+}
+#define PUSH_ITEM(log, name) \
+    push_item((void **)&(log)->name##s, &(log)->n_##name##s, &(log)->cap_##name##s, sizeof *(log)->name##s)
+
+static const char *read_accounting(struct tslog *log, uint16_t type, const unsigned char *rec, uint32_t len)
+{
+    struct ts_rec_hdr h;
+    memcpy(&h, rec, sizeof h);
+    switch (type) {
+    case TS_REC_GEMM: {
+        struct ts_rec_gemm r;
+        take(&r, sizeof r, rec, len);
+        struct tslog_gemm *g = PUSH_ITEM(log, gemm);
+        if (!g)
+            return "out of memory";
+        *g = (struct tslog_gemm){.time_ns = h.time_ns, .flops = r.flops, .stream = r.stream,
+                                 .sample_id = r.sample_id, .m = r.m, .n = r.n, .k = r.k, .batch = r.batch,
+                                 .api = r.api, .device = r.device, .data_type = r.data_type,
+                                 .out_type = r.out_type, .compute_type = r.compute_type, .result = r.result,
+                                 .tid = h.tid, .transa = r.transa, .transb = r.transb,
+                                 .is_complex = r.is_complex};
+        break;
+    }
+    case TS_REC_NCCL: {
+        struct ts_rec_nccl r;
+        take(&r, sizeof r, rec, len);
+        struct tslog_nccl *c = PUSH_ITEM(log, nccl);
+        if (!c)
+            return "out of memory";
+        *c = (struct tslog_nccl){.time_ns = h.time_ns, .count = r.count, .bytes = r.bytes, .comm_id = r.comm_id,
+                                 .stream = r.stream, .sample_id = r.sample_id, .api = r.api, .op = r.op,
+                                 .datatype = r.datatype, .comm_size = r.comm_size, .rank = r.rank,
+                                 .peer = r.peer, .result = r.result, .group_depth = r.group_depth,
+                                 .tid = h.tid};
+        break;
+    }
+    case TS_REC_COMM: {
+        struct ts_rec_comm r;
+        take(&r, sizeof r, rec, len);
+        struct tslog_comm *c = PUSH_ITEM(log, comm);
+        if (!c)
+            return "out of memory";
+        *c = (struct tslog_comm){.time_ns = h.time_ns, .comm_id = r.comm_id, .parent_id = r.parent_id,
+                                 .api = r.api, .kind = r.kind, .comm_size = r.comm_size, .rank = r.rank,
+                                 .color = r.color, .result = r.result};
+        break;
+    }
+    case TS_REC_GPU_TIME: {
+        struct ts_rec_gpu_time r;
+        take(&r, sizeof r, rec, len);
+        struct tslog_gpu_time *t = PUSH_ITEM(log, gpu_time);
+        if (!t)
+            return "out of memory";
+        *t = (struct tslog_gpu_time){.sample_id = r.sample_id, .gpu_ns = r.gpu_ns, .kind = r.kind};
+        break;
+    }
+    }
+    return NULL;
+}
+
+static int by_sample_id(const void *a, const void *b)
+{
+    const struct tslog_gpu_time *x = a, *y = b;
+    return x->sample_id < y->sample_id ? -1 : x->sample_id > y->sample_id;
+}
+
+static uint64_t find_gpu_time(const struct tslog *log, uint64_t id, int kind)
+{
+    size_t lo = 0, hi = log->n_gpu_times;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (log->gpu_times[mid].sample_id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < log->n_gpu_times && log->gpu_times[lo].sample_id == id && log->gpu_times[lo].kind == kind
+               ? log->gpu_times[lo].gpu_ns
+               : 0;
+}
+
+/* Sampled times arrive after the call they time: joined once all is read. */
+static void join_gpu_times(struct tslog *log)
+{
+    if (!log->n_gpu_times)
+        return;
+    qsort(log->gpu_times, log->n_gpu_times, sizeof *log->gpu_times, by_sample_id);
+    for (size_t i = 0; i < log->n_gemms; i++)
+        if (log->gemms[i].sample_id)
+            log->gemms[i].gpu_ns = find_gpu_time(log, log->gemms[i].sample_id, TS_REC_GEMM);
+    for (size_t i = 0; i < log->n_nccls; i++)
+        if (log->nccls[i].sample_id)
+            log->nccls[i].gpu_ns = find_gpu_time(log, log->nccls[i].sample_id, TS_REC_NCCL);
 }
 
 int tslog_parse(const void *data, size_t size, const char *name, struct tslog *log)
@@ -272,6 +381,10 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
         case TS_REC_FREE:
         case TS_REC_COPY:
         case TS_REC_ERROR: bad = read_event(log, h.type, rec, h.len); break;
+        case TS_REC_GEMM:
+        case TS_REC_NCCL:
+        case TS_REC_COMM:
+        case TS_REC_GPU_TIME: bad = read_accounting(log, h.type, rec, h.len); break;
         case TS_REC_END: {
             struct ts_rec_end e;
             take(&e, sizeof e, rec, h.len);
@@ -296,6 +409,7 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
         log->n_records++;
         off += h.len;
     }
+    join_gpu_times(log);
     log->stop_offset = off;
     log->truncated = off < size;
     if (!log->truncated && !log->complete)
@@ -369,6 +483,10 @@ void tslog_free(struct tslog *log)
     free(log->api_names);
     free(log->devices);
     free(log->events);
+    free(log->gemms);
+    free(log->nccls);
+    free(log->comms);
+    free(log->gpu_times);
     memset(log, 0, sizeof *log);
 }
 

@@ -31,6 +31,34 @@ struct tslog_event {
     uint8_t async;   /* copy */
 };
 
+/* One outermost GEMM call (TS_REC_GEMM). gpu_ns: sampled GPU time, 0 if the
+ * call was not timed (or its time never arrived). */
+struct tslog_gemm {
+    uint64_t time_ns, flops, stream, sample_id, gpu_ns;
+    int64_t m, n, k, batch;
+    int32_t api, device, data_type, out_type, compute_type, result;
+    uint32_t tid;
+    uint8_t transa, transb, is_complex;
+};
+
+/* One NCCL call (TS_REC_NCCL); op is enum ts_nccl_op (shim/comm.h). */
+struct tslog_nccl {
+    uint64_t time_ns, count, bytes, comm_id, stream, sample_id, gpu_ns;
+    int32_t api, op, datatype, comm_size, rank, peer, result;
+    uint32_t group_depth, tid;
+};
+
+/* Communicator life (TS_REC_COMM); kind is enum ts_comm_kind. */
+struct tslog_comm {
+    uint64_t time_ns, comm_id, parent_id;
+    int32_t api, kind, comm_size, rank, color, result;
+};
+
+struct tslog_gpu_time {
+    uint64_t sample_id, gpu_ns;
+    int32_t kind;
+};
+
 struct tslog_device {
     int32_t ordinal, cc_major, cc_minor, sm_count;
     uint64_t total_mem;
@@ -58,7 +86,7 @@ struct tslog {
     uint32_t n_api_names;
 
     struct tslog_device *devices;
-    size_t n_devices;
+    size_t n_devices, cap_devices;
     struct tslog_event *events;
     size_t n_events, cap_events;
 
@@ -74,6 +102,17 @@ struct tslog {
     uint64_t stop_offset;       /* first byte not read as a whole valid record */
     char note[320];             /* why reading stopped early, "" if it did not */
     char error[320];            /* fatal: not a (readable) log; "" if none */
+
+    /* compute and communication accounting (TS_REC_GEMM/_NCCL/_COMM; the
+     * sampled TS_REC_GPU_TIME records are joined into gpu_ns by sample id) */
+    struct tslog_gemm *gemms;
+    size_t n_gemms, cap_gemms;
+    struct tslog_nccl *nccls;
+    size_t n_nccls, cap_nccls;
+    struct tslog_comm *comms;
+    size_t n_comms, cap_comms;
+    struct tslog_gpu_time *gpu_times;
+    size_t n_gpu_times, cap_gpu_times;
 };
 
 /* Parse size bytes named name.  Returns 0 when the data is a trainshim log

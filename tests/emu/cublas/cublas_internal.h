@@ -3,6 +3,9 @@
  *                    the driver like the real library's), modes, versions,
  *                    status strings, and the link to cuBLASLt
  *   cublas_gemm.c    the GEMM entry points (S/D/H, Ex, batched, strided, _64)
+ *   cublas_copy.c    Set/Get Vector/Matrix (sync, Async, _64) over the driver's 2D copies
+ *   emu_gemm.h, emu_float16.h: the CPU GEMM and the 16/8-bit float conversions,
+ *                    header-only, shared with cuBLASLt and NCCL
  */
 #ifndef CUBLAS_INTERNAL_H
 #define CUBLAS_INTERNAL_H

@@ -21,8 +21,55 @@ struct op_list {                 /* shared by a graph and its executables */
     size_t n, cap;
     struct graph_op *ops;
 };
-struct emu_graph { unsigned magic; struct op_list *ops; };
-struct emu_graph_exec { unsigned magic; struct op_list *ops; };
+/* Graph and executable handles are recycled, never freed, so a destroyed
+ * handle reads as invalid instead of as freed memory. */
+struct emu_graph { unsigned magic; struct op_list *ops; struct emu_graph *next_free; };
+struct emu_graph_exec { unsigned magic; struct op_list *ops; struct emu_graph_exec *next_free; };
+static pthread_mutex_t handles_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct emu_graph *free_graphs;
+static struct emu_graph_exec *free_execs;
+
+static struct emu_graph *graph_alloc(void)
+{
+    pthread_mutex_lock(&handles_mu);
+    struct emu_graph *g = free_graphs;
+    if (g) free_graphs = g->next_free;
+    pthread_mutex_unlock(&handles_mu);
+    if (!g && !(g = malloc(sizeof *g))) return NULL;
+    g->magic = 0;
+    g->ops = NULL;
+    g->next_free = NULL;
+    return g;
+}
+
+static void graph_release(struct emu_graph *g)
+{
+    __atomic_store_n(&g->magic, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&handles_mu);
+    g->next_free = free_graphs;
+    free_graphs = g;
+    pthread_mutex_unlock(&handles_mu);
+}
+
+static struct emu_graph_exec *exec_alloc(void)
+{
+    pthread_mutex_lock(&handles_mu);
+    struct emu_graph_exec *x = free_execs;
+    if (x) free_execs = x->next_free;
+    pthread_mutex_unlock(&handles_mu);
+    if (!x && !(x = malloc(sizeof *x))) return NULL;
+    x->next_free = NULL;
+    return x;
+}
+
+static void exec_release(struct emu_graph_exec *x)
+{
+    __atomic_store_n(&x->magic, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&handles_mu);
+    x->next_free = free_execs;
+    free_execs = x;
+    pthread_mutex_unlock(&handles_mu);
+}
 
 struct emu_capture {
     int mode;
@@ -198,9 +245,9 @@ static CUresult begin_capture(CUstream h, int mode, bool pt)
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
     if (st->kind == EMU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     struct emu_capture *c = calloc(1, sizeof *c);
-    struct emu_graph *g = calloc(1, sizeof *g);
+    struct emu_graph *g = graph_alloc();
     struct op_list *l = list_new();
-    if (!c || !g || !l) { free(c); free(g); free(l); return CUDA_ERROR_OUT_OF_MEMORY; }
+    if (!c || !g || !l) { free(c); if (g) graph_release(g); free(l); return CUDA_ERROR_OUT_OF_MEMORY; }
     g->magic = GRAPH_MAGIC;
     g->ops = l;
     c->mode = mode;
@@ -211,7 +258,7 @@ static CUresult begin_capture(CUstream h, int mode, bool pt)
     pthread_mutex_lock(&cap_mu);
     if (st->capture) {
         pthread_mutex_unlock(&cap_mu);
-        free(c); free(g); free(l);
+        free(c); graph_release(g); free(l);
         return CUDA_ERROR_ILLEGAL_STATE;
     }
     c->id = next_capture_id++;
@@ -263,9 +310,8 @@ static CUresult end_capture(CUstream h, CUgraph *phGraph, bool pt)
     struct emu_graph *g = c->graph;
     pthread_mutex_unlock(&cap_mu);
     if (invalid) {
-        g->magic = 0;
         list_unref(g->ops);
-        free(g);
+        graph_release(g);
         *phGraph = NULL;
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
@@ -358,21 +404,21 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 static struct emu_graph *graph_of(CUgraph h)
 {
     struct emu_graph *g = (struct emu_graph *)h;
-    return g && g->magic == GRAPH_MAGIC ? g : NULL;
+    return (uintptr_t)g >= 4096 && __atomic_load_n(&g->magic, __ATOMIC_ACQUIRE) == GRAPH_MAGIC ? g : NULL;
 }
 static struct emu_graph_exec *exec_of(CUgraphExec h)
 {
     struct emu_graph_exec *x = (struct emu_graph_exec *)h;
-    return x && x->magic == EXEC_MAGIC ? x : NULL;
+    return (uintptr_t)x >= 4096 && __atomic_load_n(&x->magic, __ATOMIC_ACQUIRE) == EXEC_MAGIC ? x : NULL;
 }
 
 CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 {
     EMU_ENTRY(cuGraphCreate);
     if (!phGraph || flags) return CUDA_ERROR_INVALID_VALUE;
-    struct emu_graph *g = calloc(1, sizeof *g);
+    struct emu_graph *g = graph_alloc();
     struct op_list *l = list_new();
-    if (!g || !l) { free(g); free(l); return CUDA_ERROR_OUT_OF_MEMORY; }
+    if (!g || !l) { if (g) graph_release(g); free(l); return CUDA_ERROR_OUT_OF_MEMORY; }
     g->magic = GRAPH_MAGIC;
     g->ops = l;
     *phGraph = (CUgraph)g;
@@ -384,9 +430,8 @@ CUresult cuGraphDestroy(CUgraph hGraph)
     EMU_ENTRY(cuGraphDestroy);
     struct emu_graph *g = graph_of(hGraph);
     if (!g) return CUDA_ERROR_INVALID_VALUE;
-    g->magic = 0;
     list_unref(g->ops);
-    free(g);
+    graph_release(g);
     return CUDA_SUCCESS;
 }
 
@@ -399,7 +444,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long
                                CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD | CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
                                CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
     if (flags & ~known) return CUDA_ERROR_INVALID_VALUE;
-    struct emu_graph_exec *x = malloc(sizeof *x);
+    struct emu_graph_exec *x = exec_alloc();
     if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
     x->magic = EXEC_MAGIC;
     x->ops = g->ops;
@@ -432,9 +477,8 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
     EMU_ENTRY(cuGraphExecDestroy);
     struct emu_graph_exec *x = exec_of(hGraphExec);
     if (!x) return CUDA_ERROR_INVALID_VALUE;
-    x->magic = 0;
     list_unref(x->ops);   /* launches still queued hold their own reference */
-    free(x);
+    exec_release(x);
     return CUDA_SUCCESS;
 }
 

@@ -28,7 +28,7 @@ static struct emu_event *free_events;
 static struct emu_event *event_of(CUevent h)
 {
     struct emu_event *e = (struct emu_event *)h;
-    if (!e || __atomic_load_n(&e->magic, __ATOMIC_ACQUIRE) != EMU_EVENT_MAGIC) return NULL;
+    if ((uintptr_t)e < 4096 || __atomic_load_n(&e->magic, __ATOMIC_ACQUIRE) != EMU_EVENT_MAGIC) return NULL;
     return e;
 }
 

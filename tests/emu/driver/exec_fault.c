@@ -16,6 +16,7 @@ static struct sigaction prev_segv, prev_bus;
 static pthread_mutex_t install_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread sigjmp_buf *guard_jmp;
 static __thread volatile sig_atomic_t in_guard;
+static __thread void *own_altstack;
 
 static __thread int chaining;
 
@@ -78,13 +79,25 @@ void emu_fault_install(void)
 void emu_fault_thread_init(void)
 {
     /* Own stack for the handler: a kernel may fault with its stack nearly
-     * used up. Freed never: the thread lives as long as its stream. */
-    size_t sz = 64 * 1024;
-    stack_t ss = {.ss_sp = malloc(sz), .ss_size = sz, .ss_flags = 0};
-    if (ss.ss_sp && sigaltstack(&ss, NULL) != 0) free(ss.ss_sp);
+     * used up.  One already installed (a sanitizer's) is kept. */
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) != 0 || (cur.ss_flags & SS_DISABLE)) {
+        size_t sz = 64 * 1024;
+        stack_t ss = {.ss_sp = malloc(sz), .ss_size = sz, .ss_flags = 0};
+        if (ss.ss_sp && sigaltstack(&ss, NULL) == 0) own_altstack = ss.ss_sp;
+        else free(ss.ss_sp);
+    }
     /* A program may have installed its own handler after the driver loaded:
      * put ours back in front of it (it is chained to). */
     emu_fault_install();
+}
+
+void emu_fault_thread_exit(void)
+{
+    if (!own_altstack) return;
+    stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    if (sigaltstack(&off, NULL) == 0) free(own_altstack);
+    own_altstack = NULL;
 }
 
 bool emu_guarded_run(emu_op_fn fn, void *arg)

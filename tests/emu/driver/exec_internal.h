@@ -86,6 +86,7 @@ uint64_t emu_now_ns(void);
 bool emu_guarded_run(emu_op_fn fn, void *arg);
 /* Called once per worker thread: alternate signal stack, handler check. */
 void emu_fault_thread_init(void);
+void emu_fault_thread_exit(void);
 void emu_fault_install(void);
 
 /* exec_capture.c */

@@ -31,12 +31,36 @@ struct emu_func {
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct emu_func *registry;
 
-struct emu_module { unsigned magic; };
+/* Modules and libraries carry nothing; their handles are recycled, never
+ * freed, so a destroyed handle reads as invalid. */
+struct emu_module { unsigned magic; struct emu_module *next_free; };
+static struct emu_module *free_modules;
+
+static struct emu_module *module_alloc(void)
+{
+    pthread_mutex_lock(&reg_mu);
+    struct emu_module *m = free_modules;
+    if (m) free_modules = m->next_free;
+    pthread_mutex_unlock(&reg_mu);
+    if (!m && !(m = malloc(sizeof *m))) return NULL;
+    m->next_free = NULL;
+    __atomic_store_n(&m->magic, MODULE_MAGIC, __ATOMIC_RELEASE);
+    return m;
+}
+
+static void module_release(struct emu_module *m)
+{
+    __atomic_store_n(&m->magic, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&reg_mu);
+    m->next_free = free_modules;
+    free_modules = m;
+    pthread_mutex_unlock(&reg_mu);
+}
 
 static struct emu_func *func_of(const void *h)
 {
     struct emu_func *f = (struct emu_func *)h;
-    if (!f || __atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != FUNC_MAGIC) return NULL;
+    if ((uintptr_t)f < 4096 || __atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != FUNC_MAGIC) return NULL;
     return f;
 }
 
@@ -132,16 +156,15 @@ static CUresult module_new(CUmodule *m, const void *image)
 {
     CHECK(emu_require_ctx());
     if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
-    struct emu_module *x = malloc(sizeof *x);
+    struct emu_module *x = module_alloc();
     if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
-    x->magic = MODULE_MAGIC;
     *m = (CUmodule)x;
     return CUDA_SUCCESS;
 }
 
 static bool module_ok(const void *m)
 {
-    return m && ((const struct emu_module *)m)->magic == MODULE_MAGIC;
+    return (uintptr_t)m >= 4096 && __atomic_load_n(&((const struct emu_module *)m)->magic, __ATOMIC_ACQUIRE) == MODULE_MAGIC;
 }
 
 CUresult cuModuleLoadData(CUmodule *module, const void *image)
@@ -161,8 +184,7 @@ CUresult cuModuleUnload(CUmodule hmod)
 {
     EMU_ENTRY(cuModuleUnload);
     if (!module_ok(hmod)) return CUDA_ERROR_INVALID_HANDLE;
-    ((struct emu_module *)hmod)->magic = 0;
-    free(hmod);
+    module_release((struct emu_module *)hmod);
     return CUDA_SUCCESS;
 }
 
@@ -187,9 +209,8 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
     (void)libraryOptions; (void)libraryOptionValues; (void)numLibraryOptions;
     if (!emu_driver_initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (!library || !code) return CUDA_ERROR_INVALID_VALUE;
-    struct emu_module *x = malloc(sizeof *x);
+    struct emu_module *x = module_alloc();
     if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
-    x->magic = MODULE_MAGIC;
     *library = (CUlibrary)x;
     return CUDA_SUCCESS;
 }
@@ -198,8 +219,7 @@ CUresult cuLibraryUnload(CUlibrary library)
 {
     EMU_ENTRY(cuLibraryUnload);
     if (!module_ok(library)) return CUDA_ERROR_INVALID_HANDLE;
-    ((struct emu_module *)library)->magic = 0;
-    free(library);
+    module_release((struct emu_module *)library);
     return CUDA_SUCCESS;
 }
 
@@ -405,7 +425,12 @@ static CUresult launch(struct emu_func *f, unsigned gx, unsigned gy, unsigned gz
             EMU_WARN_ONCE("capturing a kernel whose parameter sizes are not registered is not supported");
             return CUDA_ERROR_NOT_SUPPORTED;
         }
-        l->args = params ? params : (void **)(uintptr_t)ebuf;
+        if (ebuf) {
+            free(l);
+            EMU_WARN_ONCE("a packed argument buffer needs the kernel's parameter sizes (emuRegisterKernel)");
+            return CUDA_ERROR_NOT_SUPPORTED;
+        }
+        l->args = params;
         wait = true;
     }
     uint64_t seq;

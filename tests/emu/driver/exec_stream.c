@@ -160,6 +160,7 @@ struct emu_stream *emu_stream_resolve(CUstream s, bool per_thread_default)
     if (s == NULL) return per_thread_default ? per_thread_of(dev) : legacy_of(dev);
     if (s == CU_STREAM_LEGACY) return legacy_of(dev);
     if (s == CU_STREAM_PER_THREAD) return per_thread_of(dev);
+    if ((uintptr_t)s < 4096) return NULL;   /* small integers are never handles */
     struct emu_stream *st = (struct emu_stream *)s;
     if (__atomic_load_n(&st->magic, __ATOMIC_ACQUIRE) != EMU_STREAM_MAGIC) return NULL;
     return st;
@@ -204,6 +205,7 @@ static void *stream_worker(void *p)
     }
     st->worker_started = false;
     pthread_mutex_unlock(&st->mu);
+    emu_fault_thread_exit();
     stream_retire(st);
     return NULL;
 }

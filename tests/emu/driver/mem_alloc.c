@@ -91,7 +91,7 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr 
     } else if (emu_vmm_lookup(p, &v)) {
         start = v.ipc_import ? v.alloc_start : v.start;
         size = v.ipc_import ? v.alloc_size : v.size;
-        if (p >= start + size) return CUDA_ERROR_NOT_FOUND;
+        if (p - start >= size) return CUDA_ERROR_NOT_FOUND;   /* page rounding of an IPC import */
     } else if (emu_managed_lookup(p, &m)) {
         start = m.start;
         size = m.size;

@@ -88,6 +88,8 @@ bool emu_phys_charge(int dev, size_t bytes)
     size_t total = __atomic_add_fetch(&phys_total, bytes, __ATOMIC_RELAXED);
     emu_counter_add("phys.current", bytes);
     emu_counter_add(phys_current_name[dev], bytes);
+    /* Peaks from this file's exact totals, so they are right again from the
+     * next allocation after an emuResetCounters. */
     emu_counter_max(phys_peak_name[dev], cur + bytes);
     emu_counter_max("phys.peak", total);
     return true;
@@ -121,9 +123,8 @@ static bool device_extent_ok(uintptr_t p, size_t len)
     uintptr_t at = p, end = p + (len ? len : 1);
     while (at < end) {
         if (!emu_vmm_lookup(at, &m)) return false;
-        if (m.ipc_import) {
-            return end <= m.alloc_start + m.alloc_size;
-        }
+        if (m.ipc_import)   /* the mapping is page-rounded around the allocation */
+            return at >= m.alloc_start && end <= m.alloc_start + m.alloc_size;
         at = m.start + m.size;
     }
     return true;

@@ -201,7 +201,7 @@ static void CUDA_CB run_task(void *arg)
     }
 }
 
-static ncclResult_t enqueue(struct task *t)
+static ncclResult_t enqueue_current(struct task *t)
 {
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
     if (EMU_DRV(cuStreamIsCapturing)(t->stream, &cs) != CUDA_SUCCESS) cs = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -214,6 +214,38 @@ static ncclResult_t enqueue(struct task *t)
         return nccl_fail(ncclUnhandledCudaError, "cuLaunchHostFunc on the stream failed: %d", (int)cr);
     }
     return ncclSuccess;
+}
+
+/* Like NCCL, which makes the communicator's device current before launching:
+ * the default-stream handles then mean that device's stream even when one
+ * thread drives several devices (ncclGroupEnd after a loop over devices). */
+static int enter_comm_device(const struct ncclComm *c, CUcontext *ctx)
+{
+    CUdevice cur;
+    if (EMU_DRV(cuCtxGetDevice)(&cur) == CUDA_SUCCESS && (int)cur == c->cudev) return 0;
+    if (EMU_DRV(cuDevicePrimaryCtxRetain)(ctx, c->cudev) != CUDA_SUCCESS) return 0;
+    if (EMU_DRV(cuCtxPushCurrent_v2)(*ctx) != CUDA_SUCCESS) {
+        EMU_DRV(cuDevicePrimaryCtxRelease_v2)(c->cudev);
+        return 0;
+    }
+    return 1;
+}
+
+static void leave_comm_device(const struct ncclComm *c)
+{
+    CUcontext popped;
+    EMU_DRV(cuCtxPopCurrent_v2)(&popped);
+    EMU_DRV(cuDevicePrimaryCtxRelease_v2)(c->cudev);
+}
+
+static ncclResult_t enqueue(struct task *t)
+{
+    CUcontext ctx;
+    struct ncclComm *c = t->comm;
+    int switched = enter_comm_device(c, &ctx);
+    ncclResult_t rc = enqueue_current(t);
+    if (switched) leave_comm_device(c);
+    return rc;
 }
 
 /* ------------------------------------------------------------ groups */

@@ -122,6 +122,7 @@ void rt_forget_primary_ctx(int dev)
     pthread_mutex_lock(&rt_ctx_lock);
     rt_primary[dev] = NULL;
     pthread_mutex_unlock(&rt_ctx_lock);
+    rt_symbols_forget_device(dev);
     __atomic_store_n(&rt_sticky_error, cudaSuccess, __ATOMIC_RELEASE);
     rt_tls.last_error = cudaSuccess;
     unsigned g = __atomic_add_fetch(&rt_ctx_gen, 1, __ATOMIC_ACQ_REL);

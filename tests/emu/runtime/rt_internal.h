@@ -13,6 +13,7 @@
  * rt_errors.c (names and strings), rt_device.c, rt_memory.c, rt_copy.c,
  * rt_stream.c, rt_capture.c, rt_pool.c, rt_launch.c (kernel registry,
  * registration, launches), rt_func.c (function queries, occupancy),
+ * rt_symbol.c (__device__/__constant__ variables),
  * rt_entry.c (driver entry points, profiler).
  */
 #ifndef EMU_RT_INTERNAL_H
@@ -112,6 +113,10 @@ static inline CUstream rt_ptsz(cudaStream_t s)
 CUfunction rt_function_of(const void *func, cudaError_t *err);
 /* The device-side (mangled) name a kernel was registered under, or NULL. */
 const char *rt_kernel_name(const void *func);
+
+/* ---- __device__ variables (rt_symbol.c) ---------------------------------- */
+/* Forgets the variables' storage on dev (released by cudaDeviceReset). */
+void rt_symbols_forget_device(int dev);
 
 /* ---- errors (rt_errors.c) --------------------------------------------- */
 /* 1 if e is a cudaError_t value the runtime knows. */

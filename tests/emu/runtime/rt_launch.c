@@ -350,17 +350,6 @@ void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *de
     rt_kernel_insert(hostFun, deviceName ? deviceName : deviceFun);
 }
 
-void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
-                       size_t size, int constant, int global);
-void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
-                       size_t size, int constant, int global)
-{
-    /* __device__/__constant__ variables have no device storage in the
-     * emulator (kernels run as CPU code); cudaMemcpyToSymbol is unsupported. */
-    (void)fatCubinHandle; (void)hostVar; (void)deviceAddress; (void)deviceName;
-    (void)ext; (void)size; (void)constant; (void)global;
-}
-
 void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress,
                               const char *deviceName, int ext, size_t size, int constant, int global);
 void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress,

@@ -149,6 +149,35 @@ static void test_2d(CUdeviceptr d)
     EXPECT_RC(cuMemcpy2D(&p), CUDA_ERROR_INVALID_VALUE);
 }
 
+static void test_3d(CUdeviceptr d)
+{
+    /* 3 slices of 4 rows of 5 bytes, into a device box with pitch 16 and
+     * slice height 6, and back. */
+    char host[3][4][5], back[3][4][5];
+    for (int z = 0; z < 3; z++) for (int y = 0; y < 4; y++) for (int x = 0; x < 5; x++)
+        host[z][y][x] = (char)(z * 64 + y * 8 + x);
+    memset(back, 0, sizeof back);
+    OK(cuMemsetD8(d, 0x7f, N));
+    CUDA_MEMCPY3D p;
+    memset(&p, 0, sizeof p);
+    p.srcMemoryType = CU_MEMORYTYPE_HOST; p.srcHost = host; p.srcPitch = 5; p.srcHeight = 4;
+    p.dstMemoryType = CU_MEMORYTYPE_DEVICE; p.dstDevice = d; p.dstPitch = 16; p.dstHeight = 6;
+    p.WidthInBytes = 5; p.Height = 4; p.Depth = 3;
+    OK(cuMemcpy3D(&p));
+    OK(cuCtxSynchronize());
+    const char *dev = DEV(d);
+    EXPECT(dev[2 * 96 + 3 * 16 + 4] == host[2][3][4]);     /* slice 2, row 3, byte 4 */
+    EXPECT(dev[5] == 0x7f && dev[4 * 16] == 0x7f);          /* gaps untouched */
+    memset(&p, 0, sizeof p);
+    p.srcMemoryType = CU_MEMORYTYPE_DEVICE; p.srcDevice = d; p.srcPitch = 16; p.srcHeight = 6;
+    p.dstMemoryType = CU_MEMORYTYPE_HOST; p.dstHost = back; p.dstPitch = 5; p.dstHeight = 4;
+    p.WidthInBytes = 5; p.Height = 4; p.Depth = 3;
+    OK(cuMemcpy3DAsync(&p, NULL));
+    EXPECT(memcmp(host, back, sizeof host) == 0);           /* to pageable: done on return */
+    p.srcHeight = 2;                                        /* slice shorter than the box */
+    EXPECT_RC(cuMemcpy3D(&p), CUDA_ERROR_INVALID_VALUE);
+}
+
 static void test_peer(CUdeviceptr d)
 {
     CUdeviceptr remote;
@@ -224,6 +253,7 @@ int main(void)
     test_d2h_pageable_complete(d, s);
     test_kinds_and_memset(d, d2);
     test_2d(d);
+    test_3d(d);
     test_peer(d);
     test_errors(d, s);
     test_bandwidth_model();

@@ -14,8 +14,21 @@
 static int child(int sock)
 {
     mt_setup(0);
-    CUipcMemHandle h;
+    CUipcMemHandle h, hs;
     if (read(sock, &h, sizeof h) != (ssize_t)sizeof h) return 2;
+    if (read(sock, &hs, sizeof hs) != (ssize_t)sizeof hs) return 2;
+    /* a small allocation shares a page with others: only its own bytes count */
+    CUdeviceptr sp = 0, sbase = 0;
+    size_t ssize = 0;
+    OK(cuIpcOpenMemHandle(&sp, hs, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    EXPECT(strcmp((char *)(uintptr_t)sp, "small one") == 0);
+    OK(cuMemGetAddressRange(&sbase, &ssize, sp + 999));
+    EXPECT(sbase == sp && ssize == 1000);
+    EXPECT_RC(cuMemGetAddressRange(&sbase, &ssize, sp - 1), CUDA_ERROR_NOT_FOUND);
+    EXPECT_RC(cuMemGetAddressRange(&sbase, &ssize, sp + 1000), CUDA_ERROR_NOT_FOUND);
+    static char sbuf[256];
+    EXPECT_RC(cuMemcpyDtoH(sbuf, sp + 900, sizeof sbuf), CUDA_ERROR_INVALID_VALUE);   /* past its end */
+    OK(cuIpcCloseMemHandle(sp));
     CUdeviceptr p = 0, p2 = 0;
     EXPECT_RC(cuIpcOpenMemHandle(&p, h, 0), CUDA_ERROR_INVALID_VALUE);               /* flags must be LAZY_ENABLE_PEER_ACCESS */
     OK(cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
@@ -28,6 +41,9 @@ static int child(int sock)
     size_t size = 0;
     OK(cuMemGetAddressRange(&base, &size, p + 100));
     EXPECT(base == p && size == SIZE);
+    static char buf[4096];
+    OK(cuMemcpyDtoH(buf, p + SIZE - sizeof buf, sizeof buf));                         /* copies accept the import */
+    EXPECT_RC(cuMemcpyDtoH(buf, p + SIZE - 100, sizeof buf), CUDA_ERROR_INVALID_VALUE); /* but not past its end */
     unsigned type = 0;
     OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p));
     EXPECT(type == CU_MEMORYTYPE_DEVICE);
@@ -88,7 +104,14 @@ int main(void)
     OK(cuMemAddressFree(r, 2 << 20));
     OK(cuMemRelease(vh));
 
+    CUdeviceptr s1, s2;
+    OK(cuMemAlloc(&s1, 1000));
+    OK(cuMemAlloc(&s2, 1000));
+    strcpy((char *)(uintptr_t)s2, "small one");
+    CUipcMemHandle hs;
+    OK(cuIpcGetMemHandle(&hs, s2));
     if (write(sv[0], &h, sizeof h) != (ssize_t)sizeof h) mt_failures++;
+    if (write(sv[0], &hs, sizeof hs) != (ssize_t)sizeof hs) mt_failures++;
     char done = 0;
     EXPECT(read(sv[0], &done, 1) == 1 && done == 'd');
     int status = 0;
@@ -104,5 +127,7 @@ int main(void)
     OK(cuIpcGetMemHandle(&h2, p3));
     EXPECT(memcmp(&h, &h2, sizeof h) != 0);                                           /* unique for new memory, even at the same address */
     OK(cuMemFree(p3));
+    OK(cuMemFree(s1));
+    OK(cuMemFree(s2));
     return mt_finish("test_drv_mem_ipc");
 }

@@ -79,6 +79,30 @@ static int case_after_set_access(void)
     OK(cuCtxSynchronize());
     EXPECT(memcmp(in, out, sizeof in) == 0);
     EXPECT_RC(cuMemcpyHtoD(r + G - 100, in, 200), CUDA_ERROR_INVALID_VALUE);          /* runs past the mapping */
+
+    /* an expandable segment: two handles mapped back to back serve one copy */
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemGenericAllocationHandle h1, h2;
+    CUdeviceptr seg;
+    OK(cuMemCreate(&h1, G, &prop, 0));
+    OK(cuMemCreate(&h2, G, &prop, 0));
+    OK(cuMemAddressReserve(&seg, 4 * G, 0, 0, 0));
+    OK(cuMemMap(seg, G, 0, h1, 0));
+    OK(cuMemMap(seg + G, G, 0, h2, 0));
+    CUmemAccessDesc d = { { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    OK(cuMemSetAccess(seg, 2 * G, &d, 1));
+    OK(cuMemcpyHtoD(seg + G - 2048, in, sizeof in));                                  /* straddles the two handles */
+    memset(out, 0, sizeof out);
+    OK(cuMemcpyDtoH(out, seg + G - 2048, sizeof out));
+    EXPECT(memcmp(in, out, sizeof in) == 0);
+    EXPECT_RC(cuMemcpyHtoD(seg + 2 * G - 2048, in, sizeof in), CUDA_ERROR_INVALID_VALUE); /* into unmapped space */
+    OK(cuMemUnmap(seg, 2 * G));
+    OK(cuMemAddressFree(seg, 4 * G));
+    OK(cuMemRelease(h1));
+    OK(cuMemRelease(h2));
     return mt_failures;
 }
 

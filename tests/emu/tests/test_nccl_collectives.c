@@ -364,6 +364,29 @@ static void test_premulsum(void)
     float factor = (float)(world * (world + 1) / 2);
     for (size_t i = 0; i < count; i++)
         if (h[i] != factor * (float)i) { CHECK(0, "premulsum [%zu] = %g want %g", i, h[i], factor * (float)i); break; }
+    /* device-resident scalar, read when the collective runs: rank + 2, written after the call */
+    for (size_t i = 0; i < count; i++) h[i] = (float)i;
+    to_dev(buf, h, count * sizeof *h);
+    double *dscal = dev_alloc(sizeof(double)), zero = 0, mine = rank + 2.0;
+    to_dev(dscal, &zero, sizeof zero);
+    NC(ncclRedOpCreatePreMulSum(&op, dscal, ncclFloat64, ncclScalarDevice, comm));
+    CHECK(ncclAllReduce(buf, buf, count, ncclFloat32, op, comm, stream) == ncclInvalidArgument,
+          "PreMulSum op of type double used on floats");
+    double *dd = dev_alloc(count * sizeof(double)), *hd = malloc(count * sizeof(double));
+    for (size_t i = 0; i < count; i++) hd[i] = (double)i;
+    to_dev(dd, hd, count * sizeof(double));
+    CU(cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dscal, &mine, sizeof mine, stream));
+    NC(ncclAllReduce(dd, dd, count, ncclFloat64, op, comm, stream));
+    CU(cuStreamSynchronize(stream));
+    NC(ncclRedOpDestroy(op, comm));
+    to_host(hd, dd, count * sizeof(double));
+    double dfactor = 0;
+    for (int r = 0; r < world; r++) dfactor += r + 2.0;
+    for (size_t i = 0; i < count; i++)
+        if (hd[i] != dfactor * (double)i) { CHECK(0, "device premulsum [%zu] = %g want %g", i, hd[i], dfactor * (double)i); break; }
+    cuMemFree((CUdeviceptr)(uintptr_t)dd);
+    cuMemFree((CUdeviceptr)(uintptr_t)dscal);
+    free(hd);
     cuMemFree((CUdeviceptr)(uintptr_t)buf);
     free(h);
 }

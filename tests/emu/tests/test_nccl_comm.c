@@ -3,6 +3,7 @@
  * a group, ncclCommSplit across 4 processes, and the argument checks and
  * small entry points (versions, errors, ncclMemAlloc, registration, abort). */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <nccl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,6 +70,23 @@ static void test_init_all(void)
         for (size_t i = 0; i < count; i++)
             if (h[i] != 3.0f * (float)i) { CHECK(0, "initall allreduce dev %d [%zu] = %g", d, i, h[i]); break; }
     }
+    /* the legacy default stream of each device, from one thread: ncclGroupEnd runs with
+     * device 1 current, yet each rank's work must go to its own device's stream */
+    NC(ncclGroupStart());
+    for (int d = 0; d < 2; d++) {
+        set_device(d);
+        NC(ncclAllReduce(send[d], recv[d], count, ncclFloat32, ncclMax, comms[d], NULL));
+    }
+    NC(ncclGroupEnd());
+    for (int d = 0; d < 2; d++) {
+        set_device(d);
+        CU(cuCtxSynchronize());
+        CU(cuMemcpyDtoH(h, (CUdeviceptr)(uintptr_t)recv[d], count * sizeof *h));
+        for (size_t i = 0; i < count; i++)
+            if (h[i] != 2.0f * (float)i) { CHECK(0, "legacy-stream allreduce dev %d [%zu] = %g", d, i, h[i]); break; }
+    }
+    set_device(0);
+
     /* all-gather then a swap with send/recv, both in groups */
     NC(ncclGroupStart());
     for (int d = 0; d < 2; d++) NC(ncclAllGather(send[d], recv[d], count, ncclFloat32, comms[d], streams[d]));
@@ -141,6 +159,16 @@ static void test_init_rank_in_group(void)
 /* ---------------------------------------------------------- errors and small calls */
 static void test_errors(void)
 {
+    /* every public entry point is the profiling name's alias, like NCCL's PMPI-style interface */
+    const char *names[] = {"ncclAllReduce", "ncclBcast", "ncclBroadcast", "ncclSend", "ncclGroupEnd", "ncclCommInitRank",
+                           "ncclCommSplit", "ncclMemAlloc", "ncclGetVersion"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "p%s", names[i]);
+        void *pub = dlsym(RTLD_DEFAULT, names[i]), *prof = dlsym(RTLD_DEFAULT, p);
+        CHECK(pub && pub == prof, "%s (%p) is not an alias of %s (%p)", names[i], pub, p, prof);
+    }
+
     int v = 0;
     NC(ncclGetVersion(&v));
     CHECK(v == NCCL_VERSION(2, 28, 9) && v == 22809, "version %d", v);

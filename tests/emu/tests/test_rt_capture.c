@@ -69,6 +69,9 @@ static void test_capture_and_replay(void)
 
     cudaGraphExec_t exec = NULL;
     CHECK_RT(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    CHECK_RT(cudaGraphUpload(exec, s), cudaSuccess);
+    CHECK_RT(cudaStreamSynchronize(s), cudaSuccess);
+    CHECK(counter == 0);   /* uploading runs nothing */
     CHECK_RT(cudaGraphLaunch(exec, s), cudaSuccess);
     CHECK_RT(cudaStreamSynchronize(s), cudaSuccess);
     CHECK(counter == 1);

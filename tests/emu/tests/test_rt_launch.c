@@ -111,6 +111,11 @@ static void test_saxpy(void)
     CHECK_RT(cudaFuncGetAttributes(&fa, &saxpy_id), cudaSuccess);
     CHECK(fa.maxThreadsPerBlock == 1024);
     CHECK(fa.binaryVersion >= 90 || fa.ptxVersion >= 90);
+    CHECK_RT(cudaFuncSetAttribute(&saxpy_id, cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024), cudaSuccess);
+    CHECK_RT(cudaFuncGetAttributes(&fa, &saxpy_id), cudaSuccess);
+    CHECK(fa.maxDynamicSharedSizeBytes == 100 * 1024);
+    CHECK_RT(cudaFuncSetAttribute(&saxpy_id, cudaFuncAttributeMaxDynamicSharedMemorySize, -1), cudaErrorInvalidValue);
+    (void)cudaGetLastError();
     int blocks = 0;
     CHECK_RT(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, &saxpy_id, 256, 0), cudaSuccess);
     CHECK(blocks == 8);   /* 2048 threads per SM / 256 */

@@ -128,6 +128,15 @@ static void test_explicit_pool(void)
     CHECK_RT(cudaFreeAsync(p, 0), cudaSuccess);
     CHECK_RT(cudaStreamSynchronize(0), cudaSuccess);
     CHECK_RT(cudaDeviceSetMemPool(0, def), cudaSuccess);
+    /* the CUDA 13 location-based forms see and set the same current pool */
+    struct cudaMemLocation dev0 = { .type = cudaMemLocationTypeDevice, .id = 0 };
+    CHECK_RT(cudaMemSetMemPool(&dev0, cudaMemAllocationTypePinned, pool), cudaSuccess);
+    CHECK_RT(cudaDeviceGetMemPool(&cur, 0), cudaSuccess);
+    CHECK(cur == pool);
+    cudaMemPool_t by_loc = NULL;
+    CHECK_RT(cudaMemGetMemPool(&by_loc, &dev0, cudaMemAllocationTypePinned), cudaSuccess);
+    CHECK(by_loc == pool);
+    CHECK_RT(cudaDeviceSetMemPool(0, def), cudaSuccess);
     CHECK_RT(cudaMemPoolDestroy(pool), cudaSuccess);
 }
 

@@ -1,0 +1,281 @@
+/* copy_engine.c: converts a pageable host<->device copy into chunked
+ * asynchronous copies through pinned staging (see copy_engine.h for the
+ * contract).
+ *
+ * H2D: chunk i is copied (by the caller and the copy pool) into a staging
+ * buffer, its transfer queued on the stream and the buffer's event recorded;
+ * the buffer goes back to the ring at once and is reused only after that
+ * event, so the CPU copy of chunk i+1 overlaps the transfer of chunk i.
+ * D2H: up to PIPE_DEPTH chunk transfers are queued ahead; the oldest is waited
+ * for, copied out to the destination, and its buffer refilled with the next.
+ *
+ * A 1D copy is cut into byte ranges; a 2D copy into whole rows (packed in the
+ * staging buffer with pitch = width), so a row wider than a chunk is left to
+ * the original call. */
+#include <string.h>
+
+#include "config.h"
+#include "copy_engine.h"
+#include "hooks.h"
+
+enum { PIPE_DEPTH = 4 };
+
+#define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
+
+bool ts_copy_wanted(uint64_t bytes)
+{
+    const struct ts_config *c = ts_cfg();
+    return c->pinned_copy && bytes > 0 && bytes >= c->pinned_copy_min;
+}
+
+static size_t extent(size_t width, size_t height, size_t pitch)
+{
+    return pitch * (height - 1) + width;
+}
+
+static bool is_1d(const struct ts_copy_req *q) { return q->height == 1; }
+
+enum ts_copy_engine_dir ts_copy_classify(const struct ts_copy_req *q, enum ts_copy_engine_dir dir)
+{
+    if (!q->dst || !q->src || q->width == 0 || q->height == 0) return TS_CE_NONE;
+    if (q->height > 1 && (q->dpitch < q->width || q->spitch < q->width)) return TS_CE_NONE;
+    if (!is_1d(q) && q->width > ts_staging_chunk()) return TS_CE_NONE;
+    ts_fn_cuCtxGetCurrent get_ctx = REAL(cuCtxGetCurrent);
+    CUcontext ctx = NULL;
+    /* No current context: this thread has not used CUDA yet; the original
+     * call sets it up. */
+    if (!get_ctx || get_ctx(&ctx) != CUDA_SUCCESS || !ctx) return TS_CE_NONE;
+    enum ts_host_class dk = ts_hostclass(q->dst), sk = ts_hostclass(q->src);
+    if (dir == TS_CE_NONE) {
+        if (sk == TS_HC_PAGEABLE && dk == TS_HC_DEVICE) dir = TS_CE_H2D;
+        else if (dk == TS_HC_PAGEABLE && sk == TS_HC_DEVICE) dir = TS_CE_D2H;
+        else return TS_CE_NONE;
+    }
+    size_t dext = extent(q->width, q->height, q->dpitch), sext = extent(q->width, q->height, q->spitch);
+    if (dir == TS_CE_H2D) {
+        if (sk != TS_HC_PAGEABLE || !ts_hostclass_device_range(q->dst, dext)) return TS_CE_NONE;
+    } else {
+        if (dk != TS_HC_PAGEABLE || !ts_hostclass_device_range(q->src, sext)) return TS_CE_NONE;
+    }
+    /* During capture a copy becomes a graph node: pass through.  An error
+     * here (e.g. the legacy stream while another stream captures) also means
+     * "leave it to the original call", which reports what CUDA reports. */
+    ts_fn_cuStreamIsCapturing is_capturing = REAL(cuStreamIsCapturing);
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!is_capturing || is_capturing(q->stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
+        return TS_CE_NONE;
+    return dir;
+}
+
+/* One piece of a copy: bytes [off, off+len) of a 1D copy, or rows
+ * [row, row+rows) of a 2D one. */
+struct piece {
+    size_t off, len, row, rows;
+};
+
+static bool next_piece(const struct ts_copy_req *q, const struct piece *done, struct piece *p)
+{
+    size_t chunk = ts_staging_chunk();
+    if (is_1d(q)) {
+        size_t off = done->off + done->len;
+        if (off >= q->width) return false;
+        *p = (struct piece){.off = off, .len = q->width - off < chunk ? q->width - off : chunk};
+    } else {
+        size_t row = done->row + done->rows, per = chunk / q->width;
+        if (row >= q->height) return false;
+        *p = (struct piece){.row = row, .rows = q->height - row < per ? q->height - row : per};
+        p->len = p->rows * q->width;
+    }
+    return true;
+}
+
+/* Host rows <-> packed staging. */
+static void pack_rows(char *dst, const char *src, size_t pitch, size_t width, size_t rows)
+{
+    if (pitch == width) {
+        ts_copy_pool_memcpy(dst, src, width * rows);
+        return;
+    }
+    for (size_t r = 0; r < rows; r++) memcpy(dst + r * width, src + r * pitch, width);
+}
+
+static void unpack_rows(char *dst, const char *src, size_t pitch, size_t width, size_t rows)
+{
+    if (pitch == width) {
+        ts_copy_pool_memcpy(dst, src, width * rows);
+        return;
+    }
+    for (size_t r = 0; r < rows; r++) memcpy(dst + r * pitch, src + r * width, width);
+}
+
+static CUresult queue_2d(const struct ts_copy_req *q, const struct piece *p, void *staging, bool h2d)
+{
+    ts_fn_cuMemcpy2DAsync_v2 copy2d = REAL(cuMemcpy2DAsync_v2);
+    if (!copy2d) return CUDA_ERROR_NOT_SUPPORTED;
+    CUDA_MEMCPY2D m;
+    memset(&m, 0, sizeof m);
+    m.WidthInBytes = q->width;
+    m.Height = p->rows;
+    if (h2d) {
+        m.srcMemoryType = CU_MEMORYTYPE_HOST;
+        m.srcHost = staging;
+        m.srcPitch = q->width;
+        m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        m.dstDevice = (CUdeviceptr)(uintptr_t)(q->dst + p->row * q->dpitch);
+        m.dstPitch = q->dpitch;
+    } else {
+        m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        m.srcDevice = (CUdeviceptr)(uintptr_t)(q->src + p->row * q->spitch);
+        m.srcPitch = q->spitch;
+        m.dstMemoryType = CU_MEMORYTYPE_HOST;
+        m.dstHost = staging;
+        m.dstPitch = q->width;
+    }
+    return copy2d(&m, q->stream);
+}
+
+static CUresult queue_transfer(const struct ts_copy_req *q, const struct piece *p, void *staging, bool h2d)
+{
+    if (!is_1d(q)) return queue_2d(q, p, staging, h2d);
+    if (h2d) {
+        ts_fn_cuMemcpyHtoDAsync_v2 htod = REAL(cuMemcpyHtoDAsync_v2);
+        return htod ? htod((CUdeviceptr)(uintptr_t)(q->dst + p->off), staging, p->len, q->stream)
+                    : CUDA_ERROR_NOT_SUPPORTED;
+    }
+    ts_fn_cuMemcpyDtoHAsync_v2 dtoh = REAL(cuMemcpyDtoHAsync_v2);
+    return dtoh ? dtoh(staging, (CUdeviceptr)(uintptr_t)(q->src + p->off), p->len, q->stream)
+                : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* The transfer of a buffer was queued but its event could not be recorded:
+ * the buffer may only return to the ring once the stream has drained. */
+static void release_untracked(const struct ts_copy_req *q, struct ts_staging_buf *b)
+{
+    ts_fn_cuStreamSynchronize sync = REAL(cuStreamSynchronize);
+    if (sync) sync(q->stream);
+    ts_staging_release(b);
+}
+
+static void run_h2d(const struct ts_copy_req *q, CUcontext ctx, struct piece *done, struct ts_copy_stats *st)
+{
+    struct piece p;
+    while (next_piece(q, done, &p)) {
+        struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
+        if (!b) return;
+        char *buf = ts_staging_ptr(b);
+        if (is_1d(q)) ts_copy_pool_memcpy(buf, q->src + p.off, p.len);
+        else pack_rows(buf, q->src + p.row * q->spitch, q->spitch, q->width, p.rows);
+        if (queue_transfer(q, &p, buf, true) != CUDA_SUCCESS) {
+            ts_staging_release(b);   /* nothing queued reads it */
+            return;
+        }
+        if (ts_staging_record(b, q->stream) != CUDA_SUCCESS) release_untracked(q, b);
+        else ts_staging_release(b);
+        *done = p;
+        st->bytes += p.len;
+        st->chunks++;
+    }
+}
+
+static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *done, struct ts_copy_stats *st)
+{
+    struct {
+        struct ts_staging_buf *b;
+        struct piece p;
+    } fifo[PIPE_DEPTH];
+    int head = 0, count = 0;
+    struct piece issued = *done;
+    bool stop = false;
+    for (;;) {
+        struct piece p;
+        while (!stop && count < PIPE_DEPTH && next_piece(q, &issued, &p)) {
+            struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
+            if (!b) {
+                stop = true;
+                break;
+            }
+            if (queue_transfer(q, &p, ts_staging_ptr(b), false) != CUDA_SUCCESS) {
+                ts_staging_release(b);
+                stop = true;
+                break;
+            }
+            if (ts_staging_record(b, q->stream) != CUDA_SUCCESS) {
+                /* Cannot wait for this chunk alone: drain the stream. */
+                ts_fn_cuStreamSynchronize sync = REAL(cuStreamSynchronize);
+                if (!sync || sync(q->stream) != CUDA_SUCCESS) {
+                    ts_staging_release(b);
+                    stop = true;
+                    break;
+                }
+            }
+            fifo[(head + count) % PIPE_DEPTH].b = b;
+            fifo[(head + count) % PIPE_DEPTH].p = p;
+            count++;
+            issued = p;
+        }
+        if (count == 0) return;
+        struct ts_staging_buf *b = fifo[head].b;
+        struct piece cur = fifo[head].p;
+        head = (head + 1) % PIPE_DEPTH;
+        count--;
+        if (ts_staging_wait(b) != CUDA_SUCCESS) {
+            /* The transfer failed (a device error): nothing after `done` may
+             * be claimed; the original call redoes it and reports the error.
+             * Later buffers are released once their events complete. */
+            ts_staging_release(b);
+            while (count > 0) {
+                ts_staging_release(fifo[head].b);
+                head = (head + 1) % PIPE_DEPTH;
+                count--;
+            }
+            return;
+        }
+        const char *buf = ts_staging_ptr(b);
+        if (is_1d(q)) ts_copy_pool_memcpy(q->dst + cur.off, buf, cur.len);
+        else unpack_rows(q->dst + cur.row * q->dpitch, buf, q->dpitch, q->width, cur.rows);
+        ts_staging_release(b);
+        *done = cur;
+        st->bytes += cur.len;
+        st->chunks++;
+    }
+}
+
+void ts_copy_run(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, size_t *done_rows, size_t *done_bytes,
+                 struct ts_copy_stats *st)
+{
+    struct piece done = {0};
+    memset(st, 0, sizeof *st);
+    ts_fn_cuCtxGetCurrent get_ctx = REAL(cuCtxGetCurrent);
+    CUcontext ctx = NULL;
+    bool go = get_ctx && get_ctx(&ctx) == CUDA_SUCCESS && ctx;
+    /* A synchronous entry point synchronizes its stream before the copy
+     * starts (documented for pageable H2D; for D2H the wait at the end makes
+     * it synchronous anyway). */
+    if (go && q->sync && dir == TS_CE_H2D) {
+        ts_fn_cuStreamSynchronize sync = REAL(cuStreamSynchronize);
+        go = sync && sync(q->stream) == CUDA_SUCCESS;
+    }
+    if (go) {
+        if (dir == TS_CE_H2D) run_h2d(q, ctx, &done, st);
+        else if (dir == TS_CE_D2H) run_d2h(q, ctx, &done, st);
+    }
+    if (done_bytes) *done_bytes = is_1d(q) ? done.off + done.len : 0;
+    if (done_rows) *done_rows = is_1d(q) ? (done.off + done.len == q->width) : done.row + done.rows;
+}
+
+static uint64_t total_bytes, total_chunks, total_wait_ns;
+
+void ts_copy_note(int api, enum ts_copy_engine_dir dir, const struct ts_copy_stats *st, bool sync)
+{
+    (void)api, (void)dir, (void)sync;
+    __atomic_fetch_add(&total_bytes, st->bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&total_chunks, st->chunks, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&total_wait_ns, st->staging_wait_ns, __ATOMIC_RELAXED);
+}
+
+void ts_copy_totals(uint64_t *bytes, uint64_t *chunks, uint64_t *staging_wait_ns)
+{
+    if (bytes) *bytes = __atomic_load_n(&total_bytes, __ATOMIC_RELAXED);
+    if (chunks) *chunks = __atomic_load_n(&total_chunks, __ATOMIC_RELAXED);
+    if (staging_wait_ns) *staging_wait_ns = __atomic_load_n(&total_wait_ns, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,432 @@
+/* CUDA copy semantics a pinned copy engine must keep, checked by the program
+ * itself.  Standalone it runs on the emulator; test_copy_semantics.sh runs it
+ * with and without LD_PRELOAD=libtrainshim.so under jitter and several seeds
+ * and requires identical output (results, error codes) and, with the shim,
+ * that the emulator saw no pageable copy above the threshold.
+ *
+ *   test_copy_semantics            all cases; prints one line per case
+ *   test_copy_semantics counters   only copies above the conversion threshold
+ *                                  (pageable host side), then the emulator's
+ *                                  byte counters on stderr
+ *
+ * Cases: the source overwritten right after an H2D call returns; the
+ * destination read right after a D2H call returns (Async too); copies
+ * interleaved with kernels on one stream and across streams with events and
+ * cudaStreamWaitEvent; many threads; sizes around the threshold (256 KiB)
+ * and the chunk size (4 MiB); unaligned pointers; zero bytes; 2D pitches;
+ * cudaMemcpyDefault; _ptds/_ptsz twins; the driver's cuMemcpyHtoD/DtoH
+ * families; invalid arguments (error codes printed, so compared). */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+
+cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                                 cudaStream_t stream);
+
+static int failures;
+#define CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
+        printf("FAIL %s:%d: %s = %d\n", __FILE__, __LINE__, #call, (int)e_); failures++; } } while (0)
+#define CHECKDRV(call) do { CUresult e_ = (call); if (e_ != CUDA_SUCCESS) { \
+        printf("FAIL %s:%d: %s = %d\n", __FILE__, __LINE__, #call, (int)e_); failures++; } } while (0)
+#define EXPECT(cond, ...) do { if (!(cond)) { printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+        printf(__VA_ARGS__); printf("\n"); failures++; } } while (0)
+
+enum { KIB = 1024, MIB = 1024 * 1024, THRESHOLD = 256 * KIB, CHUNK = 4 * MIB };
+
+/* Sizes around every boundary the engine has. */
+static const size_t sizes[] = {
+    1, 4095, THRESHOLD - 1, THRESHOLD, THRESHOLD + 1, CHUNK - 1, CHUNK, CHUNK + 1,
+    2 * CHUNK + 17, 3 * CHUNK - 5,
+};
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+static unsigned char pattern(size_t i, unsigned seed) { return (unsigned char)((i * 131u + seed * 7u + (i >> 12)) & 0xff); }
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) p[i] = pattern(i, seed);
+}
+
+/* Index of the first byte that is not pattern(seed) + delta, or n. */
+static size_t first_bad(const unsigned char *p, size_t n, unsigned seed, int delta)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != (unsigned char)(pattern(i, seed) + delta)) return i;
+    return n;
+}
+
+/* ---- a CPU kernel: p[i] += delta for i < n ------------------------------ */
+static char add_kernel_id;
+static void add_impl(void **args, const emu_launch *l)
+{
+    (void)l;
+    unsigned char *p = *(unsigned char **)args[0];
+    size_t n = *(size_t *)args[1];
+    int delta = *(int *)args[2];
+    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(p[i] + delta);
+}
+
+static void launch_add(void *p, size_t n, int delta, cudaStream_t s)
+{
+    void *args[] = {&p, &n, &delta};
+    dim3 one = {1, 1, 1};
+    CHECK(cudaLaunchKernel(&add_kernel_id, one, one, args, 0, s));
+}
+
+/* ---- cases ---------------------------------------------------------------- */
+
+/* H2D then overwrite the source at once; D2H then read at once. */
+static void case_overwrite_and_read(const char *name, cudaStream_t s, bool async, size_t off)
+{
+    for (size_t k = 0; k < NSIZES; k++) {
+        size_t n = sizes[k];
+        unsigned char *h = malloc(n + off), *out = malloc(n + off);
+        void *d = NULL;
+        CHECK(cudaMalloc(&d, n + off));
+        fill(h + off, n, (unsigned)k);
+        if (async) CHECK(cudaMemcpyAsync((char *)d + off, h + off, n, cudaMemcpyHostToDevice, s));
+        else CHECK(cudaMemcpy((char *)d + off, h + off, n, cudaMemcpyHostToDevice));
+        memset(h, 0xEE, n + off);   /* the caller may reuse its buffer now */
+        memset(out, 0x11, n + off);
+        if (async) CHECK(cudaMemcpyAsync(out + off, (char *)d + off, n, cudaMemcpyDeviceToHost, s));
+        else CHECK(cudaMemcpy(out + off, (char *)d + off, n, cudaMemcpyDeviceToHost));
+        size_t bad = first_bad(out + off, n, (unsigned)k, 0);   /* read right away, no sync */
+        EXPECT(bad == n, "%s size %zu off %zu: byte %zu wrong", name, n, off, bad);
+        CHECK(cudaStreamSynchronize(s));
+        CHECK(cudaFree(d));
+        free(h);
+        free(out);
+    }
+    printf("%s off=%zu: ok\n", name, off);
+}
+
+/* One stream: H2D, kernel, H2D over half, kernel, D2H (no sync before the read). */
+static void case_kernels_one_stream(cudaStream_t s)
+{
+    size_t n = 3 * CHUNK + 123;
+    unsigned char *h = malloc(n), *out = malloc(n);
+    void *d;
+    CHECK(cudaMalloc(&d, n));
+    for (int round = 0; round < 3; round++) {
+        fill(h, n, 40 + round);
+        CHECK(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, s));
+        launch_add(d, n, 3, s);
+        fill(h, n / 2, 50 + round);
+        CHECK(cudaMemcpyAsync(d, h, n / 2, cudaMemcpyHostToDevice, s));   /* after the kernel, in order */
+        memset(h, 0, n);
+        launch_add(d, n, 1, s);
+        CHECK(cudaMemcpyAsync(out, d, n, cudaMemcpyDeviceToHost, s));
+        size_t bad1 = first_bad(out, n / 2, 50 + round, 1);
+        /* second half: the first copy, +3 by the first kernel, +1 by the second */
+        size_t bad2b = n - n / 2;
+        for (size_t i = n / 2; i < n; i++)
+            if (out[i] != (unsigned char)(pattern(i, 40 + round) + 4)) { bad2b = i - n / 2; break; }
+        EXPECT(bad1 == n / 2 && bad2b == n - n / 2, "round %d: first half bad at %zu, second at %zu", round, bad1, bad2b);
+    }
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaFree(d));
+    free(h);
+    free(out);
+    printf("kernels on one stream: ok\n");
+}
+
+/* Stream A copies in; B waits on A's event, transforms, copies out. */
+static void case_across_streams(void)
+{
+    cudaStream_t a, b;
+    cudaEvent_t ev;
+    CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    size_t n = 2 * CHUNK + 999;
+    unsigned char *h = malloc(n), *out = malloc(n);
+    void *d;
+    CHECK(cudaMalloc(&d, n));
+    for (int round = 0; round < 4; round++) {
+        fill(h, n, 60 + round);
+        launch_add(d, 16, 1, a);   /* work queued ahead of the copy */
+        CHECK(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, a));
+        memset(h, 0x5A, n);
+        CHECK(cudaEventRecord(ev, a));
+        CHECK(cudaStreamWaitEvent(b, ev, 0));
+        launch_add(d, n, 7, b);
+        CHECK(cudaMemcpyAsync(out, d, n, cudaMemcpyDeviceToHost, b));
+        size_t bad = first_bad(out, n, 60 + round, 7);
+        EXPECT(bad == n, "round %d: byte %zu wrong", round, bad);
+    }
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaFree(d));
+    CHECK(cudaEventDestroy(ev));
+    CHECK(cudaStreamDestroy(a));
+    CHECK(cudaStreamDestroy(b));
+    free(h);
+    free(out);
+    printf("across streams with events: ok\n");
+}
+
+/* Legacy cudaMemcpy after a kernel on a blocking stream: ordered after it. */
+static void case_legacy_sync(void)
+{
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));   /* blocking: the legacy stream waits for it */
+    size_t n = CHUNK + 77;
+    unsigned char *h = malloc(n), *out = malloc(n);
+    void *d;
+    CHECK(cudaMalloc(&d, n));
+    fill(h, n, 9);
+    CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+    launch_add(d, n, 2, s);
+    CHECK(cudaMemcpy(out, d, n, cudaMemcpyDeviceToHost));
+    size_t bad = first_bad(out, n, 9, 2);
+    EXPECT(bad == n, "legacy D2H after kernel: byte %zu wrong", bad);
+    /* H2D over the buffer while a kernel on s still uses it must wait for it */
+    launch_add(d, n, 1, s);
+    fill(h, n, 10);
+    CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(out, d, n, cudaMemcpyDeviceToHost));
+    bad = first_bad(out, n, 10, 0);
+    EXPECT(bad == n, "legacy H2D after kernel: byte %zu wrong", bad);
+    CHECK(cudaFree(d));
+    CHECK(cudaStreamDestroy(s));
+    free(h);
+    free(out);
+    printf("legacy stream ordering: ok\n");
+}
+
+static void case_twins_default_driver(void)
+{
+    size_t n = CHUNK + 4097;
+    unsigned char *h = malloc(n), *out = malloc(n);
+    void *d;
+    CHECK(cudaMalloc(&d, n));
+    fill(h, n, 21);
+    CHECK(cudaMemcpy_ptds(d, h, n, cudaMemcpyHostToDevice));
+    memset(h, 0, n);
+    CHECK(cudaMemcpyAsync_ptsz(out, d, n, cudaMemcpyDeviceToHost, 0));
+    EXPECT(first_bad(out, n, 21, 0) == n, "ptds/ptsz");
+    fill(h, n, 22);
+    CHECK(cudaMemcpy(d, h, n, cudaMemcpyDefault));
+    memset(h, 0, n);
+    memset(out, 0, n);
+    CHECK(cudaMemcpyAsync(out, d, n, cudaMemcpyDefault, 0));
+    EXPECT(first_bad(out, n, 22, 0) == n, "cudaMemcpyDefault");
+    /* driver API, sync and async */
+    fill(h, n, 23);
+    CHECKDRV(cuMemcpyHtoD_v2((CUdeviceptr)(uintptr_t)d, h, n));
+    memset(h, 0, n);
+    memset(out, 0, n);
+    CHECKDRV(cuMemcpyDtoH_v2(out, (CUdeviceptr)(uintptr_t)d, n));
+    EXPECT(first_bad(out, n, 23, 0) == n, "cuMemcpyHtoD/DtoH");
+    fill(h, n, 24);
+    CHECKDRV(cuMemcpyHtoDAsync_v2((CUdeviceptr)(uintptr_t)d, h, n, 0));
+    memset(h, 0, n);
+    memset(out, 0, n);
+    CHECKDRV(cuMemcpyDtoHAsync_v2(out, (CUdeviceptr)(uintptr_t)d, n, 0));
+    EXPECT(first_bad(out, n, 24, 0) == n, "cuMemcpyHtoDAsync/DtoHAsync");
+    CHECK(cudaFree(d));
+    free(h);
+    free(out);
+    printf("ptds/ptsz, cudaMemcpyDefault, driver copies: ok\n");
+}
+
+/* 2D: host rows with a pitch, device rows with another. */
+static void case_2d(cudaStream_t s)
+{
+    static const size_t shapes[][4] = {   /* width, height, spitch extra, dpitch extra */
+        {1000, 700, 24, 0}, {4096, 300, 0, 512}, {333, 4000, 3, 61}, {CHUNK / 2 + 1, 5, 1, 0}, {64, 3, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        size_t w = shapes[k][0], hgt = shapes[k][1], sp = w + shapes[k][2], dp = w + shapes[k][3];
+        unsigned char *h = malloc(sp * hgt), *out = malloc(sp * hgt);
+        void *d;
+        CHECK(cudaMalloc(&d, dp * hgt));
+        fill(h, sp * hgt, 30 + (unsigned)k);
+        bool async = k % 2;
+        if (async) CHECK(cudaMemcpy2DAsync(d, dp, h, sp, w, hgt, cudaMemcpyHostToDevice, s));
+        else CHECK(cudaMemcpy2D(d, dp, h, sp, w, hgt, cudaMemcpyHostToDevice));
+        memset(h, 0, sp * hgt);
+        memset(out, 0x77, sp * hgt);
+        if (async) CHECK(cudaMemcpy2DAsync(out, sp, d, dp, w, hgt, cudaMemcpyDeviceToHost, s));
+        else CHECK(cudaMemcpy2D(out, sp, d, dp, w, hgt, cudaMemcpyDeviceToHost));
+        size_t bad = SIZE_MAX;
+        for (size_t r = 0; r < hgt && bad == SIZE_MAX; r++)
+            for (size_t c = 0; c < sp; c++) {
+                size_t i = r * sp + c;
+                unsigned char want = c < w ? pattern(i, 30 + (unsigned)k) : 0x77;   /* pitch gaps untouched */
+                if (out[i] != want) { bad = i; break; }
+            }
+        EXPECT(bad == SIZE_MAX, "2D shape %zu: byte %zu wrong", k, bad);
+        CHECK(cudaStreamSynchronize(s));
+        CHECK(cudaFree(d));
+        free(h);
+        free(out);
+    }
+    printf("2D pitches: ok\n");
+}
+
+static void case_zero_and_invalid(void)
+{
+    size_t n = 2 * THRESHOLD;
+    unsigned char *h = malloc(n);
+    void *d;
+    CHECK(cudaMalloc(&d, n));
+    memset(h, 1, n);
+    cudaError_t e[12];
+    e[0] = cudaMemcpy(d, h, 0, cudaMemcpyHostToDevice);
+    e[1] = cudaMemcpyAsync(h, d, 0, cudaMemcpyDeviceToHost, 0);
+    e[2] = cudaMemcpy(d, h, n, (enum cudaMemcpyKind)7);               /* invalid kind */
+    e[3] = cudaMemcpy(d, h, 2 * n, cudaMemcpyHostToDevice);           /* past the allocation */
+    e[4] = cudaMemcpy(h, d, 2 * n, cudaMemcpyDeviceToHost);
+    e[5] = cudaMemcpy(NULL, h, n, cudaMemcpyHostToDevice);
+    e[6] = cudaMemcpy(h, h + 1, n / 2, cudaMemcpyHostToDevice);       /* "device" side is host memory */
+    e[7] = cudaMemcpyAsync(d, h, n, (enum cudaMemcpyKind)9, 0);           /* invalid kind, async */
+    e[8] = cudaGetLastError();
+    e[9] = cudaMemcpy2D(d, 100, h, 100, 200, 2000, cudaMemcpyHostToDevice);   /* pitch < width */
+    e[10] = (cudaError_t)cuMemcpyHtoD_v2((CUdeviceptr)(uintptr_t)d, h, 2 * n);
+    e[11] = cudaGetLastError();
+    printf("errors:");
+    for (int i = 0; i < 12; i++) printf(" %d", (int)e[i]);
+    printf("\n");
+    CHECK(cudaFree(d));
+    free(h);
+}
+
+/* Stream capture: a pageable copy passes through to whatever CUDA says. */
+static void case_capture(void)
+{
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    size_t n = CHUNK;
+    unsigned char *h = malloc(n);
+    void *d;
+    CHECK(cudaMalloc(&d, n));
+    memset(h, 3, n);
+    cudaGraph_t g = NULL;
+    cudaError_t b = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    cudaError_t c = cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, s);
+    cudaError_t e = cudaStreamEndCapture(s, &g);
+    printf("capture: begin %d copy %d end %d graph %s\n", (int)b, (int)c, (int)e, g ? "yes" : "no");
+    if (g) CHECK(cudaGraphDestroy(g));
+    (void)cudaGetLastError();
+    CHECK(cudaFree(d));
+    CHECK(cudaStreamDestroy(s));
+    free(h);
+}
+
+/* Many threads copying at once, each on its own stream and on the legacy one. */
+enum { THREADS = 6, ROUNDS = 3 };
+static void *thread_main(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg, bad = 0;
+    if (cudaSetDevice(0) != cudaSuccess) return (void *)1;
+    cudaStream_t s;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return (void *)1;
+    for (int r = 0; r < ROUNDS; r++) {
+        size_t n = sizes[(id + (size_t)r) % NSIZES] + id;
+        unsigned char *h = malloc(n), *out = malloc(n);
+        void *d = NULL;
+        bad += cudaMalloc(&d, n) != cudaSuccess;
+        unsigned seed = (unsigned)(id * 100 + (uintptr_t)r);
+        fill(h, n, seed);
+        bad += cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, r % 2 ? s : 0) != cudaSuccess;
+        memset(h, 0, n);
+        /* s is non-blocking: a copy on the legacy stream must be waited for */
+        bad += (r % 2 ? cudaSuccess : cudaStreamSynchronize(0)) != cudaSuccess;
+        launch_add(d, n, (int)id, s);
+        bad += cudaMemcpyAsync(out, d, n, cudaMemcpyDeviceToHost, s) != cudaSuccess;
+        bad += first_bad(out, n, seed, (int)id) != n;
+        bad += cudaFree(d) != cudaSuccess;
+        free(h);
+        free(out);
+    }
+    cudaStreamDestroy(s);
+    return (void *)bad;
+}
+
+static void case_threads(void)
+{
+    pthread_t t[THREADS];
+    for (uintptr_t i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, thread_main, (void *)i);
+    uintptr_t bad = 0;
+    for (int i = 0; i < THREADS; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        bad += (uintptr_t)r;
+    }
+    EXPECT(bad == 0, "%zu bad results in threads", (size_t)bad);
+    printf("threads: ok\n");
+}
+
+/* Only copies over the threshold with a pageable host side. */
+static void run_counters(void)
+{
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    emuResetCounters();
+    uint64_t total = 0;
+    for (size_t k = 0; k < NSIZES; k++) {
+        size_t n = sizes[k];
+        if (n < THRESHOLD) continue;
+        unsigned char *h = malloc(n), *out = malloc(n);
+        void *d;
+        CHECK(cudaMalloc(&d, n));
+        fill(h, n, (unsigned)k);
+        CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, s));
+        CHECK(cudaMemcpy(out, d, n, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpyAsync(out, d, n, cudaMemcpyDeviceToHost, s));
+        EXPECT(first_bad(out, n, (unsigned)k, 0) == n, "counters size %zu", n);
+        total += 2 * n;
+        CHECK(cudaStreamSynchronize(s));
+        CHECK(cudaFree(d));
+        free(h);
+        free(out);
+    }
+    CHECK(cudaDeviceSynchronize());
+    fprintf(stderr, "total %llu h2d.pageable %llu h2d.pinned %llu d2h.pageable %llu d2h.pinned %llu\n",
+            (unsigned long long)total, (unsigned long long)emuGetCounter("bytes.h2d.pageable"),
+            (unsigned long long)emuGetCounter("bytes.h2d.pinned"),
+            (unsigned long long)emuGetCounter("bytes.d2h.pageable"),
+            (unsigned long long)emuGetCounter("bytes.d2h.pinned"));
+    CHECK(cudaStreamDestroy(s));
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    size_t sizes3[] = {sizeof(void *), sizeof(size_t), sizeof(int)};
+    if (emuRegisterKernel(&add_kernel_id, NULL, add_impl, 3, sizes3) != 0) {
+        printf("FAIL: emuRegisterKernel\n");
+        return 1;
+    }
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaFree(0));
+    if (argc > 1 && strcmp(argv[1], "counters") == 0) {
+        run_counters();
+        return failures ? 1 : 0;
+    }
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    case_overwrite_and_read("sync", 0, false, 0);
+    case_overwrite_and_read("async legacy", 0, true, 0);
+    case_overwrite_and_read("async stream", s, true, 3);
+    case_kernels_one_stream(s);
+    case_across_streams();
+    case_legacy_sync();
+    case_twins_default_driver();
+    case_2d(s);
+    case_zero_and_invalid();
+    case_capture();
+    case_threads();
+    CHECK(cudaStreamDestroy(s));
+    printf("%s\n", failures ? "FAILED" : "all ok");
+    return failures ? 1 : 0;
+}
