@@ -8,6 +8,8 @@
  * Pure observation: every argument and result goes through unchanged. */
 #include "hooks.h"
 #include "copy_engine.h"
+#include "host_cache.h"
+#include "devmem_hooks.h"   /* device-memory bodies: cuMemAlloc_v2, cuMemFree_v2, ... */
 
 /* Pinned host memory is logged with device -1, as are VMM handle releases
  * (a handle does not say its device). */
@@ -43,16 +45,6 @@ static void free_event(int api, int device, uint64_t ptr, CUstream stream, CUres
 
 /* ---- allocation --------------------------------------------------------- */
 
-static inline CUresult ts_body_cuMemAlloc_v2(int api, CUdeviceptr *dptr, size_t bytesize)
-{
-    DRV_ALLOC_BODY(cuMemAlloc_v2, api, (dptr, bytesize), dptr, bytesize, NULL, ts_current_device());
-}
-
-static inline CUresult ts_body_cuMemAllocAsync(int api, CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    DRV_ALLOC_BODY(cuMemAllocAsync, api, (dptr, bytesize, hStream), dptr, bytesize, hStream, ts_current_device());
-}
-
 static inline CUresult ts_body_cuMemAllocFromPoolAsync(int api, CUdeviceptr *dptr, size_t bytesize,
                                                        CUmemoryPool pool, CUstream hStream)
 {
@@ -79,14 +71,46 @@ static inline CUresult ts_body_cuMemAllocPitch_v2(int api, CUdeviceptr *dptr, si
     return r;
 }
 
+/* Pinned host allocations through the cache (shim/host_cache.h); see the
+ * runtime's RT_HOST_ALLOC_BODY. */
+#define DRV_HOST_ALLOC_BODY(base, api, args, out, size, flags, class_args)    \
+    TS_HOOK_PROLOGUE(CUresult, base, api, args);                              \
+    TS_OUTER_BEGIN(api);                                                      \
+    CUresult r;                                                               \
+    bool cached_ = false, hit_ = false;                                       \
+    if (outer_ && (out) && ts_host_cache_wanted(size, flags)) {               \
+        void *p_ = ts_host_cache_get(size, flags);                            \
+        cached_ = true;                                                       \
+        hit_ = p_ != NULL;                                                    \
+        if (p_) {                                                             \
+            *(out) = p_;                                                      \
+            r = CUDA_SUCCESS;                                                 \
+        } else {                                                              \
+            r = real_ class_args;                                             \
+            if (r == CUDA_ERROR_OUT_OF_MEMORY) {                              \
+                ts_host_cache_trim();                                         \
+                r = real_ class_args;                                         \
+            }                                                                 \
+            if (r == CUDA_SUCCESS) ts_host_cache_adopt(*(out), size, flags);  \
+        }                                                                     \
+    } else {                                                                  \
+        r = real_ args;                                                       \
+    }                                                                         \
+    if (outer_) alloc_event(api, HOST_DEVICE, (const CUdeviceptr *)(out), size, NULL, r); \
+    if (cached_ && r == CUDA_SUCCESS) ts_host_cache_note(api, *(out), size, flags, hit_); \
+    TS_OUTER_END(api, r);                                                     \
+    return r
+
 static inline CUresult ts_body_cuMemHostAlloc(int api, void **pp, size_t bytesize, unsigned int Flags)
 {
-    DRV_ALLOC_BODY(cuMemHostAlloc, api, (pp, bytesize, Flags), pp, bytesize, NULL, HOST_DEVICE);
+    DRV_HOST_ALLOC_BODY(cuMemHostAlloc, api, (pp, bytesize, Flags), pp, bytesize, Flags,
+                        (pp, ts_host_cache_class(bytesize), Flags));
 }
 
 static inline CUresult ts_body_cuMemAllocHost_v2(int api, void **pp, size_t bytesize)
 {
-    DRV_ALLOC_BODY(cuMemAllocHost_v2, api, (pp, bytesize), pp, bytesize, NULL, HOST_DEVICE);
+    DRV_HOST_ALLOC_BODY(cuMemAllocHost_v2, api, (pp, bytesize), pp, bytesize, 0u,
+                        (pp, ts_host_cache_class(bytesize)));
 }
 
 /* A VMM physical allocation: logged with the handle in the pointer field
@@ -111,19 +135,19 @@ static inline CUresult ts_body_cuMemRelease(int api, CUmemGenericAllocationHandl
     DRV_FREE_BODY(cuMemRelease, api, (handle), handle, NULL, HOST_DEVICE);
 }
 
-static inline CUresult ts_body_cuMemFree_v2(int api, CUdeviceptr dptr)
-{
-    DRV_FREE_BODY(cuMemFree_v2, api, (dptr), dptr, NULL, ts_current_device());
-}
-
-static inline CUresult ts_body_cuMemFreeAsync(int api, CUdeviceptr dptr, CUstream hStream)
-{
-    DRV_FREE_BODY(cuMemFreeAsync, api, (dptr, hStream), dptr, hStream, ts_current_device());
-}
-
 static inline CUresult ts_body_cuMemFreeHost(int api, void *p)
 {
-    DRV_FREE_BODY(cuMemFreeHost, api, (p), (uintptr_t)p, NULL, HOST_DEVICE);
+    TS_HOOK_PROLOGUE(CUresult, cuMemFreeHost, api, (p));
+    TS_OUTER_BEGIN(api);
+    CUresult r;
+    switch (outer_ && p ? ts_host_cache_put(p) : TS_HC_PUT_UNKNOWN) {
+    case TS_HC_PUT_CACHED: r = CUDA_SUCCESS; break;
+    case TS_HC_PUT_DOUBLE_FREE: r = CUDA_ERROR_INVALID_VALUE; break;
+    default: r = real_(p); break;
+    }
+    if (outer_) free_event(api, HOST_DEVICE, (uint64_t)(uintptr_t)p, NULL, r);
+    TS_OUTER_END(api, r);
+    return r;
 }
 
 /* ---- copies ------------------------------------------------------------- */
@@ -188,7 +212,7 @@ static void copy2d_event(int api, const CUDA_MEMCPY2D *c, CUstream stream, bool 
  * when it declines) is the original call with `rest_args`, on the same stream
  * and after the engine's work. */
 static size_t drv_convert(int api, enum ts_copy_engine_dir dir, bool sync, CUstream stream, const void *dst,
-                          const void *src, size_t bytes)
+                          const void *src, size_t bytes, struct ts_copy_stats *st)
 {
     if (!ts_copy_wanted(bytes)) return 0;
     struct ts_copy_req q = {
@@ -197,9 +221,7 @@ static size_t drv_convert(int api, enum ts_copy_engine_dir dir, bool sync, CUstr
     };
     if (ts_copy_classify(&q, dir) != dir) return 0;
     size_t rows, done = 0;
-    struct ts_copy_stats st;
-    ts_copy_run(&q, dir, &rows, &done, &st);
-    if (st.chunks) ts_copy_note(api, dir, &st, sync);
+    ts_copy_run(&q, dir, &rows, &done, st);
     return done;
 }
 
@@ -208,12 +230,14 @@ static size_t drv_convert(int api, enum ts_copy_engine_dir dir, bool sync, CUstr
     TS_HOOK_PROLOGUE(CUresult, base, api, rest_args);                                             \
     TS_OUTER_BEGIN(api);                                                                          \
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                      \
-    done = outer_ ? drv_convert(api, dir, sync, stream, (const void *)(uintptr_t)(dst),   \
-                                       (const void *)(uintptr_t)(src), bytes) : 0;                 \
+    struct ts_copy_stats st_ = {0};                                                               \
+    done = outer_ ? drv_convert(api, dir, sync, stream, (const void *)(uintptr_t)(dst),          \
+                                (const void *)(uintptr_t)(src), bytes, &st_) : 0;                 \
     CUresult r = done && done == (bytes) ? CUDA_SUCCESS : real_ rest_args;                        \
     if (outer_) {                                                                                 \
         uint64_t ns_ = ts_now_ns() - t0_;                                                         \
         event;                                                                                    \
+        if (st_.chunks) ts_copy_note(api, &st_, ns_);                                             \
     }                                                                                             \
     TS_OUTER_END(api, r);                                                                         \
     return r

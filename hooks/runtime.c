@@ -6,6 +6,8 @@
  * Pure observation: every argument and result goes through unchanged. */
 #include "hooks.h"
 #include "copy_engine.h"
+#include "devmem_hooks.h"   /* device-memory bodies: cudaMalloc, cudaFree, ... */
+#include "host_cache.h"
 
 /* ---- events ------------------------------------------------------------- */
 
@@ -68,16 +70,6 @@ static void copy_event(int api, void *dst, const void *src, uint64_t bytes, enum
 /* Pinned host memory is logged with device -1. */
 enum { HOST_DEVICE = -1 };
 
-static inline cudaError_t ts_body_cudaMalloc(int api, void **devPtr, size_t size)
-{
-    RT_ALLOC_BODY(cudaMalloc, api, (devPtr, size), devPtr, size, NULL, ts_current_device());
-}
-
-static inline cudaError_t ts_body_cudaMallocAsync(int api, void **devPtr, size_t size, cudaStream_t hStream)
-{
-    RT_ALLOC_BODY(cudaMallocAsync, api, (devPtr, size, hStream), devPtr, size, hStream, ts_current_device());
-}
-
 static inline cudaError_t ts_body_cudaMallocFromPoolAsync(int api, void **ptr, size_t size, cudaMemPool_t memPool,
                                                           cudaStream_t stream)
 {
@@ -104,32 +96,62 @@ static inline cudaError_t ts_body_cudaMallocPitch(int api, void **devPtr, size_t
     return r;
 }
 
+/* Pinned host allocations are served from the cache (shim/host_cache.h)
+ * when the call is outermost; a request the cache cannot serve is a real
+ * allocation of the class size, retried once after trimming the cache. */
+#define RT_HOST_ALLOC_BODY(base, api, args, out, size, flags, class_args)     \
+    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                           \
+    TS_OUTER_BEGIN(api);                                                      \
+    cudaError_t r;                                                            \
+    bool cached_ = false, hit_ = false;                                       \
+    if (outer_ && (out) && ts_host_cache_wanted(size, flags)) {               \
+        void *p_ = ts_host_cache_get(size, flags);                            \
+        cached_ = true;                                                       \
+        hit_ = p_ != NULL;                                                    \
+        if (p_) {                                                             \
+            *(out) = p_;                                                      \
+            r = cudaSuccess;                                                  \
+        } else {                                                              \
+            r = real_ class_args;                                             \
+            if (r == cudaErrorMemoryAllocation) {                             \
+                ts_host_cache_trim();                                         \
+                r = real_ class_args;                                         \
+            }                                                                 \
+            if (r == cudaSuccess) ts_host_cache_adopt(*(out), size, flags);   \
+        }                                                                     \
+    } else {                                                                  \
+        r = real_ args;                                                       \
+    }                                                                         \
+    if (outer_) alloc_event(api, HOST_DEVICE, (void *const *)(out), size, NULL, r); \
+    if (cached_ && r == cudaSuccess) ts_host_cache_note(api, *(out), size, flags, hit_); \
+    TS_OUTER_END(api, r);                                                     \
+    return r
+
 static inline cudaError_t ts_body_cudaMallocHost(int api, void **ptr, size_t size)
 {
-    RT_ALLOC_BODY(cudaMallocHost, api, (ptr, size), ptr, size, NULL, HOST_DEVICE);
+    RT_HOST_ALLOC_BODY(cudaMallocHost, api, (ptr, size), ptr, size, 0u, (ptr, ts_host_cache_class(size)));
 }
 
 static inline cudaError_t ts_body_cudaHostAlloc(int api, void **pHost, size_t size, unsigned int flags)
 {
-    RT_ALLOC_BODY(cudaHostAlloc, api, (pHost, size, flags), pHost, size, NULL, HOST_DEVICE);
-}
-
-static inline cudaError_t ts_body_cudaFree(int api, void *devPtr)
-{
-    RT_FREE_BODY(cudaFree, api, (devPtr), devPtr, NULL, ts_current_device());
-}
-
-static inline cudaError_t ts_body_cudaFreeAsync(int api, void *devPtr, cudaStream_t hStream)
-{
-    RT_FREE_BODY(cudaFreeAsync, api, (devPtr, hStream), devPtr, hStream, ts_current_device());
+    RT_HOST_ALLOC_BODY(cudaHostAlloc, api, (pHost, size, flags), pHost, size, flags,
+                       (pHost, ts_host_cache_class(size), flags));
 }
 
 static inline cudaError_t ts_body_cudaFreeHost(int api, void *ptr)
 {
-    RT_FREE_BODY(cudaFreeHost, api, (ptr), ptr, NULL, HOST_DEVICE);
+    TS_HOOK_PROLOGUE(cudaError_t, cudaFreeHost, api, (ptr));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r;
+    switch (outer_ && ptr ? ts_host_cache_put(ptr) : TS_HC_PUT_UNKNOWN) {
+    case TS_HC_PUT_CACHED: r = cudaSuccess; break;
+    case TS_HC_PUT_DOUBLE_FREE: r = cudaErrorInvalidValue; break;
+    default: r = real_(ptr); break;
+    }
+    if (outer_) free_event(api, HOST_DEVICE, ptr, NULL, r);
+    TS_OUTER_END(api, r);
+    return r;
 }
-
-/* ---- copies ------------------------------------------------------------- */
 
 /* Pinned copy engine (shim/copy_engine.h): a pageable host<->device copy of
  * at least TRAINSHIM_PINNED_COPY_MIN goes through pinned staging.  The engine
@@ -148,7 +170,7 @@ static enum ts_copy_engine_dir rt_engine_dir(enum cudaMemcpyKind kind)
 /* Returns rows done (2D) and sets *bytes_done (1D); 0 and 0 when declined. */
 static size_t rt_convert(int api, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                          size_t height, enum cudaMemcpyKind kind, cudaStream_t stream, bool sync,
-                         size_t *bytes_done)
+                         size_t *bytes_done, struct ts_copy_stats *st)
 {
     *bytes_done = 0;
     if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDefault) return 0;
@@ -161,9 +183,7 @@ static size_t rt_convert(int api, void *dst, size_t dpitch, const void *src, siz
     enum ts_copy_engine_dir dir = ts_copy_classify(&q, rt_engine_dir(kind));
     if (dir == TS_CE_NONE) return 0;
     size_t rows = 0;
-    struct ts_copy_stats st;
-    ts_copy_run(&q, dir, &rows, bytes_done, &st);
-    if (st.chunks) ts_copy_note(api, dir, &st, sync);
+    ts_copy_run(&q, dir, &rows, bytes_done, st);
     return rows;
 }
 
@@ -174,10 +194,15 @@ static inline cudaError_t ts_body_cudaMemcpy(int api, void *dst, const void *src
     TS_OUTER_BEGIN(api);
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;
     size_t done = 0;
-    if (outer_) rt_convert(api, dst, count, src, count, count, 1, kind, NULL, true, &done);
+    struct ts_copy_stats st_ = {0};
+    if (outer_) rt_convert(api, dst, count, src, count, count, 1, kind, NULL, true, &done, &st_);
     cudaError_t r = done && done == count ? cudaSuccess
                                           : real_((char *)dst + done, (const char *)src + done, count - done, kind);
-    if (outer_) copy_event(api, dst, src, count, kind, NULL, false, ts_now_ns() - t0_, r);
+    if (outer_) {
+        uint64_t ns_ = ts_now_ns() - t0_;
+        copy_event(api, dst, src, count, kind, NULL, false, ns_, r);
+        if (st_.chunks) ts_copy_note(api, &st_, ns_);
+    }
     TS_OUTER_END(api, r);
     return r;
 }
@@ -189,11 +214,16 @@ static inline cudaError_t ts_body_cudaMemcpyAsync(int api, void *dst, const void
     TS_OUTER_BEGIN(api);
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;
     size_t done = 0;
-    if (outer_) rt_convert(api, dst, count, src, count, count, 1, kind, stream, false, &done);
+    struct ts_copy_stats st_ = {0};
+    if (outer_) rt_convert(api, dst, count, src, count, count, 1, kind, stream, false, &done, &st_);
     cudaError_t r = done && done == count
                         ? cudaSuccess
                         : real_((char *)dst + done, (const char *)src + done, count - done, kind, stream);
-    if (outer_) copy_event(api, dst, src, count, kind, stream, true, ts_now_ns() - t0_, r);
+    if (outer_) {
+        uint64_t ns_ = ts_now_ns() - t0_;
+        copy_event(api, dst, src, count, kind, stream, true, ns_, r);
+        if (st_.chunks) ts_copy_note(api, &st_, ns_);
+    }
     TS_OUTER_END(api, r);
     return r;
 }
@@ -205,11 +235,17 @@ static inline cudaError_t ts_body_cudaMemcpy2D(int api, void *dst, size_t dpitch
     TS_OUTER_BEGIN(api);
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;
     size_t rows = 0, unused;
-    if (outer_ && height > 1) rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, NULL, true, &unused);
+    struct ts_copy_stats st_ = {0};
+    if (outer_ && height > 1)
+        rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, NULL, true, &unused, &st_);
     cudaError_t r = rows && rows == height ? cudaSuccess
                                            : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch,
                                                    spitch, width, height - rows, kind);
-    if (outer_) copy_event(api, dst, src, (uint64_t)width * height, kind, NULL, false, ts_now_ns() - t0_, r);
+    if (outer_) {
+        uint64_t ns_ = ts_now_ns() - t0_;
+        copy_event(api, dst, src, (uint64_t)width * height, kind, NULL, false, ns_, r);
+        if (st_.chunks) ts_copy_note(api, &st_, ns_);
+    }
     TS_OUTER_END(api, r);
     return r;
 }
@@ -222,13 +258,18 @@ static inline cudaError_t ts_body_cudaMemcpy2DAsync(int api, void *dst, size_t d
     TS_OUTER_BEGIN(api);
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;
     size_t rows = 0, unused;
+    struct ts_copy_stats st_ = {0};
     if (outer_ && height > 1)
-        rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, stream, false, &unused);
+        rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, stream, false, &unused, &st_);
     cudaError_t r = rows && rows == height
                         ? cudaSuccess
                         : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch, spitch,
                                 width, height - rows, kind, stream);
-    if (outer_) copy_event(api, dst, src, (uint64_t)width * height, kind, stream, true, ts_now_ns() - t0_, r);
+    if (outer_) {
+        uint64_t ns_ = ts_now_ns() - t0_;
+        copy_event(api, dst, src, (uint64_t)width * height, kind, stream, true, ns_, r);
+        if (st_.chunks) ts_copy_note(api, &st_, ns_);
+    }
     TS_OUTER_END(api, r);
     return r;
 }

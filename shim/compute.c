@@ -16,6 +16,7 @@
 #include "log.h"
 
 #define SAMPLE_SLOTS 64
+#define ELAPSED_RETRIES 8
 
 enum slot_state { SLOT_FREE, SLOT_ARMED, SLOT_PENDING };
 
@@ -25,6 +26,7 @@ struct sample_slot {
     uint64_t id;
     int kind;
     int state;
+    int retries;       /* polls that found the end complete but no time */
 };
 
 static struct sample_slot slots[SAMPLE_SLOTS];
@@ -51,7 +53,12 @@ static void poll_locked(void)
         if (r == CUDA_ERROR_NOT_READY)
             continue;
         float ms = 0;
-        if (r == CUDA_SUCCESS && elapsed(&ms, s->start, s->end) == CUDA_SUCCESS && ms >= 0)
+        CUresult e = r == CUDA_SUCCESS ? elapsed(&ms, s->start, s->end) : r;
+        /* A driver may answer the time a little after the query (the
+         * emulator does): a few more polls before the sample is given up. */
+        if (e != CUDA_SUCCESS && r == CUDA_SUCCESS && ++s->retries < ELAPSED_RETRIES)
+            continue;
+        if (e == CUDA_SUCCESS && ms >= 0)
             ts_ev_gpu_time(s->id, (uint64_t)((double)ms * 1e6 + 0.5), s->kind);
         s->state = SLOT_FREE;
         __atomic_fetch_sub(&pending, 1, __ATOMIC_RELAXED);
@@ -175,6 +182,7 @@ void ts_sample_end(struct ts_gpu_sample *smp, uint64_t stream, int kind, bool ok
     if (recorded) {
         s->kind = kind;
         s->state = SLOT_PENDING;
+        s->retries = 0;
         __atomic_fetch_add(&pending, 1, __ATOMIC_RELAXED);
     } else {
         s->state = SLOT_FREE;

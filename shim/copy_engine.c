@@ -17,6 +17,8 @@
 #include "config.h"
 #include "copy_engine.h"
 #include "hooks.h"
+#include "log.h"
+#include "logfmt.h"
 
 enum { PIPE_DEPTH = 4 };
 
@@ -245,6 +247,8 @@ void ts_copy_run(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, size_
 {
     struct piece done = {0};
     memset(st, 0, sizeof *st);
+    st->dir = dir;
+    st->sync = q->sync;
     ts_fn_cuCtxGetCurrent get_ctx = REAL(cuCtxGetCurrent);
     CUcontext ctx = NULL;
     bool go = get_ctx && get_ctx(&ctx) == CUDA_SUCCESS && ctx;
@@ -265,9 +269,22 @@ void ts_copy_run(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, size_
 
 static uint64_t total_bytes, total_chunks, total_wait_ns;
 
-void ts_copy_note(int api, enum ts_copy_engine_dir dir, const struct ts_copy_stats *st, bool sync)
+void ts_copy_note(int api, const struct ts_copy_stats *st, uint64_t host_blocked_ns)
 {
-    (void)api, (void)dir, (void)sync;
+    struct ts_rec_copy_convert *r =
+        (struct ts_rec_copy_convert *)ts_log_reserve(sizeof *r, TS_REC_COPY_CONVERT);
+    if (r) {
+        r->api = api;
+        r->dir = st->dir == TS_CE_H2D ? TS_H2D : TS_D2H;
+        r->sync = st->sync;
+        r->reserved0 = 0;
+        r->bytes = st->bytes;
+        r->host_blocked_ns = host_blocked_ns;
+        r->staging_wait_ns = st->staging_wait_ns;
+        r->chunks = st->chunks;
+        r->reserved = 0;
+        ts_log_commit(&r->h);
+    }
     __atomic_fetch_add(&total_bytes, st->bytes, __ATOMIC_RELAXED);
     __atomic_fetch_add(&total_chunks, st->chunks, __ATOMIC_RELAXED);
     __atomic_fetch_add(&total_wait_ns, st->staging_wait_ns, __ATOMIC_RELAXED);

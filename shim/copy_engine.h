@@ -40,6 +40,8 @@ struct ts_copy_stats {
     uint64_t bytes;          /* bytes moved through staging */
     uint32_t chunks;
     uint64_t staging_wait_ns;  /* time spent waiting for a staging buffer */
+    int dir;                   /* enum ts_copy_engine_dir of the run */
+    bool sync;
 };
 
 /* Direction decided by the hook (or by ts_copy_classify for unified kinds). */
@@ -64,8 +66,10 @@ enum ts_copy_engine_dir ts_copy_classify(const struct ts_copy_req *req, enum ts_
 void ts_copy_run(const struct ts_copy_req *req, enum ts_copy_engine_dir dir, size_t *done_rows,
                  size_t *done_bytes, struct ts_copy_stats *stats);
 
-/* Records a converted copy: process totals and the log. */
-void ts_copy_note(int api, enum ts_copy_engine_dir dir, const struct ts_copy_stats *st, bool sync);
+/* Records a converted copy (st->chunks > 0): process totals and a
+ * TS_REC_COPY_CONVERT record; host_blocked_ns is the whole call's time.  The
+ * hook calls it after its TS_REC_COPY, inside its ts_enter bracket. */
+void ts_copy_note(int api, const struct ts_copy_stats *st, uint64_t host_blocked_ns);
 /* Process totals of converted copies (tests, bench). */
 void ts_copy_totals(uint64_t *bytes, uint64_t *chunks, uint64_t *staging_wait_ns);
 

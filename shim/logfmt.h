@@ -280,6 +280,42 @@ _Static_assert(sizeof(struct ts_rec_modules) == 32, "modules layout");
 _Static_assert(sizeof(struct ts_module_entry) == 32, "module entry layout");
 _Static_assert(sizeof(struct ts_rec_alloc_stack) == 48, "alloc stack layout");
 
+/* ---- pinned copy engine (shim/copy_engine.c, shim/host_cache.c).
+ * Numbered apart like the accounting records. */
+#define TS_REC_COPY_CONVERT 28 /* a pageable copy carried out through pinned staging */
+#define TS_REC_PINNED_ALLOC 29 /* a pinned host allocation served by (or added to) the cache */
+
+/* TS_REC_COPY_CONVERT follows the TS_REC_COPY of the same call (same tid).
+ * bytes: moved through staging (the rest, if any, went through the original
+ * call); host_blocked_ns: the whole call as the program saw it;
+ * staging_wait_ns: time spent waiting for a free staging buffer. */
+struct ts_rec_copy_convert {
+    struct ts_rec_hdr h;
+    int32_t api;
+    uint8_t dir;       /* enum ts_copy_dir (core.h): TS_H2D or TS_D2H */
+    uint8_t sync;      /* 1: a synchronous entry point */
+    uint16_t reserved0;
+    uint64_t bytes;
+    uint64_t host_blocked_ns;
+    uint64_t staging_wait_ns;
+    uint32_t chunks;
+    uint32_t reserved;
+};
+/* TS_REC_PINNED_ALLOC follows the TS_REC_ALLOC of the same call.
+ * size: asked; class_size: held; cache_hit: 1 if no real allocation was made. */
+struct ts_rec_pinned_alloc {
+    struct ts_rec_hdr h;
+    int32_t api;
+    uint32_t flags;    /* CU_MEMHOSTALLOC_* */
+    uint64_t ptr;
+    uint64_t size;
+    uint64_t class_size;
+    uint32_t cache_hit;
+    uint32_t reserved;
+};
+_Static_assert(sizeof(struct ts_rec_copy_convert) == 64, "copy convert layout");
+_Static_assert(sizeof(struct ts_rec_pinned_alloc) == 64, "pinned alloc layout");
+
 static inline uint32_t ts_rec_align(uint32_t n)
 {
     return (n + TS_REC_ALIGN - 1) & ~(TS_REC_ALIGN - 1);

@@ -29,6 +29,8 @@ struct stats {
         free_unknown, live_blocks, live_bytes;
     uint64_t hist[HIST_BUCKETS];
     uint64_t copy_bytes[DIRS], copy_calls[DIRS], h2d_pageable, d2h_pageable, copy_ns, copy_failed;
+    /* pinned copy engine (TS_REC_COPY_CONVERT): shown only when a copy was converted */
+    uint64_t converted_calls, converted_bytes, converted_blocked_ns, staging_wait_ns;
     struct err_count *errs;
     size_t n_errs;
     uint64_t error_records;
@@ -146,6 +148,10 @@ static int analyze(struct tslog *log, struct stats *s)
     uint64_t cur = 0;
     memset(s, 0, sizeof *s);
     s->log = log;
+    s->converted_calls = log->n_copy_converts;
+    s->converted_bytes = log->copy_converted_bytes;
+    s->converted_blocked_ns = log->copy_converted_blocked_ns;
+    s->staging_wait_ns = log->copy_staging_wait_ns;
     /* threads' buffers reach the file out of order: replay in time order */
     if (log->n_events)
         qsort(log->events, log->n_events, sizeof *log->events, by_time);
@@ -262,6 +268,10 @@ static int add_stats(struct stats *t, const struct stats *s)
     t->d2h_pageable += s->d2h_pageable;
     t->copy_ns += s->copy_ns;
     t->copy_failed += s->copy_failed;
+    t->converted_calls += s->converted_calls;
+    t->converted_bytes += s->converted_bytes;
+    t->converted_blocked_ns += s->converted_blocked_ns;
+    t->staging_wait_ns += s->staging_wait_ns;
     t->error_records += s->error_records;
     for (size_t i = 0; i < s->n_errs; i++)
         if (add_error(t, s->errs[i].api, s->errs[i].code, s->errs[i].count, s->errs[i].name))
@@ -389,6 +399,11 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
     }
     fprintf(f, "failed copies       %llu\n", (unsigned long long)s->copy_failed);
     fprintf(f, "host time in copies %.3f ms\n", (double)s->copy_ns / 1e6);
+    if (s->converted_calls) {
+        fprintf(f, "converted to pinned %s in %llu calls (host blocked %.3f ms, staging wait %.3f ms)\n",
+                human(s->converted_bytes, b1, sizeof b1), (unsigned long long)s->converted_calls,
+                (double)s->converted_blocked_ns / 1e6, (double)s->staging_wait_ns / 1e6);
+    }
 
     fprintf(f, "\n== ERRORS ==\n");
     if (!s->n_errs)
@@ -705,6 +720,13 @@ static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_
           s->copy_bytes[TS_D2H] ? (double)s->d2h_pageable / (double)s->copy_bytes[TS_D2H] : 0);
     j_u64(j, "failed_calls", s->copy_failed);
     j_u64(j, "host_time_ns", s->copy_ns);
+    if (s->converted_calls) { /* absent from logs of runs without the pinned copy engine */
+        j_u64(j, "converted_calls", s->converted_calls);
+        j_u64(j, "converted_bytes", s->converted_bytes);
+        j_u64(j, "host_blocked_ns", s->copy_ns);
+        j_u64(j, "converted_host_blocked_ns", s->converted_blocked_ns);
+        j_u64(j, "staging_wait_ns", s->staging_wait_ns);
+    }
     j_close(j, '}');
 
     j_open(j, "errors", '[');

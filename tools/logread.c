@@ -385,6 +385,23 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
         case TS_REC_NCCL:
         case TS_REC_COMM:
         case TS_REC_GPU_TIME: bad = read_accounting(log, h.type, rec, h.len); break;
+        case TS_REC_COPY_CONVERT: {
+            struct ts_rec_copy_convert c;
+            take(&c, sizeof c, rec, h.len);
+            log->n_copy_converts++;
+            log->copy_converted_bytes += c.bytes;
+            log->copy_converted_chunks += c.chunks;
+            log->copy_converted_blocked_ns += c.host_blocked_ns;
+            log->copy_staging_wait_ns += c.staging_wait_ns;
+            break;
+        }
+        case TS_REC_PINNED_ALLOC: {
+            struct ts_rec_pinned_alloc a;
+            take(&a, sizeof a, rec, h.len);
+            log->n_pinned_allocs++;
+            log->n_pinned_cache_hits += a.cache_hit != 0;
+            break;
+        }
         case TS_REC_END: {
             struct ts_rec_end e;
             take(&e, sizeof e, rec, h.len);

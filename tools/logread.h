@@ -113,6 +113,11 @@ struct tslog {
     size_t n_comms, cap_comms;
     struct tslog_gpu_time *gpu_times;
     size_t n_gpu_times, cap_gpu_times;
+
+    /* pinned copy engine: totals of TS_REC_COPY_CONVERT / TS_REC_PINNED_ALLOC */
+    uint64_t n_copy_converts, copy_converted_bytes, copy_converted_chunks;
+    uint64_t copy_converted_blocked_ns, copy_staging_wait_ns;
+    uint64_t n_pinned_allocs, n_pinned_cache_hits;
 };
 
 /* Parse size bytes named name.  Returns 0 when the data is a trainshim log

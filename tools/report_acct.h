@@ -96,7 +96,7 @@ struct acct_op {
 struct acct_comm_row {
     uint64_t id;
     int size, rank;
-    uint64_t calls, bytes, timed_calls, timed_ns, est_ns;
+    uint64_t calls, bytes, timed_calls, timed_ns;
 };
 
 struct acct_comm {

@@ -87,11 +87,6 @@ int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
         if (o->timed_calls)
             c->est_ns += (uint64_t)((double)o->timed_ns / (double)o->timed_calls * (double)o->calls);
     }
-    for (size_t k = 0; k < c->n_comms; k++) {
-        struct acct_comm_row *row = &c->comms[k];
-        if (row->timed_calls)
-            row->est_ns = (uint64_t)((double)row->timed_ns / (double)row->timed_calls * (double)row->calls);
-    }
     return 0;
 }
 
@@ -151,11 +146,13 @@ void acct_comm_text(FILE *f, const struct acct_comm *c)
         gbps(f, op_busbw(o));
         fputc('\n', f);
     }
-    fprintf(f, "%-18s %5s %5s %8s %16s %14s\n", "communicator", "size", "rank", "calls", "bytes", "est. time ms");
+    fprintf(f, "%-18s %5s %5s %8s %16s %8s %13s\n", "communicator", "size", "rank", "calls", "bytes", "timed",
+            "GPU ms(timed)");
     for (size_t k = 0; k < c->n_comms; k++) {
         const struct acct_comm_row *r = &c->comms[k];
-        fprintf(f, "%016llx   %5d %5d %8llu %16llu %14.3f\n", (unsigned long long)r->id, r->size, r->rank,
-                (unsigned long long)r->calls, (unsigned long long)r->bytes, (double)r->est_ns / 1e6);
+        fprintf(f, "%016llx   %5d %5d %8llu %16llu %8llu %13.3f\n", (unsigned long long)r->id, r->size, r->rank,
+                (unsigned long long)r->calls, (unsigned long long)r->bytes, (unsigned long long)r->timed_calls,
+                (double)r->timed_ns / 1e6);
     }
     fprintf(f, "time in collectives %.3f ms (estimated from timed calls), %.2f%% of the run\n", (double)c->est_ns / 1e6,
             c->run_ns ? 100.0 * (double)c->est_ns / (double)c->run_ns : 0.0);
@@ -195,7 +192,7 @@ void acct_comm_json(const struct acct_json *j, const struct acct_comm *c)
         j->u64(x, "calls", r->calls);
         j->u64(x, "bytes", r->bytes);
         j->u64(x, "timed_calls", r->timed_calls);
-        j->u64(x, "estimated_ns", r->est_ns);
+        j->u64(x, "timed_gpu_ns", r->timed_ns);
         j->close(x, '}');
     }
     j->close(x, ']');

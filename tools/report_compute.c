@@ -174,7 +174,7 @@ struct gemm_ref {
     size_t idx;
 };
 
-static int by_time(const void *a, const void *b)
+static int gemm_by_time(const void *a, const void *b)
 {
     const struct gemm_ref *x = a, *y = b;
     if (x->time_ns != y->time_ns)
@@ -346,7 +346,7 @@ int acct_compute_analyze(const struct tslog *log, const char *peak_override, str
     if (c->timed_calls && isnan(c->timed_ideal_ns))
         c->timed_ideal_ns = NAN;
     qsort(c->shapes, c->n_shapes, sizeof *c->shapes, by_flops_desc);
-    qsort(order, n_ok, sizeof *order, by_time);
+    qsort(order, n_ok, sizeof *order, gemm_by_time);
     if (n_ok) {
         c->first_gemm_ns = order[0].time_ns;
         c->last_gemm_ns = order[n_ok - 1].time_ns;

@@ -159,6 +159,9 @@ static int lookup_uncached(struct symbolizer *s, uint32_t gen, uint64_t addr, st
         return -1;
     const char *fn = dwfl_module_addrname(mod, pc);
     copy_str(out->func, sizeof out->func, fn);
+    char *ver = strchr(out->func, '@'); /* "__libc_start_main@@GLIBC_2.34": the version is noise here */
+    if (ver && ver != out->func)
+        *ver = 0;
     Dwfl_Line *line = dwfl_module_getsrc(mod, pc);
     if (line) {
         int ln = 0;
@@ -171,23 +174,46 @@ static int lookup_uncached(struct symbolizer *s, uint32_t gen, uint64_t addr, st
     return fn ? 0 : -1;
 }
 
+static size_t cache_slot(const struct symbolizer *s, uint32_t gen, uint64_t addr)
+{
+    uint64_t h = (addr ^ ((uint64_t)gen << 56)) * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(h >> 20) & (s->cap_cache - 1);
+    while (s->cache[i].addr && (s->cache[i].addr != addr || s->cache[i].gen != gen))
+        i = (i + 1) & (s->cap_cache - 1);
+    return i;
+}
+
+static int cache_grow(struct symbolizer *s)
+{
+    size_t cap = s->cap_cache ? s->cap_cache * 2 : 1024;
+    struct cache_entry *old = s->cache, *c = calloc(cap, sizeof *c);
+    if (!c)
+        return -1;
+    size_t old_cap = s->cap_cache;
+    s->cache = c;
+    s->cap_cache = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].addr)
+            s->cache[cache_slot(s, old[i].gen, old[i].addr)] = old[i];
+    free(old);
+    return 0;
+}
+
 int sym_lookup(struct symbolizer *s, uint32_t gen, uint64_t addr, struct sym_frame *out)
 {
-    for (size_t i = 0; i < s->n_cache; i++)
-        if (s->cache[i].addr == addr && s->cache[i].gen == gen) {
+    /* address 0 is never cached (0 marks an empty slot); it names nothing anyway */
+    if (addr && s->cap_cache) {
+        size_t i = cache_slot(s, gen, addr);
+        if (s->cache[i].addr) {
             *out = s->cache[i].f;
             return s->cache[i].ok;
         }
-    int rc = lookup_uncached(s, gen, addr, out);
-    if (s->n_cache == s->cap_cache) {
-        size_t cap = s->cap_cache ? s->cap_cache * 2 : 64;
-        struct cache_entry *c = realloc(s->cache, cap * sizeof *c);
-        if (!c)
-            return rc;
-        s->cache = c;
-        s->cap_cache = cap;
     }
-    s->cache[s->n_cache++] = (struct cache_entry){addr, gen, rc, *out};
+    int rc = lookup_uncached(s, gen, addr, out);
+    if (!addr || ((s->n_cache + 1) * 2 > s->cap_cache && cache_grow(s)))
+        return rc;
+    s->cache[cache_slot(s, gen, addr)] = (struct cache_entry){addr, gen, rc, *out};
+    s->n_cache++;
     return rc;
 }
 

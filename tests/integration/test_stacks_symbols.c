@@ -31,17 +31,19 @@
 /* ---------------------------------------------------------------- child */
 static void *keep[16];
 static int n_keep, child_bad;
+/* loop bounds the compiler cannot unroll: an unrolled loop is several call sites */
+static volatile int four = 4, two = 2, hundred = 100;
 
 __attribute__((noinline)) static void alloc_weights(void)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < four; i++)
         child_bad |= cudaMalloc(&keep[n_keep++], MIB) != cudaSuccess; /* 4 MiB */
     __asm__ volatile("" ::: "memory"); /* keeps the call a call, not a tail jump */
 }
 
 __attribute__((noinline)) static void alloc_activations(void)
 {
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < two; i++)
         child_bad |= cudaMalloc(&keep[n_keep++], 4 * MIB) != cudaSuccess; /* 8 MiB */
     __asm__ volatile("" ::: "memory");
 }
@@ -54,7 +56,7 @@ __attribute__((noinline)) static void alloc_workspace(void)
 
 __attribute__((noinline)) static void churn(void)
 {
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < hundred; i++) {
         void *p = NULL;
         child_bad |= cudaMalloc(&p, 64 << 10) != cudaSuccess;
         child_bad |= cudaFree(p) != cudaSuccess;
@@ -69,6 +71,16 @@ static int child(void)
     churn();
     alloc_activations();
     alloc_workspace();
+    /* copies for the exports (tests/integration/test_export_formats.sh):
+     * a synchronous one from pageable memory and an asynchronous one on a
+     * stream of its own */
+    static unsigned char host[1 << 20];
+    cudaStream_t s = NULL;
+    child_bad |= cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess;
+    child_bad |= cudaMemcpy(keep[0], host, sizeof host, cudaMemcpyHostToDevice) != cudaSuccess;
+    child_bad |= cudaMemcpyAsync(keep[1], keep[0], sizeof host, cudaMemcpyDeviceToDevice, s) != cudaSuccess;
+    child_bad |= cudaStreamSynchronize(s) != cudaSuccess;
+    child_bad |= cudaStreamDestroy(s) != cudaSuccess;
     const char *plugin = getenv("TS_STACKS_PLUGIN");
     if (plugin && plugin[0]) {
         void *h = dlopen(plugin, RTLD_NOW);
@@ -222,7 +234,10 @@ int main(int argc, char **argv)
     const char *b = getenv("B") ? getenv("B") : "build";
     const char *plugin = getenv("TS_STACKS_PLUGIN");
     char shim[512], tool[512], dir[] = "/tmp/ts_stacks_XXXXXX", logpath[600], cmd[2048];
-    snprintf(shim, sizeof shim, "%s/%s/libtrainshim.so", getcwd(cmd, sizeof cmd), b);
+    if (b[0] == '/')
+        snprintf(shim, sizeof shim, "%s/libtrainshim.so", b);
+    else
+        snprintf(shim, sizeof shim, "%s/%s/libtrainshim.so", getcwd(cmd, sizeof cmd), b);
     snprintf(tool, sizeof tool, "%s/trainshim", b);
     if (access(shim, R_OK) || access(tool, X_OK)) {
         printf("FAIL: %s or %s not built\n", shim, tool);

@@ -267,21 +267,45 @@ CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream h)
 CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream h)
 { EMU_ENTRY(cuMemcpy2DAsync_v2_ptsz); return copy_2d_desc(p, emu_stream_resolve(h, true), false); }
 
+/* The fields CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER share. */
+#define COPY_3D_FROM(c) do {                                                                  \
+        if (c->srcLOD || c->dstLOD) return CUDA_ERROR_INVALID_VALUE;                         \
+        if (c->WidthInBytes == 0 || c->Height == 0 || c->Depth == 0) return CUDA_SUCCESS;    \
+        if (c->Depth > 1 && (c->srcHeight < c->Height || c->dstHeight < c->Height))          \
+            return CUDA_ERROR_INVALID_VALUE;                                                  \
+        g = (struct copy_geom){c->WidthInBytes, c->Height, c->Depth,                          \
+                               c->dstPitch ? c->dstPitch : c->WidthInBytes,                   \
+                               c->srcPitch ? c->srcPitch : c->WidthInBytes, 0, 0};            \
+        g.sslice = g.spitch * (c->srcHeight ? c->srcHeight : c->Height);                      \
+        g.dslice = g.dpitch * (c->dstHeight ? c->dstHeight : c->Height);                      \
+        CHECK(side_ptr(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY,  \
+                       c->srcZ, g.spitch, g.sslice,                                           \
+                       extent(g.width, g.height, g.depth, g.spitch, g.sslice), &s));         \
+        CHECK(side_ptr(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY,  \
+                       c->dstZ, g.dpitch, g.dslice,                                           \
+                       extent(g.width, g.height, g.depth, g.dpitch, g.dslice), &d));         \
+    } while (0)
+
 static CUresult copy_3d_desc(const CUDA_MEMCPY3D *c, struct emu_stream *st, bool sync)
 {
-    if (!c || c->reserved0 || c->reserved1 || c->srcLOD || c->dstLOD) return CUDA_ERROR_INVALID_VALUE;
-    if (c->WidthInBytes == 0 || c->Height == 0 || c->Depth == 0) return CUDA_SUCCESS;
-    struct copy_geom g = {c->WidthInBytes, c->Height, c->Depth,
-                          c->dstPitch ? c->dstPitch : c->WidthInBytes, c->srcPitch ? c->srcPitch : c->WidthInBytes, 0, 0};
-    if (c->Depth > 1 && (c->srcHeight < c->Height || c->dstHeight < c->Height)) return CUDA_ERROR_INVALID_VALUE;
-    g.sslice = g.spitch * (c->srcHeight ? c->srcHeight : c->Height);
-    g.dslice = g.dpitch * (c->dstHeight ? c->dstHeight : c->Height);
+    if (!c || c->reserved0 || c->reserved1) return CUDA_ERROR_INVALID_VALUE;
+    struct copy_geom g;
     const char *s, *d;
-    CHECK(side_ptr(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ, g.spitch,
-                   g.sslice, extent(g.width, g.height, g.depth, g.spitch, g.sslice), &s));
-    CHECK(side_ptr(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ, g.dpitch,
-                   g.dslice, extent(g.width, g.height, g.depth, g.dpitch, g.dslice), &d));
+    COPY_3D_FROM(c);
     return copy_3d((void *)(uintptr_t)d, s, g, st, sync, false);
+}
+
+static CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER *c, struct emu_stream *st, bool sync)
+{
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    int sdev = emu_ctx_device(c->srcContext), ddev = emu_ctx_device(c->dstContext);
+    if ((c->srcMemoryType != CU_MEMORYTYPE_ARRAY && sdev < 0) ||
+        (c->dstMemoryType != CU_MEMORYTYPE_ARRAY && ddev < 0))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct copy_geom g;
+    const char *s, *d;
+    COPY_3D_FROM(c);
+    return copy_3d((void *)(uintptr_t)d, s, g, st, sync, sdev != ddev);
 }
 
 CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
@@ -292,6 +316,14 @@ CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream h)
 { EMU_ENTRY(cuMemcpy3DAsync_v2); return copy_3d_desc(p, emu_stream_resolve(h, false), false); }
 CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *p, CUstream h)
 { EMU_ENTRY(cuMemcpy3DAsync_v2_ptsz); return copy_3d_desc(p, emu_stream_resolve(h, true), false); }
+CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *p)
+{ EMU_ENTRY(cuMemcpy3DPeer); return copy_3d_peer(p, SYNC_STREAM(false), true); }
+CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *p)
+{ EMU_ENTRY(cuMemcpy3DPeer_ptds); return copy_3d_peer(p, SYNC_STREAM(true), true); }
+CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *p, CUstream h)
+{ EMU_ENTRY(cuMemcpy3DPeerAsync); return copy_3d_peer(p, emu_stream_resolve(h, false), false); }
+CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream h)
+{ EMU_ENTRY(cuMemcpy3DPeerAsync_ptsz); return copy_3d_peer(p, emu_stream_resolve(h, true), false); }
 
 /* ---------------------------------------------------------------- memsets */
 struct memset_op { char *dst; size_t pitch, width, height; int elsize; uint32_t value; bool managed; };

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 
+#define EMU_EVENT_MAGIC 0x45564e54u   /* "EVNT"; cleared when destroyed */
 #define CHECK(x) do { CUresult rc_ = (x); if (rc_ != CUDA_SUCCESS) return rc_; } while (0)
 
 struct emu_event {

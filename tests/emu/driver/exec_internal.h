@@ -107,10 +107,4 @@ void emu_capture_invalidate_dev(int dev);
 CUresult emu_capture_join(struct emu_stream *st, struct emu_capture *c);
 uint64_t emu_capture_id(struct emu_capture *c);
 
-/* exec_event.c */
-#define EMU_EVENT_MAGIC 0x45564e54u
-
-/* Helpers for the _ptsz/_ptds entry points of every exec file. */
-#define EMU_PT_RESOLVE(h, pt) emu_stream_resolve((h), (pt))
-
 #endif

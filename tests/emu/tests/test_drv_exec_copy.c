@@ -191,6 +191,19 @@ static void test_peer(CUdeviceptr d)
     EXPECT(all_bytes(DEV(remote), 'r', N));
     EXPECT(emuGetCounter("bytes.peer") == p0 + N && emuGetCounter("copies.peer") == c0 + 1);
     EXPECT_RC(cuMemcpyPeer(remote, (CUcontext)&p0, d, ctx0, N), CUDA_ERROR_INVALID_CONTEXT);
+    /* 3D peer copy: a 16x4 box of device 0 into device 1 with pitch 32. */
+    CUDA_MEMCPY3D_PEER q;
+    memset(&q, 0, sizeof q);
+    OK(cuMemsetD8(d, 'q', N));
+    q.srcMemoryType = CU_MEMORYTYPE_DEVICE; q.srcDevice = d; q.srcContext = ctx0; q.srcPitch = 16; q.srcHeight = 4;
+    q.dstMemoryType = CU_MEMORYTYPE_DEVICE; q.dstDevice = remote; q.dstContext = ctx1; q.dstPitch = 32; q.dstHeight = 4;
+    q.WidthInBytes = 16; q.Height = 4; q.Depth = 1;
+    OK(cuMemcpy3DPeer(&q));
+    OK(cuCtxSynchronize());
+    EXPECT(all_bytes((char *)DEV(remote) + 32 * 3, 'q', 16) && all_bytes((char *)DEV(remote) + 16, 'r', 16));
+    EXPECT(emuGetCounter("copies.peer") == c0 + 2);
+    q.dstContext = NULL;
+    EXPECT_RC(cuMemcpy3DPeer(&q), CUDA_ERROR_INVALID_CONTEXT);
     REQUIRE(cuCtxSetCurrent(ctx1));
     OK(cuMemFree(remote));
     REQUIRE(cuCtxSetCurrent(ctx0));

@@ -1,0 +1,228 @@
+/* devmem_hooks.c: the device-memory hooks: allocations and frees served by
+ * trainshim's pool (shim/devmem.h), free-memory queries that count what the
+ * pool holds idle, pointer queries and IPC on pooled pointers, device reset,
+ * and the stream creations the pool's fences must cover.
+ *
+ * Only the outermost allocation of a thread is served from the pool (a
+ * nested one is a library's or the shim's own, or the runtime's driver call
+ * behind a passed-through cudaMalloc); every free, nested or not, and even
+ * after a fallback to passthrough, first asks the pool whether the pointer
+ * is its own.  Whatever the pool does not serve is the real call, so errors
+ * are the real library's own. */
+#include "devmem_hooks.h"
+#include "devmem.h"
+
+/* ---- events ------------------------------------------------------------- */
+
+static void alloc_event(int api, uint64_t ptr, uint64_t size, uint64_t stream, int r)
+{
+    int dev = ts_current_device();
+    ts_note_device(dev);
+    ts_ev_alloc(api, dev, r == 0 ? ptr : 0, size, stream, r);
+}
+
+static void free_event(int api, uint64_t ptr, uint64_t stream, int r)
+{
+    /* cudaFree(NULL) is the usual "initialize the runtime" idiom, not a free. */
+    if (ptr) ts_ev_free(api, ts_current_device(), ptr, stream, r);
+}
+
+/* ---- allocation --------------------------------------------------------- */
+
+/* ok/oom: the library's success and out-of-memory codes. */
+#define DM_ALLOC_BODY(ret, base, api, args, out, size, stream_id, async, ok, oom)      \
+    TS_HOOK_PROLOGUE(ret, base, api, args);                                          \
+    TS_OUTER_BEGIN(api);                                                             \
+    uint64_t p_ = 0;                                                                 \
+    int a_ = outer_ && (out) ? ts_dev_alloc(size, stream_id, async, &p_) : TS_DEV_PASS; \
+    ret r;                                                                           \
+    if (a_ == TS_DEV_SERVED) {                                                       \
+        *(out) = (__typeof__(*(out)))(uintptr_t)p_;                                  \
+        r = ok;                                                                      \
+    } else if (a_ == TS_DEV_OOM) {                                                   \
+        r = oom;                                                                     \
+    } else {                                                                         \
+        r = real_ args;                                                              \
+    }                                                                                \
+    if (outer_) {                                                                    \
+        if (r == (oom) && ts_dev_pooling()) ts_dev_oom_report(ts_current_device(), size); \
+        alloc_event(api, r == (ok) && (out) ? (uint64_t)(uintptr_t)*(out) : 0, size, stream_id, (int)r); \
+    }                                                                                \
+    TS_OUTER_END(api, r);                                                            \
+    return r
+
+/* Frees look in the pool even while the shim is inactive (fallback): its
+ * pointers stay valid and must go back to it. */
+#define DM_FREE_BODY(ret, base, api, args, ptr, stream_id, async, ok)               \
+    ts_fn_##base real_ = (ts_fn_##base)ts_real(api);                                 \
+    if (ts_unlikely(!real_)) return (ret)ts_missing(api);                            \
+    if (ts_likely(!ts_active())) {                                                   \
+        if (!ts_dev_pooling() || !(ptr)) return real_ args;                          \
+        ts_enter();                                                                  \
+        bool mine_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async);      \
+        ts_leave();                                                                  \
+        return mine_ ? (ok) : real_ args;                                            \
+    }                                                                                \
+    TS_OUTER_BEGIN(api);                                                             \
+    ret r = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async) ? (ok) : real_ args; \
+    if (outer_) free_event(api, (uint64_t)(uintptr_t)(ptr), stream_id, (int)r);      \
+    TS_OUTER_END(api, r);                                                            \
+    return r
+
+cudaError_t ts_body_cudaMalloc(int api, void **devPtr, size_t size)
+{
+    DM_ALLOC_BODY(cudaError_t, cudaMalloc, api, (devPtr, size), devPtr, size, 0, false, cudaSuccess,
+                  cudaErrorMemoryAllocation);
+}
+
+cudaError_t ts_body_cudaMallocAsync(int api, void **devPtr, size_t size, cudaStream_t hStream)
+{
+    DM_ALLOC_BODY(cudaError_t, cudaMallocAsync, api, (devPtr, size, hStream), devPtr, size,
+                  ts_stream_id(api, hStream), true, cudaSuccess, cudaErrorMemoryAllocation);
+}
+
+cudaError_t ts_body_cudaFree(int api, void *devPtr)
+{
+    DM_FREE_BODY(cudaError_t, cudaFree, api, (devPtr), devPtr, 0, false, cudaSuccess);
+}
+
+cudaError_t ts_body_cudaFreeAsync(int api, void *devPtr, cudaStream_t hStream)
+{
+    DM_FREE_BODY(cudaError_t, cudaFreeAsync, api, (devPtr, hStream), devPtr, ts_stream_id(api, hStream), true,
+                 cudaSuccess);
+}
+
+CUresult ts_body_cuMemAlloc_v2(int api, CUdeviceptr *dptr, size_t bytesize)
+{
+    DM_ALLOC_BODY(CUresult, cuMemAlloc_v2, api, (dptr, bytesize), dptr, bytesize, 0, false, CUDA_SUCCESS,
+                  CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+CUresult ts_body_cuMemAllocAsync(int api, CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    DM_ALLOC_BODY(CUresult, cuMemAllocAsync, api, (dptr, bytesize, hStream), dptr, bytesize,
+                  ts_stream_id(api, hStream), true, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+CUresult ts_body_cuMemFree_v2(int api, CUdeviceptr dptr)
+{
+    DM_FREE_BODY(CUresult, cuMemFree_v2, api, (dptr), dptr, 0, false, CUDA_SUCCESS);
+}
+
+CUresult ts_body_cuMemFreeAsync(int api, CUdeviceptr dptr, CUstream hStream)
+{
+    DM_FREE_BODY(CUresult, cuMemFreeAsync, api, (dptr, hStream), dptr, ts_stream_id(api, hStream), true,
+                 CUDA_SUCCESS);
+}
+
+/* ---- queries ------------------------------------------------------------ */
+
+/* Free memory as the program would see it without the shim: what the pool
+ * holds idle would be free.  Only the outermost call adjusts (the runtime's
+ * cudaMemGetInfo calls cuMemGetInfo_v2). */
+static void add_idle(size_t *free, const size_t *total)
+{
+    if (!free || !total) return;
+    uint64_t f = (uint64_t)*free + ts_dev_idle_bytes(ts_current_device());
+    *free = f > *total ? *total : (size_t)f;
+}
+
+cudaError_t ts_body_cudaMemGetInfo(int api, size_t *free, size_t *total)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaMemGetInfo, api, (free, total));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r = real_(free, total);
+    if (outer_ && r == cudaSuccess) add_idle(free, total);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+CUresult ts_body_cuMemGetInfo_v2(int api, size_t *free, size_t *total)
+{
+    TS_HOOK_PROLOGUE(CUresult, cuMemGetInfo_v2, api, (free, total));
+    TS_OUTER_BEGIN(api);
+    CUresult r = real_(free, total);
+    if (outer_ && r == CUDA_SUCCESS) add_idle(free, total);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+/* A pooled block is an allocation of its own (the driver would name the
+ * whole page mapping or segment). */
+CUresult ts_body_cuMemGetAddressRange_v2(int api, CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    TS_HOOK_PROLOGUE(CUresult, cuMemGetAddressRange_v2, api, (pbase, psize, dptr));
+    TS_OUTER_BEGIN(api);
+    uint64_t base = 0, size = 0;
+    CUresult r;
+    if (ts_dev_lookup(dptr, &base, &size)) {
+        if (pbase) *pbase = base;
+        if (psize) *psize = size;
+        r = CUDA_SUCCESS;
+    } else {
+        r = real_(pbase, psize, dptr);
+    }
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+/* A legacy IPC handle names a cudaMalloc allocation; a pooled block is not
+ * one (the handle would open the whole page or segment, i.e. the wrong
+ * memory), so it is refused, as the driver refuses VMM memory.  Documented in
+ * the README: run with TRAINSHIM_ALLOC=off to share cudaMalloc memory by IPC. */
+cudaError_t ts_body_cudaIpcGetMemHandle(int api, cudaIpcMemHandle_t *handle, void *devPtr)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaIpcGetMemHandle, api, (handle, devPtr));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r = ts_dev_lookup((uint64_t)(uintptr_t)devPtr, NULL, NULL) ? cudaErrorInvalidValue
+                                                                          : real_(handle, devPtr);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+cudaError_t ts_dm_cudaDeviceReset(int api)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaDeviceReset, api, ());
+    TS_OUTER_BEGIN(api);
+    int dev = -1;
+    ts_fn_cudaGetDevice get = (ts_fn_cudaGetDevice)ts_real(TS_API_cudaGetDevice);
+    if (get && get(&dev) == cudaSuccess) ts_dev_reset(dev);
+    cudaError_t r = real_();
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+/* ---- streams ------------------------------------------------------------ */
+
+#define DM_STREAM_CREATE(base, api, args, out)                                       \
+    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                                  \
+    TS_OUTER_BEGIN(api);                                                             \
+    cudaError_t r = real_ args;                                                      \
+    if (r == cudaSuccess && (out)) ts_dev_stream_created((uint64_t)(uintptr_t)*(out)); \
+    TS_OUTER_END(api, r);                                                            \
+    return r
+
+cudaError_t ts_body_cudaStreamCreate(int api, cudaStream_t *pStream)
+{
+    DM_STREAM_CREATE(cudaStreamCreate, api, (pStream), pStream);
+}
+
+cudaError_t ts_body_cudaStreamCreateWithFlags(int api, cudaStream_t *pStream, unsigned int flags)
+{
+    DM_STREAM_CREATE(cudaStreamCreateWithFlags, api, (pStream, flags), pStream);
+}
+
+cudaError_t ts_body_cudaStreamCreateWithPriority(int api, cudaStream_t *pStream, unsigned int flags, int priority)
+{
+    DM_STREAM_CREATE(cudaStreamCreateWithPriority, api, (pStream, flags, priority), pStream);
+}
+
+cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaStreamDestroy, api, (stream));
+    TS_OUTER_BEGIN(api);
+    if (stream) ts_dev_stream_destroying((uint64_t)(uintptr_t)stream);
+    cudaError_t r = real_(stream);
+    TS_OUTER_END(api, r);
+    return r;
+}

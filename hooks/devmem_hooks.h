@@ -1,0 +1,30 @@
+/* devmem_hooks.h: bodies of the device-memory hooks (hooks/devmem_hooks.c),
+ * which serve the program's device allocations from trainshim's pool
+ * (shim/devmem.h).  runtime.c and driver.c include this header so that the
+ * OWN hooks they generate (hooks_gen.h) find these ts_body_* functions. */
+#ifndef TRAINSHIM_DEVMEM_HOOKS_H
+#define TRAINSHIM_DEVMEM_HOOKS_H
+#include "hooks.h"
+
+cudaError_t ts_body_cudaMalloc(int api, void **devPtr, size_t size);
+cudaError_t ts_body_cudaFree(int api, void *devPtr);
+cudaError_t ts_body_cudaMallocAsync(int api, void **devPtr, size_t size, cudaStream_t hStream);
+cudaError_t ts_body_cudaFreeAsync(int api, void *devPtr, cudaStream_t hStream);
+cudaError_t ts_body_cudaMemGetInfo(int api, size_t *free, size_t *total);
+cudaError_t ts_body_cudaIpcGetMemHandle(int api, cudaIpcMemHandle_t *handle, void *devPtr);
+/* A (void) OWN entry expands to ts_body_x(api, ) (hooks.h): a macro takes
+ * the empty argument. */
+cudaError_t ts_dm_cudaDeviceReset(int api);
+#define ts_body_cudaDeviceReset(api, ...) ts_dm_cudaDeviceReset(api)
+cudaError_t ts_body_cudaStreamCreate(int api, cudaStream_t *pStream);
+cudaError_t ts_body_cudaStreamCreateWithFlags(int api, cudaStream_t *pStream, unsigned int flags);
+cudaError_t ts_body_cudaStreamCreateWithPriority(int api, cudaStream_t *pStream, unsigned int flags, int priority);
+cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream);
+
+CUresult ts_body_cuMemAlloc_v2(int api, CUdeviceptr *dptr, size_t bytesize);
+CUresult ts_body_cuMemFree_v2(int api, CUdeviceptr dptr);
+CUresult ts_body_cuMemAllocAsync(int api, CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult ts_body_cuMemFreeAsync(int api, CUdeviceptr dptr, CUstream hStream);
+CUresult ts_body_cuMemGetInfo_v2(int api, size_t *free, size_t *total);
+CUresult ts_body_cuMemGetAddressRange_v2(int api, CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+#endif

@@ -1,0 +1,300 @@
+/* devmem.c: one trainshim pool (shim/alloc.h) per device, over the real
+ * driver's VMM API (shim/alloc_cuda.c with the real entry points from
+ * ts_real), serving the program's device allocations; see devmem.h for the
+ * contract with the hooks.
+ *
+ * Streams.  A synchronous allocation or free (cudaMalloc, cudaFree,
+ * cuMemAlloc, cuMemFree) uses the pseudo stream TS_DEV_NO_STREAM: its fence is
+ * "done" at once, so a block freed by cudaFree is reusable only after fences
+ * on every real stream the pool knows (the legacy stream, every stream
+ * created through the hooks, every stream seen by cudaMallocAsync /
+ * cudaFreeAsync), and a cudaMalloc never takes a block that a cudaFreeAsync
+ * left pending on one stream.  Before recording a fence on a stream the
+ * provider asks cuStreamIsCapturing: a capturing stream (or the legacy stream
+ * during a global capture) gets no event, the batch fails, and nothing
+ * pending is reused until the capture is over. */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "config.h"
+#include "core.h"
+#include "devmem.h"
+#include "hooks.h"
+#include "resolve.h"
+
+#define TS_DEV_MAX 64
+/* An impossible stream handle: synchronous allocations and frees. */
+#define TS_DEV_NO_STREAM UINT64_MAX
+#define TS_DEV_MAX_STREAMS 1024
+
+struct devpool {
+    ts_pool *pool;
+    ts_cuda_provider *cp;
+    bool limited;               /* TRAINSHIM_MEMORY_LIMIT caps it */
+};
+
+static struct devpool *pools[TS_DEV_MAX];   /* published with release stores */
+static bool pool_failed[TS_DEV_MAX];        /* creation failed: pass through */
+static bool any_pool;
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Streams created through the hooks, with their device, for pools created
+ * later (stream creation is rare: a plain locked array). */
+static struct { uint64_t stream; int dev; } known_streams[TS_DEV_MAX_STREAMS];
+static int nknown;
+
+/* The inner (alloc_cuda.c) fence functions, wrapped below. */
+static int (*inner_record)(void *, uint64_t, uint64_t *);
+static int (*inner_query)(void *, uint64_t);
+static int (*inner_wait)(void *, uint64_t);
+static void (*inner_release)(void *, uint64_t);
+
+static int real_device(void)
+{
+    ts_fn_cuCtxGetDevice get = (ts_fn_cuCtxGetDevice)ts_real(TS_API_cuCtxGetDevice);
+    CUdevice d = -1;
+    if (!get || get(&d) != CUDA_SUCCESS) return -1;
+    return (int)d;
+}
+
+/* True when work cannot be enqueued on `stream` without joining a capture. */
+static bool stream_capturing(uint64_t stream)
+{
+    ts_fn_cuStreamIsCapturing is = (ts_fn_cuStreamIsCapturing)ts_real(TS_API_cuStreamIsCapturing);
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!is) return false;
+    if (is((CUstream)(uintptr_t)stream, &st) != CUDA_SUCCESS) return true;   /* e.g. implicit capture */
+    return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* Fence 0 is the pseudo stream's: complete from the start. */
+static int fence_record(void *ctx, uint64_t stream, uint64_t *fence)
+{
+    if (stream == TS_DEV_NO_STREAM) {
+        *fence = 0;
+        return TS_PROV_OK;
+    }
+    if (stream_capturing(stream)) return TS_PROV_ERROR;
+    return inner_record(ctx, stream, fence);
+}
+static int fence_query(void *ctx, uint64_t f) { return f ? inner_query(ctx, f) : TS_FENCE_DONE; }
+static int fence_wait(void *ctx, uint64_t f) { return f ? inner_wait(ctx, f) : TS_PROV_OK; }
+static void fence_release(void *ctx, uint64_t f)
+{
+    if (f) inner_release(ctx, f);
+}
+
+static ts_cuda_provider *make_provider(int dev)
+{
+#define REAL(name) ((void *)ts_real(TS_API_##name))
+    ts_cuda_fns f = {
+        .cuMemAddressReserve = REAL(cuMemAddressReserve), .cuMemAddressFree = REAL(cuMemAddressFree),
+        .cuMemCreate = REAL(cuMemCreate), .cuMemRelease = REAL(cuMemRelease), .cuMemMap = REAL(cuMemMap),
+        .cuMemUnmap = REAL(cuMemUnmap), .cuMemSetAccess = REAL(cuMemSetAccess),
+        .cuMemGetAllocationGranularity = REAL(cuMemGetAllocationGranularity),
+        .cuMemAlloc = REAL(cuMemAlloc_v2), .cuMemFree = REAL(cuMemFree_v2),
+        .cuEventCreate = REAL(cuEventCreate), .cuEventRecord = REAL(cuEventRecord),
+        .cuEventQuery = REAL(cuEventQuery), .cuEventSynchronize = REAL(cuEventSynchronize),
+        .cuEventDestroy = REAL(cuEventDestroy_v2),
+    };
+#undef REAL
+    return ts_cuda_provider_create(&f, dev);
+}
+
+static int chosen_mode(int dev)
+{
+    int mode = ts_cfg()->alloc;
+    if (mode != TS_ALLOC_EXPANDABLE) return mode;
+    ts_fn_cuDeviceGetAttribute attr = (ts_fn_cuDeviceGetAttribute)ts_real(TS_API_cuDeviceGetAttribute);
+    int vmm = 0;
+    if (!attr || attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS) vmm = 0;
+    return vmm ? TS_ALLOC_EXPANDABLE : TS_ALLOC_CACHING;
+}
+
+static struct devpool *create_pool(int dev)
+{
+    ts_fn_cuDeviceTotalMem_v2 total_mem = (ts_fn_cuDeviceTotalMem_v2)ts_real(TS_API_cuDeviceTotalMem_v2);
+    size_t total = 0;
+    if (!total_mem || total_mem(&total, dev) != CUDA_SUCCESS || !total) return NULL;
+    struct devpool *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->cp = make_provider(dev);
+    if (!d->cp) {
+        free(d);
+        return NULL;
+    }
+    ts_page_provider prov = *ts_cuda_provider_table(d->cp);
+    inner_record = prov.fence_record;
+    inner_query = prov.fence_query;
+    inner_wait = prov.fence_wait;
+    inner_release = prov.fence_release;
+    prov.fence_record = fence_record;
+    prov.fence_query = fence_query;
+    prov.fence_wait = fence_wait;
+    prov.fence_release = fence_release;
+
+    const struct ts_fraction_or_size *lim = &ts_cfg()->memory_limit;
+    uint64_t limit = lim->bytes ? lim->bytes : lim->fraction > 0 && lim->fraction < 1 ? (uint64_t)(lim->fraction * total) : 0;
+    if (limit >= total) limit = 0;
+    ts_pool_config cfg = {.mode = chosen_mode(dev), .device = dev, .capacity = total, .memory_limit = limit};
+    int status = 0;
+    d->pool = ts_pool_create(&cfg, &prov, &status);
+    if (!d->pool && cfg.mode == TS_ALLOC_EXPANDABLE) {
+        cfg.mode = TS_ALLOC_CACHING;   /* VMM refused (old driver, MIG...): plain segments */
+        d->pool = ts_pool_create(&cfg, &prov, &status);
+    }
+    if (!d->pool) {
+        ts_cuda_provider_destroy(d->cp);
+        free(d);
+        return NULL;
+    }
+    d->limited = limit != 0;
+    ts_pool_stream_add(d->pool, 0);
+    for (int i = 0; i < nknown; i++)
+        if (known_streams[i].dev == dev) ts_pool_stream_add(d->pool, known_streams[i].stream);
+    return d;
+}
+
+static struct devpool *pool_of(int dev)
+{
+    struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+    if (ts_likely(d != NULL) || __atomic_load_n(&pool_failed[dev], __ATOMIC_RELAXED)) return d;
+    pthread_mutex_lock(&create_lock);
+    d = pools[dev];
+    if (!d && !pool_failed[dev]) {
+        d = create_pool(dev);
+        if (d) {
+            __atomic_store_n(&any_pool, true, __ATOMIC_RELEASE);
+            __atomic_store_n(&pools[dev], d, __ATOMIC_RELEASE);
+        } else {
+            pool_failed[dev] = true;
+            ts_warn("device %d: cannot create the device allocator; its allocations pass through", dev);
+        }
+    }
+    pthread_mutex_unlock(&create_lock);
+    return d;
+}
+
+int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr)
+{
+    *ptr = 0;
+    if (size == 0 || ts_cfg()->alloc == TS_ALLOC_OFF) return TS_DEV_PASS;
+    int dev = real_device();
+    if (dev < 0 || dev >= TS_DEV_MAX) return TS_DEV_PASS;   /* no context: the real call says so */
+    struct devpool *d = pool_of(dev);
+    if (!d) return TS_DEV_PASS;
+    if (async && stream_capturing(stream)) return TS_DEV_PASS;   /* graph-owned allocation */
+    int rc = ts_pool_alloc(d->pool, size, async ? stream : TS_DEV_NO_STREAM, 0, ptr);
+    if (rc == TS_ALLOC_OK) return TS_DEV_SERVED;
+    *ptr = 0;
+    if (rc == TS_ALLOC_OOM) return d->limited ? TS_DEV_OOM : TS_DEV_PASS;
+    if (rc == TS_ALLOC_ERROR)
+        ts_fallback_passthrough("device allocator failed on a %llu-byte request (device %d)",
+                                (unsigned long long)size, dev);
+    return TS_DEV_PASS;
+}
+
+bool ts_dev_pooling(void)
+{
+    return __atomic_load_n(&any_pool, __ATOMIC_ACQUIRE);
+}
+
+bool ts_dev_free(uint64_t ptr, uint64_t stream, bool async)
+{
+    if (!ptr || !ts_dev_pooling()) return false;
+    unsigned flags = 0;
+    /* A free captured into a graph happens at replay: the pool treats it as
+     * a cudaFree (reused only after fences, none recorded during capture). */
+    if (async && !stream_capturing(stream))
+        flags = TS_FF_STREAM_ORDERED;
+    else
+        stream = TS_DEV_NO_STREAM;
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+        if (d && ts_pool_free(d->pool, ptr, stream, flags) == TS_ALLOC_OK) return true;
+    }
+    return false;
+}
+
+bool ts_dev_lookup(uint64_t ptr, uint64_t *base, uint64_t *size)
+{
+    if (!ptr || !ts_dev_pooling()) return false;
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+        if (d && ts_pool_lookup(d->pool, ptr, base, size) == TS_ALLOC_OK) return true;
+    }
+    return false;
+}
+
+bool ts_dev_stats(int dev, ts_alloc_stats *out)
+{
+    if (dev < 0 || dev >= TS_DEV_MAX) return false;
+    struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+    if (!d) return false;
+    ts_pool_stats(d->pool, out);
+    return true;
+}
+
+uint64_t ts_dev_idle_bytes(int dev)
+{
+    ts_alloc_stats st;
+    if (!ts_dev_stats(dev, &st)) return 0;
+    return st.reserved_bytes > st.allocated_bytes ? st.reserved_bytes - st.allocated_bytes : 0;
+}
+
+void ts_dev_stream_created(uint64_t stream)
+{
+    int dev = real_device();
+    if (dev < 0 || dev >= TS_DEV_MAX) return;
+    pthread_mutex_lock(&create_lock);
+    if (nknown < TS_DEV_MAX_STREAMS) known_streams[nknown++] = (__typeof__(known_streams[0])){stream, dev};
+    struct devpool *d = pools[dev];
+    pthread_mutex_unlock(&create_lock);
+    if (d) ts_pool_stream_add(d->pool, stream);
+}
+
+void ts_dev_stream_destroying(uint64_t stream)
+{
+    int dev = -1;
+    pthread_mutex_lock(&create_lock);
+    for (int i = 0; i < nknown; i++)
+        if (known_streams[i].stream == stream) {
+            dev = known_streams[i].dev;
+            known_streams[i] = known_streams[--nknown];
+            break;
+        }
+    pthread_mutex_unlock(&create_lock);
+    /* Streams seen only by cudaMallocAsync/cudaFreeAsync are in a pool too. */
+    for (int i = 0; i < TS_DEV_MAX; i++) {
+        struct devpool *d = __atomic_load_n(&pools[i], __ATOMIC_ACQUIRE);
+        if (d && (dev < 0 || dev == i)) ts_pool_stream_remove(d->pool, stream);
+    }
+}
+
+void ts_dev_reset(int dev)
+{
+    if (dev < 0 || dev >= TS_DEV_MAX) return;
+    pthread_mutex_lock(&create_lock);
+    struct devpool *d = pools[dev];
+    __atomic_store_n(&pools[dev], NULL, __ATOMIC_RELEASE);
+    pool_failed[dev] = false;
+    pthread_mutex_unlock(&create_lock);
+    if (!d) return;
+    /* The reset destroys the context's work and memory anyway; the pool's
+     * pages go back first so that nothing of ours outlives it. */
+    ts_pool_destroy(d->pool);
+    ts_cuda_provider_destroy(d->cp);
+    free(d);
+}
+
+bool ts_dev_last_oom(int dev, ts_oom_report *out)
+{
+    if (dev < 0 || dev >= TS_DEV_MAX) return false;
+    struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+    if (!d) return false;
+    ts_pool_last_oom(d->pool, out);
+    return out->requested != 0;
+}
