@@ -61,7 +61,7 @@ stuberr_cublas := 15
 stuberr_cublasLt := 15
 stuberr_cupti := 27
 # the driver also exports the emu* control API and the driver proc table
-extra_exports_cuda := emu*;
+extra_exports_cuda := emu[A-Z]*;
 
 define EMU_LIB_RULES
 EMU_SRC_$(1) := $$(wildcard tests/emu/$$(dir_$(1))/*.c)

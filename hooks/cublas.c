@@ -199,6 +199,12 @@ static void lt_read_shape(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t Ades
     uint32_t at = 0, dt = 0;
     size_t w;
     s->dtype = s->out_type = -1;
+    /* The program's descriptors are only read, and never when absent: the
+     * real call reports that error itself. */
+    if (!Adesc || !Ddesc)
+        lay = NULL;
+    if (!desc)
+        dsc = NULL;
     if (lay) {
         if (lay(Ddesc, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows_d, sizeof rows_d, &w) != 0) rows_d = 0;
         if (lay(Ddesc, CUBLASLT_MATRIX_LAYOUT_COLS, &cols_d, sizeof cols_d, &w) != 0) cols_d = 0;

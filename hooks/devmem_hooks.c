@@ -53,18 +53,19 @@ static void free_event(int api, uint64_t ptr, uint64_t stream, int r)
 
 /* Frees look in the pool even while the shim is inactive (fallback): its
  * pointers stay valid and must go back to it. */
-#define DM_FREE_BODY(ret, base, api, args, ptr, stream_id, async, ok)               \
+#define DM_FREE_BODY(ret, base, api, args, ptr, stream_id, async, ok, invalid)      \
     ts_fn_##base real_ = (ts_fn_##base)ts_real(api);                                 \
     if (ts_unlikely(!real_)) return (ret)ts_missing(api);                            \
     if (ts_likely(!ts_active())) {                                                   \
         if (!ts_dev_pooling() || !(ptr)) return real_ args;                          \
         ts_enter();                                                                  \
-        bool mine_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async);      \
+        int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async);          \
         ts_leave();                                                                  \
-        return mine_ ? (ok) : real_ args;                                            \
+        return f_ == TS_DEV_FREED ? (ok) : f_ == TS_DEV_INVALID ? (invalid) : real_ args; \
     }                                                                                \
     TS_OUTER_BEGIN(api);                                                             \
-    ret r = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async) ? (ok) : real_ args; \
+    int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async);              \
+    ret r = f_ == TS_DEV_FREED ? (ok) : f_ == TS_DEV_INVALID ? (invalid) : real_ args; \
     if (outer_) free_event(api, (uint64_t)(uintptr_t)(ptr), stream_id, (int)r);      \
     TS_OUTER_END(api, r);                                                            \
     return r
@@ -83,13 +84,13 @@ cudaError_t ts_body_cudaMallocAsync(int api, void **devPtr, size_t size, cudaStr
 
 cudaError_t ts_body_cudaFree(int api, void *devPtr)
 {
-    DM_FREE_BODY(cudaError_t, cudaFree, api, (devPtr), devPtr, 0, false, cudaSuccess);
+    DM_FREE_BODY(cudaError_t, cudaFree, api, (devPtr), devPtr, 0, false, cudaSuccess, cudaErrorInvalidValue);
 }
 
 cudaError_t ts_body_cudaFreeAsync(int api, void *devPtr, cudaStream_t hStream)
 {
     DM_FREE_BODY(cudaError_t, cudaFreeAsync, api, (devPtr, hStream), devPtr, ts_stream_id(api, hStream), true,
-                 cudaSuccess);
+                 cudaSuccess, cudaErrorInvalidValue);
 }
 
 CUresult ts_body_cuMemAlloc_v2(int api, CUdeviceptr *dptr, size_t bytesize)
@@ -106,13 +107,13 @@ CUresult ts_body_cuMemAllocAsync(int api, CUdeviceptr *dptr, size_t bytesize, CU
 
 CUresult ts_body_cuMemFree_v2(int api, CUdeviceptr dptr)
 {
-    DM_FREE_BODY(CUresult, cuMemFree_v2, api, (dptr), dptr, 0, false, CUDA_SUCCESS);
+    DM_FREE_BODY(CUresult, cuMemFree_v2, api, (dptr), dptr, 0, false, CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE);
 }
 
 CUresult ts_body_cuMemFreeAsync(int api, CUdeviceptr dptr, CUstream hStream)
 {
     DM_FREE_BODY(CUresult, cuMemFreeAsync, api, (dptr, hStream), dptr, ts_stream_id(api, hStream), true,
-                 CUDA_SUCCESS);
+                 CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE);
 }
 
 /* ---- queries ------------------------------------------------------------ */

@@ -151,7 +151,7 @@ markdown_lib() {
     echo
   fi
   printf '%s\n' "$st" | awk '$2 == "impl" {print $1}' |
-    { [ "$lib" = nccl ] && grep -v '^pnccl' || cat; } |
+    { if [ "$lib" = nccl ]; then grep -v '^pnccl' || true; else cat; fi; } |
     awk -v lib="$lib" -v rulesf=<(rules) '
       BEGIN {
         FS = "\t"

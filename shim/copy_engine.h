@@ -99,6 +99,9 @@ enum ts_host_class { TS_HC_PAGEABLE, TS_HC_PINNED, TS_HC_DEVICE, TS_HC_MANAGED }
 enum ts_host_class ts_hostclass(const void *p);
 /* True if [p, p+n) lies inside one device (non-managed) allocation. */
 bool ts_hostclass_device_range(const void *p, size_t n);
+/* Asks the driver (not the table) whether p is still pinned memory: blocks
+ * the shim keeps die with their context (cudaDeviceReset). */
+bool ts_hostclass_driver_pinned(const void *p);
 /* The shim saw [p, p+n) become / stop being pinned host memory. */
 void ts_hostclass_add(const void *p, size_t n);
 void ts_hostclass_remove(const void *p);

@@ -202,9 +202,22 @@ bool ts_dev_pooling(void)
     return __atomic_load_n(&any_pool, __ATOMIC_ACQUIRE);
 }
 
-bool ts_dev_free(uint64_t ptr, uint64_t stream, bool async)
+/* True if ptr lies in memory a pool reserved (its virtual range or one of
+ * its segments), live block or not: such a pointer must never reach the real
+ * free, which could release a whole segment under the pool. */
+static bool pool_memory(ts_pool *p, uint64_t ptr)
 {
-    if (!ptr || !ts_dev_pooling()) return false;
+    pthread_mutex_lock(&p->lock);
+    bool in = p->va_size && ptr >= p->va_base && ptr - p->va_base < p->va_size;
+    for (ts_segment *s = p->segs; s && !in; s = s->snext)
+        in = ptr >= s->base && ptr - s->base < s->size;
+    pthread_mutex_unlock(&p->lock);
+    return in;
+}
+
+int ts_dev_free(uint64_t ptr, uint64_t stream, bool async)
+{
+    if (!ptr || !ts_dev_pooling()) return TS_DEV_NOT_OURS;
     unsigned flags = 0;
     /* A free captured into a graph happens at replay: the pool treats it as
      * a cudaFree (reused only after fences, none recorded during capture). */
@@ -214,9 +227,13 @@ bool ts_dev_free(uint64_t ptr, uint64_t stream, bool async)
         stream = TS_DEV_NO_STREAM;
     for (int dev = 0; dev < TS_DEV_MAX; dev++) {
         struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-        if (d && ts_pool_free(d->pool, ptr, stream, flags) == TS_ALLOC_OK) return true;
+        if (d && ts_pool_free(d->pool, ptr, stream, flags) == TS_ALLOC_OK) return TS_DEV_FREED;
     }
-    return false;
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+        if (d && pool_memory(d->pool, ptr)) return TS_DEV_INVALID;
+    }
+    return TS_DEV_NOT_OURS;
 }
 
 bool ts_dev_lookup(uint64_t ptr, uint64_t *base, uint64_t *size)

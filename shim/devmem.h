@@ -11,9 +11,10 @@
  *     failure, TRAINSHIM_ALLOC=off ...).  Only when TRAINSHIM_MEMORY_LIMIT
  *     caps the pool is a pool OOM answered TS_DEV_OOM (the hook returns the
  *     real OOM code without asking the driver).
- *   - ts_dev_free answers true when the pointer was the pool's (freed), false
- *     when the hook must pass it to the real free (pointers from before the
- *     shim, from other paths, double frees: the real error).
+ *   - ts_dev_free answers TS_DEV_FREED when the pointer was the pool's,
+ *     TS_DEV_NOT_OURS when the hook must pass it to the real free (pointers
+ *     from before the shim, from other paths: the real answer), and
+ *     TS_DEV_INVALID for a pointer into the pool that is no live block.
  *   - Pools survive ts_fallback_passthrough: frees of pooled pointers keep
  *     reaching the pool (ts_dev_pooling()). */
 #ifndef TRAINSHIM_DEVMEM_H
@@ -30,8 +31,11 @@ enum ts_dev_answer { TS_DEV_PASS = 0, TS_DEV_SERVED = 1, TS_DEV_OOM = 2 };
 int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr);
 /* async: cudaFreeAsync on `stream` (reusable at once on that stream, on others
  * after a fence); otherwise cudaFree semantics (reusable after fences on every
- * stream the process uses). */
-bool ts_dev_free(uint64_t ptr, uint64_t stream, bool async);
+ * stream the process uses).  TS_DEV_INVALID: inside the pool's memory but not
+ * a live block (double free, interior pointer): the hook answers the real
+ * "invalid value" code itself. */
+enum ts_dev_free_answer { TS_DEV_NOT_OURS = 0, TS_DEV_FREED = 1, TS_DEV_INVALID = 2 };
+int ts_dev_free(uint64_t ptr, uint64_t stream, bool async);
 /* True once any pool exists (free hooks must look even when inactive). */
 bool ts_dev_pooling(void);
 /* The live pooled block holding ptr: its base and size. */

@@ -55,6 +55,21 @@ size_t ts_host_cache_class(size_t size)
     return (size + step - 1) & ~(step - 1);
 }
 
+/* Forgets the block at p without freeing its (already gone) memory. */
+static void drop_block(void *p)
+{
+    pthread_mutex_lock(&cache_lock);
+    for (struct block **pp = &blocks; *pp; pp = &(*pp)->next)
+        if ((*pp)->ptr == p) {
+            struct block *b = *pp;
+            *pp = b->next;
+            free(b);
+            break;
+        }
+    pthread_mutex_unlock(&cache_lock);
+    ts_hostclass_remove(p);
+}
+
 void *ts_host_cache_get(size_t size, unsigned flags)
 {
     size_t cls = ts_host_cache_class(size);
@@ -70,6 +85,11 @@ void *ts_host_cache_get(size_t size, unsigned flags)
     if (p) hits++;
     else misses++;
     pthread_mutex_unlock(&cache_lock);
+    /* A cached block dies with its context (cudaDeviceReset): forget it. */
+    if (p && !ts_hostclass_driver_pinned(p)) {
+        drop_block(p);
+        return ts_host_cache_get(size, flags);
+    }
     return p;
 }
 

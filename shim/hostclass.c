@@ -95,3 +95,11 @@ bool ts_hostclass_device_range(const void *p, size_t n)
     if (get(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d) != CUDA_SUCCESS) return false;
     return d >= start && n <= size && d - start <= size - n;
 }
+
+bool ts_hostclass_driver_pinned(const void *p)
+{
+    ts_fn_cuPointerGetAttribute get = REAL(cuPointerGetAttribute);
+    unsigned int type = 0;
+    return get && get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS &&
+           type == CU_MEMORYTYPE_HOST;
+}

@@ -86,8 +86,23 @@ static bool bind_context(struct ts_staging_buf *b, CUcontext ctx)
     return true;
 }
 
+/* A buffer whose memory died with its context (cudaDeviceReset destroys
+ * the context's pinned allocations): its slot is retired, never handed out. */
+static void retire(struct ts_staging_buf *b)
+{
+    ts_hostclass_remove(b->ptr);
+    pthread_mutex_lock(&ring_lock);
+    b->ptr = NULL;   /* stays busy: the slot is dead */
+    __atomic_fetch_sub(&allocated, ts_staging_chunk(), __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&ring_lock);
+}
+
 static struct ts_staging_buf *hand_out(struct ts_staging_buf *b, CUcontext ctx)
 {
+    if (!ts_hostclass_driver_pinned(b->ptr)) {
+        retire(b);
+        return NULL;
+    }
     if (bind_context(b, ctx)) return b;
     ts_staging_release(b);
     return NULL;

@@ -324,7 +324,10 @@ int acct_advice(const struct acct_compute *c, const struct acct_comm *m, const s
             for (int i = 0; i < 3 && o < sizeof dims; i++)
                 if (d[i] % top->align)
                     o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%c %lld->%lld", o ? ", " : "", "mnk"[i],
-                                          (long long)d[i], (long long)((d[i] + top->align - 1) / top->align * top->align));
+                                          (long long)d[i],
+                                          (long long)(d[i] > 0 && d[i] < (INT64_MAX >> 1)
+                                                          ? (d[i] + top->align - 1) / top->align * top->align
+                                                          : d[i]));
             snprintf(lines[n++], 256,
                      "%.1f%% of GEMM FLOPs%s run on shapes not a multiple of %u for %s tensor cores; "
                      "largest: %lldx%lldx%lld, pad %s",

@@ -420,7 +420,8 @@ static void pad_hint(const struct acct_shape *s, char *b, size_t n)
     const char names[3] = {'m', 'n', 'k'};
     for (int d = 0; d < 3 && s->align; d++)
         if (dims[d] % s->align) {
-            int64_t to = (dims[d] + s->align - 1) / s->align * s->align;
+            int64_t to = dims[d] > 0 && dims[d] < (INT64_MAX >> 1) ? (dims[d] + s->align - 1) / s->align * s->align
+                                                                  : dims[d];
             o += (size_t)snprintf(b + o, o < n ? n - o : 0, "%s%c %lld->%lld", o ? ", " : "", names[d],
                                   (long long)dims[d], (long long)to);
             if (o >= n)

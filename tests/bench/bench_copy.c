@@ -138,6 +138,9 @@ static int child_main(int argc, char **argv)
 /* ---- parent --------------------------------------------------------------- */
 static char self[PATH_MAX], shim[PATH_MAX], logdir[] = "/tmp/bench_copy.XXXXXX", logpath[PATH_MAX];
 
+/* Extra NAME=value for the next children (NULL: none). */
+static const char *extra_env;
+
 /* Runs this program as a child measurement; returns its figure (or -1). */
 static double measure(int with_shim, int simulated, const char *what, size_t n, int reps)
 {
@@ -158,6 +161,7 @@ static double measure(int with_shim, int simulated, const char *what, size_t n, 
             unsetenv("EMU_PINNED_GBPS");
             unsetenv("EMU_PAGEABLE_GBPS");
         }
+        if (extra_env) putenv((char *)extra_env);
         char nbuf[32], rbuf[16];
         snprintf(nbuf, sizeof nbuf, "%zu", n);
         snprintf(rbuf, sizeof rbuf, "%d", reps);
@@ -222,6 +226,19 @@ int main(int argc, char **argv)
     double sblk_on = measure(1, 1, "blocked", bn, 10), sblk_off = measure(0, 1, "blocked", bn, 10);
     printf("simulated PCIe (EMU_PINNED_GBPS=25 EMU_PAGEABLE_GBPS=8): host time blocked per cudaMemcpyAsync "
            "H2D (8 MiB): with shim %.0f us, without %.0f us\n", sblk_on, sblk_off);
+
+    /* Where conversion starts to pay (TRAINSHIM_PINNED_COPY_MIN): host time
+     * per async H2D call, every size converted vs none. */
+    static const size_t small[] = {64u << 10, 256u << 10, 1u << 20};
+    for (int k = 0; k < 3; k++) {
+        extra_env = "TRAINSHIM_PINNED_COPY_MIN=1";
+        double conv = measure(1, 1, "blocked", small[k], 50);
+        extra_env = "TRAINSHIM_PINNED_COPY=off";
+        double pass = measure(1, 1, "blocked", small[k], 50);
+        extra_env = NULL;
+        printf("simulated PCIe: host time per cudaMemcpyAsync H2D of %4zu KiB: converted %.0f us, passed through %.0f us\n",
+               small[k] >> 10, conv, pass);
+    }
 
     size_t sn = 64u * MIB;
     for (int dir = 0; dir < 2; dir++) {

@@ -2,7 +2,7 @@
  * carries a shape (section 9 of the reference: <t>gemm, <t>gemmBatched,
  * <t>gemmStridedBatched, GemmEx, GemmBatchedEx, GemmStridedBatchedEx, each
  * with its _64 twin, and cublasLtMatmul plain and transposed), plus one
- * invalid call.  The program works out, from the status of every call, the
+ * invalid call, and one GEMM captured into a CUDA graph.  The program works out, from the status of every call, the
  * totals the shim must log and prints them on its last line:
  *     expect calls=<ok calls> failed=<failed calls> flops=<FLOPs> misaligned=<FLOPs>
  * test_compute_flops.sh runs it under the shim and compares the report's JSON
@@ -197,6 +197,26 @@ int main(void)
     EXPECT(cublasLtMatrixLayoutCreate(&lct, CUDA_R_32F, 4, 4, LD) == CUBLAS_STATUS_SUCCESS);
     st = cublasLtMatmul(lt, desc_t, &f1, A, lat, B, lb, &f0, C, lct, C, lct, NULL, NULL, 0, s);
     account("cublasLtMatmul transa=T", st, 4, 4, 6, 1, 0, 0, 1);
+
+    /* ---- a GEMM captured into a graph: counted once (at capture), never
+     * timed (an event would become a graph node), and the graph still runs ---- */
+    cudaStream_t cs;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    EXPECT(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking) == cudaSuccess);
+    EXPECT(cublasSetStream(h, cs) == CUBLAS_STATUS_SUCCESS);
+    EXPECT(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal) == cudaSuccess);
+    st = cublasSgemm_v2(h, N, N, 8, 8, 24, &f1, A, LD, B, LD, &f0, C, LD);
+    account("cublasSgemm_v2 (captured)", st, 8, 8, 24, 1, 0, 0, 1);
+    EXPECT(cudaStreamEndCapture(cs, &graph) == cudaSuccess);
+    EXPECT(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+    EXPECT(cudaGraphLaunch(exec, cs) == cudaSuccess);
+    EXPECT(cudaGraphLaunch(exec, cs) == cudaSuccess);
+    EXPECT(cudaStreamSynchronize(cs) == cudaSuccess);
+    EXPECT(cudaGraphExecDestroy(exec) == cudaSuccess);
+    EXPECT(cudaGraphDestroy(graph) == cudaSuccess);
+    EXPECT(cublasSetStream(h, s) == CUBLAS_STATUS_SUCCESS);
+    EXPECT(cudaStreamDestroy(cs) == cudaSuccess);
 
     EXPECT(cudaStreamSynchronize(s) == cudaSuccess);
     cublasLtMatrixLayoutDestroy(la);

@@ -4,7 +4,8 @@
 # hold exactly the calls, failed calls, FLOPs and misaligned FLOPs the program
 # worked out from its own call statuses, the precision classes, and sampled
 # GPU time.  Nested cuBLAS -> cuBLASLt calls must count once (the totals would
-# be larger otherwise).  The program's output is the same with and without
+# be larger otherwise).  A GEMM captured into a graph counts once and is
+# never timed (the graph still instantiates and runs).  The program's output is the same with and without
 # the shim.
 set -u
 B=${B:-build}
@@ -45,6 +46,9 @@ lt = shapes.get((4, 4, 6, 1))
 if not lt or lt["transa"] != 1: bad.append(f"transposed cublasLtMatmul shape 4x4x6 missing or transa wrong: {lt}")
 mis = shapes.get((24, 16, 10, 1))
 if not mis or mis["pad"] != "k 10->16": bad.append(f"GemmEx fp16 24x16x10 pad hint: {mis}")
+cap = shapes.get((8, 8, 24, 1))
+if not cap or cap["calls"] != 1: bad.append(f"captured GEMM 8x8x24 not counted once: {cap}")
+elif cap["timed_calls"] != 0: bad.append("a GEMM on a capturing stream was timed")
 if "cuBLAS" not in c["counted"]: bad.append("the report does not say which FLOPs are counted")
 if sample == 1:
     if not (1 <= c["timed_calls"] <= c["gemm_calls"]): bad.append(f"timed_calls {c['timed_calls']} with every call sampled")

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 struct emu_config emu_cfg;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -59,6 +61,32 @@ static size_t parse_size(const char *v, size_t dflt)
 }
 
 static int set_fault_rules(const char *spec);
+static void after_fork_child(void);
+
+/* Every cuMemCreate handle is a memfd, and a replayed 80 GiB trace maps
+ * ~40k 2 MiB handles: raise the open-file limit as far as allowed, silently
+ * (as a process may always raise its soft limit to the hard one; with
+ * CAP_SYS_RESOURCE both may go up to fs.nr_open). */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    rlim_t want = (rlim_t)1 << 20;
+    FILE *f = fopen("/proc/sys/fs/nr_open", "re");
+    if (f) {
+        unsigned long long v;
+        if (fscanf(f, "%llu", &v) == 1 && v > 0) want = (rlim_t)v;
+        fclose(f);
+    }
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) {
+        struct rlimit up = { want, want };
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) return;   /* privileged */
+    }
+    if (rl.rlim_cur != rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
 
 static void do_init(void)
 {
@@ -79,6 +107,8 @@ static void do_init(void)
     if (fail && *fail && set_fault_rules(fail) != 0)
         emu_warn("EMU_FAIL=%s is not a valid fault spec (entry:N:ERROR or entry:pF:ERROR)", fail);
     emu_fault_install();
+    raise_fd_limit();
+    pthread_atfork(NULL, NULL, after_fork_child);
     __atomic_store_n(&init_done, 1, __ATOMIC_RELEASE);
 }
 
@@ -135,6 +165,22 @@ static struct counter *counter_find(const char *name, bool create)
     return NULL;
 }
 
+/* Where a counter that did not fit the table goes: adds still work. */
+static uint64_t dropped_counter;
+
+uint64_t *emu_counter_ref(const char *name)
+{
+    struct counter *c = counter_find(name, true);
+    return c ? &c->value : &dropped_counter;
+}
+
+void emu_counter_max_ref(uint64_t *ref, uint64_t value)
+{
+    uint64_t cur = __atomic_load_n(ref, __ATOMIC_RELAXED);
+    while (cur < value && !__atomic_compare_exchange_n(ref, &cur, value, true,
+                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+}
+
 void emu_counter_add(const char *name, uint64_t delta)
 {
     struct counter *c = counter_find(name, true);
@@ -157,10 +203,17 @@ uint64_t emuGetCounter(const char *name)
     return c ? __atomic_load_n(&c->value, __ATOMIC_RELAXED) : 0;
 }
 
+/* phys.current* describe memory that is still allocated: zeroing them would
+ * make the next free wrap them around.  They are kept, and phys.peak*
+ * restart from them (emu_phys_reset_peaks). */
 void emuResetCounters(void)
 {
-    for (unsigned i = 0; i < COUNTER_SLOTS; i++)
+    for (unsigned i = 0; i < COUNTER_SLOTS; i++) {
+        const char *n = __atomic_load_n(&counters[i].name, __ATOMIC_ACQUIRE);
+        if (n && strncmp(n, "phys.", 5) == 0) continue;
         __atomic_store_n(&counters[i].value, 0, __ATOMIC_RELAXED);
+    }
+    emu_phys_reset_peaks();
 }
 
 void emuAddCounter(const char *name, uint64_t delta)
@@ -280,7 +333,26 @@ unsigned emuSetJitterUs(unsigned us)
 }
 
 /* -------------------------------------------- entry accounting and faults */
-struct emu_entry_slot { struct counter *calls; const char *name; };
+struct emu_entry_slot { struct counter *calls; const char *name; bool works_after_fork; };
+
+/* A child forked (without exec) after cuInit has no usable CUDA state: as on
+ * a real driver, every entry point but the few that need no context answers
+ * CUDA_ERROR_NOT_INITIALIZED.  Set by the atfork handler, checked in
+ * emu_entry (one load on the hot path). */
+static int forked_after_init;
+static void after_fork_child(void)
+{
+    if (emu_driver_initialized()) __atomic_store_n(&forked_after_init, 1, __ATOMIC_RELAXED);
+}
+
+static bool works_after_fork(const char *name)
+{
+    static const char *const ok[] = { "cuGetErrorString", "cuGetErrorName", "cuDriverGetVersion",
+                                      "cuGetProcAddress", "cuGetProcAddress_v2", "cuGetExportTable" };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (!strcmp(ok[i], name)) return true;
+    return false;
+}
 
 #define MAX_FAULT_RULES 32
 struct fault_rule {
@@ -336,6 +408,7 @@ CUresult emu_entry(struct emu_entry_slot **slotp, const char *name)
         snprintf(cname, sizeof cname, "calls.%s", name);
         fresh->calls = counter_find(cname, true);
         fresh->name = name;
+        fresh->works_after_fork = works_after_fork(name);
         struct emu_entry_slot *expect = NULL;
         if (__atomic_compare_exchange_n(slotp, &expect, fresh, false,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -343,6 +416,9 @@ CUresult emu_entry(struct emu_entry_slot **slotp, const char *name)
         else { free(fresh); slot = expect; }
     }
     if (slot->calls) __atomic_fetch_add(&slot->calls->value, 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(__atomic_load_n(&forked_after_init, __ATOMIC_RELAXED), 0) &&
+        !slot->works_after_fork)
+        return CUDA_ERROR_NOT_INITIALIZED;
     if (__builtin_expect(__atomic_load_n(&n_fault_rules, __ATOMIC_ACQUIRE) != 0, 0))
         return fault_check(name);
     return CUDA_SUCCESS;

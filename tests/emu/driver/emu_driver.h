@@ -57,6 +57,22 @@ CUresult emu_entry(struct emu_entry_slot **slot, const char *name);
 /* Counters (emuAddCounter is the exported form). */
 void emu_counter_add(const char *name, uint64_t delta);
 void emu_counter_max(const char *name, uint64_t value);   /* keeps the maximum */
+/* Hot paths: a counter's value cell, resolved once (names are interned for
+ * the process's lifetime, so the pointer stays valid).  Never NULL.
+ * EMU_COUNTER(name) caches it in a per-call-site static (name must be the
+ * same at every call of that site). */
+uint64_t *emu_counter_ref(const char *name);
+void emu_counter_max_ref(uint64_t *ref, uint64_t value);
+static inline void emu_counter_add_ref(uint64_t *ref, uint64_t delta)
+{
+    __atomic_fetch_add(ref, delta, __ATOMIC_RELAXED);
+}
+#define EMU_COUNTER(name) __extension__({ static uint64_t *emu_cref_; \
+        uint64_t *emu_r_ = __atomic_load_n(&emu_cref_, __ATOMIC_ACQUIRE); \
+        if (__builtin_expect(!emu_r_, 0)) { \
+            emu_r_ = emu_counter_ref(name); \
+            __atomic_store_n(&emu_cref_, emu_r_, __ATOMIC_RELEASE); } \
+        emu_r_; })
 
 /* Current device of the calling thread (context current, default 0). */
 int emu_current_device(void);
@@ -136,5 +152,8 @@ void emu_managed_touch(uintptr_t p, size_t len, int to_device);
  * has drained): releases every allocation of device dev, as destroying the
  * context does on a GPU. */
 void emu_mem_reset_device(int dev);
+
+/* emuResetCounters: phys.peak* restart from the memory still allocated. */
+void emu_phys_reset_peaks(void);
 
 #endif

@@ -7,6 +7,7 @@
  * time. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include "exec_internal.h"
+#include "emu_activity.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +23,22 @@ static const char *const bytes_counter[N_COPY_KINDS] = {
 static const char *const copies_counter[N_COPY_KINDS] = {
     "copies.h2d.pageable", "copies.h2d.pinned", "copies.d2h.pageable", "copies.d2h.pinned",
     "copies.d2d", "copies.h2h", "copies.peer"};
+/* Their cells, resolved at the first copy of each kind. */
+static uint64_t *bytes_ref[N_COPY_KINDS], *copies_ref[N_COPY_KINDS];
+
+static void count_copy(int kind, size_t bytes)
+{
+    uint64_t *b = __atomic_load_n(&bytes_ref[kind], __ATOMIC_ACQUIRE);
+    uint64_t *c = __atomic_load_n(&copies_ref[kind], __ATOMIC_ACQUIRE);
+    if (__builtin_expect(!b || !c, 0)) {
+        b = emu_counter_ref(bytes_counter[kind]);
+        c = emu_counter_ref(copies_counter[kind]);
+        __atomic_store_n(&bytes_ref[kind], b, __ATOMIC_RELEASE);
+        __atomic_store_n(&copies_ref[kind], c, __ATOMIC_RELEASE);
+    }
+    emu_counter_add_ref(b, bytes);
+    emu_counter_add_ref(c, 1);
+}
 
 /* A copy is up to three-dimensional: depth slices of height rows of width
  * bytes; pitches are the distances between rows and between slices. */
@@ -39,7 +56,13 @@ struct copy_op {
     int kind;
     bool dst_managed, src_managed;
     void *staging;      /* owned copy of a pageable source */
+    int src_kind, dst_kind;            /* enum emu_mem_kind, for activity records */
+    uint32_t stream_id, correlation_id;
+    int dev;
 };
+
+/* CUpti_ActivityMemcpyKind of each copy kind (HTOD 1, DTOH 2, DTOD 8, HTOH 9, PTOP 10). */
+static const int cupti_copy_kind[N_COPY_KINDS] = { 1, 1, 2, 2, 8, 9, 10 };
 
 static void sleep_ns(uint64_t ns)
 {
@@ -64,6 +87,7 @@ static void run_copy(void *p)
     struct copy_op *c = p;
     const struct copy_geom *g = &c->g;
     size_t bytes = g->width * g->height * g->depth;
+    uint64_t start = emu_activity_hook() ? emu_now_ns() : 0;
     double gbps = kind_gbps(c->kind);
     if (gbps > 0) sleep_ns((uint64_t)((double)bytes / gbps));   /* bytes / (GB/s) = ns */
     if (c->src_managed)
@@ -77,8 +101,16 @@ static void run_copy(void *p)
             for (size_t r = 0; r < g->height; r++)
                 memcpy(c->dst + z * g->dslice + r * g->dpitch, c->src + z * g->sslice + r * g->spitch, g->width);
     }
-    emu_counter_add(bytes_counter[c->kind], bytes);
-    emu_counter_add(copies_counter[c->kind], 1);
+    count_copy(c->kind, bytes);
+    emu_activity_fn hook = emu_activity_hook();
+    if (hook) {
+        struct emu_activity rec = {
+            .kind = EMU_ACTIVITY_MEMCPY, .start_ns = start, .end_ns = emu_now_ns(),
+            .stream_id = c->stream_id, .correlation_id = c->correlation_id, .device = c->dev,
+            .copy_kind = cupti_copy_kind[c->kind], .src_kind = c->src_kind, .dst_kind = c->dst_kind,
+            .bytes = bytes };
+        hook(&rec);
+    }
 }
 
 static void free_copy(void *p)
@@ -132,7 +164,11 @@ static CUresult copy_3d(void *dst, const void *src, struct copy_geom g, struct e
     struct copy_op *c = calloc(1, sizeof *c);
     if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
     *c = (struct copy_op){.dst = dst, .src = src, .g = g, .kind = kind,
-                          .dst_managed = dk == EMU_MEM_MANAGED, .src_managed = sk == EMU_MEM_MANAGED};
+                          .dst_managed = dk == EMU_MEM_MANAGED, .src_managed = sk == EMU_MEM_MANAGED,
+                          .src_kind = sk == EMU_MEM_INVALID ? EMU_MEM_PAGEABLE : (int)sk,
+                          .dst_kind = dk == EMU_MEM_INVALID ? EMU_MEM_PAGEABLE : (int)dk,
+                          .stream_id = (uint32_t)st->id, .dev = st->dev,
+                          .correlation_id = emu_activity_next_correlation()};
     if (kind == H2D_PAGEABLE && !capturing) {
         /* The caller may reuse its buffer as soon as we return. */
         size_t row = g.width, slice = g.width * g.height;

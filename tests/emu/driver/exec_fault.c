@@ -11,12 +11,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static struct sigaction prev_segv, prev_bus;
 static pthread_mutex_t install_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread sigjmp_buf *guard_jmp;
 static __thread volatile sig_atomic_t in_guard;
 static __thread void *own_altstack;
+#define ALTSTACK_BYTES (64 * 1024)
 
 static __thread int chaining;
 
@@ -79,13 +81,18 @@ void emu_fault_install(void)
 void emu_fault_thread_init(void)
 {
     /* Own stack for the handler: a kernel may fault with its stack nearly
-     * used up.  One already installed (a sanitizer's) is kept. */
+     * used up.  One already installed (a sanitizer's) is kept.  mmap, not
+     * malloc: ASan's thread teardown unmaps the alternate stack it finds
+     * installed, which must then be a whole mapping (and not heap memory). */
     stack_t cur;
     if (sigaltstack(NULL, &cur) != 0 || (cur.ss_flags & SS_DISABLE)) {
-        size_t sz = 64 * 1024;
-        stack_t ss = {.ss_sp = malloc(sz), .ss_size = sz, .ss_flags = 0};
-        if (ss.ss_sp && sigaltstack(&ss, NULL) == 0) own_altstack = ss.ss_sp;
-        else free(ss.ss_sp);
+        void *mem = mmap(NULL, ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (mem != MAP_FAILED) {
+            stack_t ss = {.ss_sp = mem, .ss_size = ALTSTACK_BYTES, .ss_flags = 0};
+            if (sigaltstack(&ss, NULL) == 0) own_altstack = mem;
+            else munmap(mem, ALTSTACK_BYTES);
+        }
     }
     /* A program may have installed its own handler after the driver loaded:
      * put ours back in front of it (it is chained to). */
@@ -96,7 +103,9 @@ void emu_fault_thread_exit(void)
 {
     if (!own_altstack) return;
     stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
-    if (sigaltstack(&off, NULL) == 0) free(own_altstack);
+    /* Disabled first: the kernel must not deliver a signal onto freed memory,
+     * and a sanitizer's exit hook then finds no stack of ours to unmap. */
+    if (sigaltstack(&off, NULL) == 0) munmap(own_altstack, ALTSTACK_BYTES);
     own_altstack = NULL;
 }
 

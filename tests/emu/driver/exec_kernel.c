@@ -6,6 +6,7 @@
  * of the launch even though it runs later on the stream's worker. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include "exec_internal.h"
+#include "emu_activity.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -357,14 +358,29 @@ struct launch_op {
     bool captured;        /* counted as launched each time a graph replays it */
     emu_launch launch;
     void **args;          /* into this allocation, or the caller's array (waited launch) */
+    const char *name;     /* for activity records (the registry is never freed) */
+    uint32_t stream_id, correlation_id;
+    int dev;
 };
 
 static void run_kernel(void *p)
 {
     struct launch_op *l = p;
-    if (l->captured) emu_counter_add("kernels.launched", 1);
+    if (l->captured) emu_counter_add_ref(EMU_COUNTER("kernels.launched"), 1);
+    emu_activity_fn hook = emu_activity_hook();
+    uint64_t start = hook ? emu_now_ns() : 0;
     l->impl(l->args, &l->launch);
-    emu_counter_add("kernels.completed", 1);
+    emu_counter_add_ref(EMU_COUNTER("kernels.completed"), 1);
+    if (hook) {
+        struct emu_activity rec = {
+            .kind = EMU_ACTIVITY_KERNEL, .start_ns = start, .end_ns = emu_now_ns(),
+            .stream_id = l->stream_id, .correlation_id = l->correlation_id, .device = l->dev,
+            .name = l->name,
+            .grid = {l->launch.grid.x, l->launch.grid.y, l->launch.grid.z},
+            .block = {l->launch.block.x, l->launch.block.y, l->launch.block.z},
+            .shared_bytes = l->launch.shared_bytes };
+        hook(&rec);
+    }
 }
 
 static const void *extra_buffer(void **extra, size_t *size)
@@ -407,6 +423,10 @@ static CUresult launch(struct emu_func *f, unsigned gx, unsigned gy, unsigned gz
     l->impl = impl;
     l->captured = __atomic_load_n(&st->capture, __ATOMIC_ACQUIRE) != NULL;
     l->launch = (emu_launch){{gx, gy, gz}, {bx, by, bz}, shmem, (void *)h};
+    l->name = f->device_name ? f->device_name : "(unnamed kernel)";
+    l->stream_id = (uint32_t)st->id;
+    l->dev = st->dev;
+    l->correlation_id = emu_activity_next_correlation();
     bool wait = false;
     if (known) {
         l->args = (void **)(l + 1);
@@ -437,7 +457,7 @@ static CUresult launch(struct emu_func *f, unsigned gx, unsigned gy, unsigned gz
     bool l_captured = l->captured;   /* l belongs to the stream once queued */
     CUresult rc = emu_stream_enqueue_on(st, run_kernel, l, free, "kernel", NULL, &seq);
     if (rc != CUDA_SUCCESS) { free(l); return rc; }
-    if (!l_captured) emu_counter_add("kernels.launched", 1);
+    if (!l_captured) emu_counter_add_ref(EMU_COUNTER("kernels.launched"), 1);
     if (wait) emu_stream_wait_seq(st, seq);
     return CUDA_SUCCESS;
 }

@@ -10,10 +10,24 @@
 struct emu_mem_space emu_space;
 
 static pthread_once_t space_once = PTHREAD_ONCE_INIT;
-static size_t phys_used[EMU_MAX_DEVICES];         /* atomic */
-static size_t phys_total;                         /* atomic, all devices */
-static char phys_current_name[EMU_MAX_DEVICES][32];
-static char phys_peak_name[EMU_MAX_DEVICES][32];
+/* The phys.* counter cells, resolved once at reservation: charge/uncharge is
+ * on the path of every cuMemAlloc/cuMemFree.  phys.current.<dev> and
+ * phys.current are the accounting itself (emuResetCounters keeps them). */
+static uint64_t *phys_current_ref[EMU_MAX_DEVICES], *phys_peak_ref[EMU_MAX_DEVICES];
+static uint64_t *phys_current_all_ref, *phys_peak_all_ref;
+
+/* Reserves span bytes aligned to align (over-reserving and trimming); NULL
+ * if the address space has no room (a sanitizer's shadow takes most of it). */
+static void *reserve_aligned(size_t span, size_t align)
+{
+    void *r = mmap(NULL, span + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED) return NULL;
+    uintptr_t base = emu_round_up((uintptr_t)r, align);
+    if (base > (uintptr_t)r) munmap(r, base - (uintptr_t)r);
+    uintptr_t end = (uintptr_t)r + span + align;
+    if (end > base + span) munmap((void *)(base + span), end - (base + span));
+    return (void *)base;
+}
 
 static void space_reserve(void)
 {
@@ -21,26 +35,38 @@ static void space_reserve(void)
     int devices = emu_cfg.devices;
     if (devices < 1) devices = 1;
     if (devices > EMU_MAX_DEVICES) devices = EMU_MAX_DEVICES;
-    size_t span = (size_t)devices * EMU_DEV_SPAN + EMU_MANAGED_SPAN;
-    /* Over-reserve by one device span to align the base: device pointers then
-     * share no address bits with typical heap pointers, and alignments up to
-     * EMU_DEV_SPAN asked of cuMemAddressReserve can be honoured. */
-    void *r = mmap(NULL, span + EMU_DEV_SPAN, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (r == MAP_FAILED) {
-        fprintf(stderr, "emu: cannot reserve %zu bytes of address space for device memory\n", span);
+    /* 4 TiB per device normally; under TSan (whose shadow occupies most of
+     * the address space) or a small vm limit, smaller spans, down to 16 GiB:
+     * the largest that fits.  Each
+     * device span: its arena (1/4), its VMM area (3/4); managed memory gets
+     * one more quarter span.  The base is aligned to the span, so device
+     * pointers share no address bits with typical heap pointers. */
+    uintptr_t base = 0;
+    size_t dev_span = 0;
+    for (int shift = 42; shift >= 34 && !base; shift--) {
+        dev_span = (size_t)1 << shift;
+        size_t span = (size_t)devices * dev_span + dev_span / 4;
+        base = (uintptr_t)reserve_aligned(span, dev_span);
+    }
+    if (!base) {
+        fprintf(stderr, "emu: cannot reserve address space for device memory\n");
         abort();
     }
-    uintptr_t base = emu_round_up((uintptr_t)r, EMU_DEV_SPAN);
-    if (base > (uintptr_t)r) munmap(r, base - (uintptr_t)r);
-    uintptr_t end = (uintptr_t)r + span + EMU_DEV_SPAN;
-    if (end > base + span) munmap((void *)(base + span), end - (base + span));
+    if (dev_span < (size_t)1 << 42 && dev_span / 4 < emu_cfg.device_memory)
+        emu_warn("device address space reduced to %zu GiB per device (arena %zu GiB < EMU_DEVICE_MEMORY)",
+                 dev_span >> 30, (dev_span / 4) >> 30);
+    phys_current_all_ref = emu_counter_ref("phys.current");
+    phys_peak_all_ref = emu_counter_ref("phys.peak");
     for (int d = 0; d < devices; d++) {
-        snprintf(phys_current_name[d], sizeof phys_current_name[d], "phys.current.%d", d);
-        snprintf(phys_peak_name[d], sizeof phys_peak_name[d], "phys.peak.%d", d);
+        char name[32];
+        snprintf(name, sizeof name, "phys.current.%d", d);
+        phys_current_ref[d] = emu_counter_ref(name);
+        snprintf(name, sizeof name, "phys.peak.%d", d);
+        phys_peak_ref[d] = emu_counter_ref(name);
     }
     emu_space.devices = devices;
-    emu_space.managed_base = base + (uintptr_t)devices * EMU_DEV_SPAN;
+    emu_space.dev_span = dev_span;
+    emu_space.managed_base = base + (uintptr_t)devices * dev_span;
     __atomic_store_n(&emu_space.base, base, __ATOMIC_RELEASE);
 }
 
@@ -80,32 +106,37 @@ static bool in_managed_range(uintptr_t p)
 
 bool emu_phys_charge(int dev, size_t bytes)
 {
-    size_t cur = __atomic_load_n(&phys_used[dev], __ATOMIC_RELAXED);
+    uint64_t cur = __atomic_load_n(phys_current_ref[dev], __ATOMIC_RELAXED);
     do {
         if (bytes > emu_cfg.device_memory || cur > emu_cfg.device_memory - bytes) return false;
-    } while (!__atomic_compare_exchange_n(&phys_used[dev], &cur, cur + bytes, true,
+    } while (!__atomic_compare_exchange_n(phys_current_ref[dev], &cur, cur + bytes, true,
                                           __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-    size_t total = __atomic_add_fetch(&phys_total, bytes, __ATOMIC_RELAXED);
-    emu_counter_add("phys.current", bytes);
-    emu_counter_add(phys_current_name[dev], bytes);
-    /* Peaks from this file's exact totals, so they are right again from the
-     * next allocation after an emuResetCounters. */
-    emu_counter_max(phys_peak_name[dev], cur + bytes);
-    emu_counter_max("phys.peak", total);
+    uint64_t total = __atomic_add_fetch(phys_current_all_ref, bytes, __ATOMIC_RELAXED);
+    emu_counter_max_ref(phys_peak_ref[dev], cur + bytes);
+    emu_counter_max_ref(phys_peak_all_ref, total);
     return true;
 }
 
 void emu_phys_uncharge(int dev, size_t bytes)
 {
-    __atomic_sub_fetch(&phys_used[dev], bytes, __ATOMIC_RELAXED);
-    __atomic_sub_fetch(&phys_total, bytes, __ATOMIC_RELAXED);
-    emu_counter_add("phys.current", (uint64_t)0 - bytes);
-    emu_counter_add(phys_current_name[dev], (uint64_t)0 - bytes);
+    __atomic_sub_fetch(phys_current_ref[dev], bytes, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(phys_current_all_ref, bytes, __ATOMIC_RELAXED);
+}
+
+void emu_phys_reset_peaks(void)
+{
+    if (!__atomic_load_n(&emu_space.base, __ATOMIC_ACQUIRE)) return;   /* nothing allocated yet */
+    __atomic_store_n(phys_peak_all_ref, __atomic_load_n(phys_current_all_ref, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
+    for (int d = 0; d < emu_space.devices; d++)
+        __atomic_store_n(phys_peak_ref[d], __atomic_load_n(phys_current_ref[d], __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
 }
 
 size_t emu_phys_used(int dev)
 {
-    return __atomic_load_n(&phys_used[dev], __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&emu_space.base, __ATOMIC_ACQUIRE)) return 0;
+    return __atomic_load_n(phys_current_ref[dev], __ATOMIC_RELAXED);
 }
 
 /* ---- classification ---- */

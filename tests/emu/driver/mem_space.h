@@ -2,7 +2,8 @@
  * (mem_*.c).  Not part of the driver contract (emu_driver.h).
  *
  * Address layout, reserved once (PROT_NONE, MAP_NORESERVE) at first use:
- *   device d:  [dev_base(d), dev_base(d) + EMU_DEV_SPAN)
+ *   device d:  [dev_base(d), dev_base(d) + EMU_DEV_SPAN)   (4 TiB, or less
+ *              when the address space is short, as under TSan)
  *       [0, EMU_ARENA_SPAN)            cuMemAlloc / pool arena: one memfd per
  *                                      device mapped MAP_SHARED RW once, carved
  *                                      by mem_arena.c (legacy-IPC shareable)
@@ -18,15 +19,18 @@
 
 #include "emu_driver.h"
 
-#define EMU_DEV_SPAN      (4ULL << 40)
-#define EMU_ARENA_SPAN    (1ULL << 40)
-#define EMU_MANAGED_SPAN  (1ULL << 40)
+/* Spans are chosen at reservation (4 TiB per device normally, less under
+ * TSan): read them only after emu_mem_init. */
+#define EMU_DEV_SPAN      ((uintptr_t)emu_space.dev_span)
+#define EMU_ARENA_SPAN    (EMU_DEV_SPAN / 4)
+#define EMU_MANAGED_SPAN  (EMU_DEV_SPAN / 4)
 #define EMU_GRANULARITY   (2ULL << 20)   /* VMM granularity, arena chunk */
 #define EMU_ALIGN         256ULL         /* cuMemAlloc alignment */
 
 struct emu_mem_space {
     uintptr_t base;            /* device 0's range; 0 until initialized */
     int devices;
+    size_t dev_span;           /* bytes of address space per device */
     uintptr_t managed_base;
 };
 extern struct emu_mem_space emu_space;

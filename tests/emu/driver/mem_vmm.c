@@ -37,7 +37,9 @@ struct mapping {
 
 static struct resv *resvs;
 static size_t nresvs, resvs_cap;
-static struct mapping *maps;
+/* Sorted by start, of pointers: inserting or removing moves 8 bytes per
+ * mapping (a trace replay holds ~40k of them), lookups binary-search. */
+static struct mapping **maps;
 static size_t nmaps, maps_cap;
 
 /* ---- sorted arrays (caller holds emu_vmm_lock) ---- */
@@ -57,7 +59,7 @@ static size_t map_upper(uintptr_t p)     /* first mapping starting after p */
     size_t lo = 0, hi = nmaps;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (maps[mid].start <= p) lo = mid + 1; else hi = mid;
+        if (maps[mid]->start <= p) lo = mid + 1; else hi = mid;
     }
     return lo;
 }
@@ -65,7 +67,7 @@ static size_t map_upper(uintptr_t p)     /* first mapping starting after p */
 static struct mapping *map_find(uintptr_t p)
 {
     size_t i = map_upper(p);
-    if (i > 0 && p - maps[i - 1].start < maps[i - 1].size) return &maps[i - 1];
+    if (i > 0 && p - maps[i - 1]->start < maps[i - 1]->size) return maps[i - 1];
     return NULL;
 }
 
@@ -107,15 +109,19 @@ static void resv_remove(struct resv *r)
 static struct mapping *map_insert(const struct mapping *m)
 {
     if (!grow((void **)&maps, &maps_cap, nmaps, sizeof *maps)) return NULL;
+    struct mapping *copy = malloc(sizeof *copy);
+    if (!copy) return NULL;
+    *copy = *m;
     size_t i = map_upper(m->start);
     memmove(&maps[i + 1], &maps[i], (nmaps - i) * sizeof *maps);
-    maps[i] = *m;
+    maps[i] = copy;
     nmaps++;
-    return &maps[i];
+    return copy;
 }
 
 static void map_remove_at(size_t i)
 {
+    free(maps[i]);
     memmove(&maps[i], &maps[i + 1], (nmaps - i - 1) * sizeof *maps);
     nmaps--;
 }
@@ -123,7 +129,7 @@ static void map_remove_at(size_t i)
 static bool range_has_mapping(uintptr_t p, size_t size)
 {
     size_t i = map_upper(p + size - 1);   /* mappings starting at or before the last byte */
-    return i > 0 && maps[i - 1].start + maps[i - 1].size > p;
+    return i > 0 && maps[i - 1]->start + maps[i - 1]->size > p;
 }
 
 /* First free, aligned gap of size bytes in dev's VMM area. */
@@ -233,7 +239,8 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
     if (!h || h->refs == 0 || offset + size > h->size) goto out;
     if (!r || r->internal || size > r->start + r->size - p) goto out;   /* inside one reservation */
     if (range_has_mapping(p, size)) goto out;                          /* not already mapped */
-    void *m = mmap((void *)p, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, (off_t)offset);
+    void *m = mmap((void *)p, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
+                   (off_t)(h->fd_offset + offset));
     if (m == MAP_FAILED) { rc = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
     struct mapping nm = { .start = p, .size = size, .h = h, .dev = h->prop.location.id };
     if (!map_insert(&nm)) {
@@ -253,11 +260,11 @@ out:
 static bool whole_mappings(uintptr_t p, size_t size, size_t *first, size_t *last)
 {
     size_t i = map_upper(p);
-    if (i == 0 || maps[i - 1].start != p) return false;
+    if (i == 0 || maps[i - 1]->start != p) return false;
     uintptr_t at = p, end = p + size;
     for (size_t j = i - 1; j < nmaps; j++) {
-        if (maps[j].start != at || !maps[j].h) return false;
-        at += maps[j].size;
+        if (maps[j]->start != at || !maps[j]->h) return false;
+        at += maps[j]->size;
         if (at == end) { *first = i - 1; *last = j; return true; }
         if (at > end) return false;
     }
@@ -279,7 +286,7 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     /* Back to an inaccessible reservation. */
     mmap((void *)p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     for (size_t j = last + 1; j-- > first;) {
-        struct emu_vmm_handle *h = maps[j].h;
+        struct emu_vmm_handle *h = maps[j]->h;
         map_remove_at(j);
         h->maps--;
         emu_vmm_handle_maybe_destroy(h);   /* frees physical memory if released */
@@ -316,12 +323,12 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
         goto out;
     }
     for (size_t j = first; j <= last; j++) {
-        for (size_t k = 0; k < count; k++) maps[j].access[desc[k].location.id] = (uint8_t)desc[k].flags;
+        for (size_t k = 0; k < count; k++) maps[j]->access[desc[k].location.id] = (uint8_t)desc[k].flags;
         /* One host mapping serves every device: it gets the widest access any
          * device has. */
         int prot = PROT_NONE;
-        for (int d = 0; d < EMU_MAX_DEVICES; d++) prot |= prot_of(maps[j].access[d]);
-        if (mprotect((void *)maps[j].start, maps[j].size, prot) != 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+        for (int d = 0; d < EMU_MAX_DEVICES; d++) prot |= prot_of(maps[j]->access[d]);
+        if (mprotect((void *)maps[j]->start, maps[j]->size, prot) != 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
     }
 out:
     pthread_rwlock_unlock(&emu_vmm_lock);
@@ -401,7 +408,7 @@ bool emu_vmm_remove_import(uintptr_t alloc_start, uintptr_t *map_start, size_t *
     if (m && !m->h && m->alloc_start == alloc_start) {
         *map_start = m->start;
         *map_size = m->size;
-        map_remove_at((size_t)(m - maps));
+        map_remove_at(map_upper(m->start) - 1);
         found = true;
     }
     pthread_rwlock_unlock(&emu_vmm_lock);

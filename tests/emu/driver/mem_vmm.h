@@ -6,10 +6,15 @@
 #include "mem_space.h"
 
 /* A physical allocation (cuMemCreate or cuMemImportFromShareableHandle):
- * one memfd.  Lives while it has references or mappings. */
+ * an exportable one (POSIX fd requested) or an import is one memfd; others
+ * are ranges of one sparse memfd per device, so that ~40k handles of a
+ * replayed 80 GiB trace need no more file descriptors than RLIMIT_NOFILE
+ * allows.  Lives while it has references or mappings. */
 struct emu_vmm_handle {
     uint32_t index, gen;        /* its CUmemGenericAllocationHandle: gen << 32 | index + 1 */
-    int fd;
+    int fd;                     /* its own memfd, or the device's shared backing */
+    uint64_t fd_offset;         /* where its pages start in fd */
+    bool shared_fd;             /* carved from the backing (not exportable) */
     size_t size;
     CUmemAllocationProp prop;
     unsigned refs;              /* cuMemCreate/Import/RetainAllocationHandle minus cuMemRelease */

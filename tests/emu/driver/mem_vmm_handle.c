@@ -23,6 +23,59 @@ static uint32_t next_gen = 1;
 static uint32_t *free_idx;
 static uint32_t nfree, free_cap;
 
+/* ---- shared backing of non-exportable handles (caller holds the write
+ * lock).  One sparse memfd per device; offsets come from a bump pointer, and
+ * released ranges (their pages punched out) are reused for the same size. */
+#define BACKING_BYTES (1ull << 46)   /* address of pages in the file, not memory */
+struct backing_range { uint64_t off, size; };
+static struct backing {
+    int fd;                          /* -1 until first use */
+    uint64_t next;
+    struct backing_range *spare;
+    size_t nspare, spare_cap;
+} backings[EMU_MAX_DEVICES] = { [0 ... EMU_MAX_DEVICES - 1] = { .fd = -1 } };
+
+static bool backing_take(int dev, uint64_t size, int *fd, uint64_t *off)
+{
+    struct backing *b = &backings[dev];
+    if (b->fd < 0) {
+        char name[32];
+        snprintf(name, sizeof name, "emu-vmm-backing-d%d", dev);
+        int f = memfd_create(name, MFD_CLOEXEC);
+        if (f < 0) return false;
+        if (ftruncate(f, (off_t)BACKING_BYTES) != 0) { close(f); return false; }
+        b->fd = f;
+    }
+    /* the most recently released range of this size (all 2 MiB, typically) */
+    for (size_t i = b->nspare; i-- > 0;) {
+        if (b->spare[i].size != size) continue;
+        *off = b->spare[i].off;
+        b->spare[i] = b->spare[--b->nspare];
+        *fd = b->fd;
+        return true;
+    }
+    if (b->next + size > BACKING_BYTES) return false;
+    *off = b->next;
+    b->next += size;
+    *fd = b->fd;
+    return true;
+}
+
+static void backing_give(int dev, uint64_t off, uint64_t size)
+{
+    struct backing *b = &backings[dev];
+    /* the pages go back to the system; the range reads as zeros */
+    fallocate(b->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)size);
+    if (b->nspare == b->spare_cap) {
+        size_t cap = b->spare_cap ? 2 * b->spare_cap : 256;
+        struct backing_range *r = realloc(b->spare, cap * sizeof *r);
+        if (!r) return;   /* the offset range is lost, not the memory */
+        b->spare = r;
+        b->spare_cap = cap;
+    }
+    b->spare[b->nspare++] = (struct backing_range){ off, size };
+}
+
 struct emu_vmm_handle *emu_vmm_handle_get(CUmemGenericAllocationHandle hv)
 {
     uint64_t idx = (hv & 0xffffffffu);
@@ -68,7 +121,8 @@ void emu_vmm_handle_maybe_destroy(struct emu_vmm_handle *h)
         if (f) { free_idx = f; free_cap = cap; }
     }
     if (nfree < free_cap) free_idx[nfree++] = h->index;
-    close(h->fd);
+    if (h->shared_fd) backing_give(h->prop.location.id, h->fd_offset, h->size);
+    else close(h->fd);
     if (h->charged) emu_phys_uncharge(h->prop.location.id, h->size);
     free(h);
 }
@@ -117,27 +171,36 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
     int dev = prop->location.id;
     if (!emu_phys_charge(dev, size)) return CUDA_ERROR_OUT_OF_MEMORY;
     struct emu_vmm_handle *h = calloc(1, sizeof *h);
-    /* The name carries what an importing process needs to know. */
-    char name[64];
-    snprintf(name, sizeof name, "emu-vmm-d%d-t%u", dev, (unsigned)prop->requestedHandleTypes);
-    int fd = h ? memfd_create(name, MFD_CLOEXEC) : -1;
-    if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
-        if (fd >= 0) close(fd);
-        free(h);
-        emu_phys_uncharge(dev, size);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    h->fd = fd;
+    if (!h) { emu_phys_uncharge(dev, size); return CUDA_ERROR_OUT_OF_MEMORY; }
     h->size = size;
     h->prop = *prop;
     h->refs = 1;
     h->charged = true;
+    h->fd = -1;
+    if (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+        /* Its own memfd, exportable; the name carries what an importing
+         * process needs to know. */
+        char name[64];
+        snprintf(name, sizeof name, "emu-vmm-d%d-t%u", dev, (unsigned)prop->requestedHandleTypes);
+        h->fd = memfd_create(name, MFD_CLOEXEC);
+        if (h->fd >= 0 && ftruncate(h->fd, (off_t)size) != 0) { close(h->fd); h->fd = -1; }
+        if (h->fd < 0) {
+            free(h);
+            emu_phys_uncharge(dev, size);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
     pthread_rwlock_wrlock(&emu_vmm_lock);
-    bool ok = handle_register(h);
+    bool ok = true;
+    if (h->fd < 0) ok = h->shared_fd = backing_take(dev, size, &h->fd, &h->fd_offset);
+    if (ok && !handle_register(h)) {
+        if (h->shared_fd) backing_give(dev, h->fd_offset, size);
+        ok = false;
+    }
     if (ok) *handle = emu_vmm_handle_value(h);
     pthread_rwlock_unlock(&emu_vmm_lock);
     if (!ok) {
-        close(fd);
+        if (!h->shared_fd && h->fd >= 0) close(h->fd);
         free(h);
         emu_phys_uncharge(dev, size);
         return CUDA_ERROR_OUT_OF_MEMORY;

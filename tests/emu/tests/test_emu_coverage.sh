@@ -16,7 +16,7 @@
 #     implementation (or, with the per-thread flag, not to the _ptsz variant).
 # Implemented entry points the README does not list yet are only reported.
 set -u
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../.." || exit 1
 B=${B:-build}
 case $B in /*) babs=$B ;; *) babs=$PWD/$B ;; esac
 cov=scripts/emu-coverage.sh
@@ -79,6 +79,7 @@ fi
 need() {
   local lib=$1; shift
   for n in "$@"; do
+    [ -n "$n" ] || continue
     s=${ST["$lib $n"]:-}
     [ "$s" = impl ] || say "needed entry point $lib $n is ${s:-not an export}"
   done
@@ -139,7 +140,8 @@ need cublasLt cublasLtCreate cublasLtDestroy cublasLtMatmul cublasLtMatmulAlgoGe
   cublasLtMatrixLayoutCreate cublasLtMatrixLayoutDestroy cublasLtMatrixLayoutSetAttribute \
   cublasLtMatrixLayoutGetAttribute cublasLtMatmulPreferenceCreate cublasLtMatmulPreferenceSetAttribute \
   cublasLtMatmulPreferenceDestroy
-need emu $(cat tests/emu/symbols/emu.txt)
+mapfile -t emu_names < tests/emu/symbols/emu.txt
+need emu "${emu_names[@]}"
 
 # ---- 4. what the built workloads import
 nwork=0
