@@ -52,7 +52,8 @@ static void free_event(int api, uint64_t ptr, uint64_t stream, int r)
     return r
 
 /* Frees look in the pool even while the shim is inactive (fallback): its
- * pointers stay valid and must go back to it. */
+ * pointers stay valid and must go back to it.  `invalid` is evaluated only
+ * when the pool refuses the pointer (interior or already free). */
 #define DM_FREE_BODY(ret, base, api, args, ptr, stream_id, async, ok, invalid)      \
     ts_fn_##base real_ = (ts_fn_##base)ts_real(api);                                 \
     if (ts_unlikely(!real_)) return (ret)ts_missing(api);                            \
@@ -82,15 +83,28 @@ cudaError_t ts_body_cudaMallocAsync(int api, void **devPtr, size_t size, cudaStr
                   ts_stream_id(api, hStream), true, cudaSuccess, cudaErrorMemoryAllocation);
 }
 
+/* A runtime free the pool refuses must leave the runtime's per-thread last
+ * error as the real call would (cudaGetLastError after it).  Only the
+ * runtime can set it: the real call gets the pointer with its low bit set,
+ * which no allocation starts at (they are 256-byte aligned) and which lies in
+ * memory the pool reserved (no cuMemAlloc allocation there), so it fails with
+ * the real error and frees nothing; never cudaSuccess. */
+#define DM_RT_INVALID(call) __extension__({                                          \
+    cudaError_t e_ = (call);                                                         \
+    e_ == cudaSuccess ? cudaErrorInvalidValue : e_;                                  \
+})
+#define DM_ODD(ptr) ((void *)((uintptr_t)(ptr) | 1u))
+
 cudaError_t ts_body_cudaFree(int api, void *devPtr)
 {
-    DM_FREE_BODY(cudaError_t, cudaFree, api, (devPtr), devPtr, 0, false, cudaSuccess, cudaErrorInvalidValue);
+    DM_FREE_BODY(cudaError_t, cudaFree, api, (devPtr), devPtr, 0, false, cudaSuccess,
+                 DM_RT_INVALID(real_(DM_ODD(devPtr))));
 }
 
 cudaError_t ts_body_cudaFreeAsync(int api, void *devPtr, cudaStream_t hStream)
 {
     DM_FREE_BODY(cudaError_t, cudaFreeAsync, api, (devPtr, hStream), devPtr, ts_stream_id(api, hStream), true,
-                 cudaSuccess, cudaErrorInvalidValue);
+                 cudaSuccess, DM_RT_INVALID(real_(DM_ODD(devPtr), hStream)));
 }
 
 CUresult ts_body_cuMemAlloc_v2(int api, CUdeviceptr *dptr, size_t bytesize)
@@ -224,6 +238,84 @@ cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream)
     TS_OUTER_BEGIN(api);
     if (stream) ts_dev_stream_destroying((uint64_t)(uintptr_t)stream);
     cudaError_t r = real_(stream);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+/* Captures in progress: a synchronous allocation then goes to the real call,
+ * which allows or refuses it as the thread's capture mode says (a global-mode
+ * capture refuses it and is invalidated, which the pool cannot imitate). */
+cudaError_t ts_body_cudaStreamBeginCapture(int api, cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaStreamBeginCapture, api, (stream, mode));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r = real_(stream, mode);
+    if (r == cudaSuccess) ts_dev_capture_begin();
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+cudaError_t ts_body_cudaStreamEndCapture(int api, cudaStream_t stream, cudaGraph_t *pGraph)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaStreamEndCapture, api, (stream, pGraph));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r = real_(stream, pGraph);
+    /* these end the capture (with or without a graph) */
+    if (r == cudaSuccess || r == cudaErrorStreamCaptureInvalidated || r == cudaErrorStreamCaptureUnjoined)
+        ts_dev_capture_end();
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+/* Driver-API streams and captures: the same bookkeeping as the runtime's.
+ * Only the outermost call counts (the runtime's own cudaStreamCreate or
+ * cudaStreamBeginCapture reaches these through the driver when the shim
+ * handed the runtime its proc addresses). */
+#define DM_CU_STREAM_CREATE(base, api, args, out)                                    \
+    TS_HOOK_PROLOGUE(CUresult, base, api, args);                                     \
+    TS_OUTER_BEGIN(api);                                                             \
+    CUresult r = real_ args;                                                         \
+    if (outer_ && r == CUDA_SUCCESS && (out)) ts_dev_stream_created((uint64_t)(uintptr_t)*(out)); \
+    TS_OUTER_END(api, r);                                                            \
+    return r
+
+CUresult ts_body_cuStreamCreate(int api, CUstream *phStream, unsigned int Flags)
+{
+    DM_CU_STREAM_CREATE(cuStreamCreate, api, (phStream, Flags), phStream);
+}
+
+CUresult ts_body_cuStreamCreateWithPriority(int api, CUstream *phStream, unsigned int flags, int priority)
+{
+    DM_CU_STREAM_CREATE(cuStreamCreateWithPriority, api, (phStream, flags, priority), phStream);
+}
+
+CUresult ts_body_cuStreamDestroy_v2(int api, CUstream hStream)
+{
+    TS_HOOK_PROLOGUE(CUresult, cuStreamDestroy_v2, api, (hStream));
+    TS_OUTER_BEGIN(api);
+    if (outer_ && hStream) ts_dev_stream_destroying((uint64_t)(uintptr_t)hStream);
+    CUresult r = real_(hStream);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode)
+{
+    TS_HOOK_PROLOGUE(CUresult, cuStreamBeginCapture_v2, api, (hStream, mode));
+    TS_OUTER_BEGIN(api);
+    CUresult r = real_(hStream, mode);
+    if (outer_ && r == CUDA_SUCCESS) ts_dev_capture_begin();
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+CUresult ts_body_cuStreamEndCapture(int api, CUstream hStream, CUgraph *phGraph)
+{
+    TS_HOOK_PROLOGUE(CUresult, cuStreamEndCapture, api, (hStream, phGraph));
+    TS_OUTER_BEGIN(api);
+    CUresult r = real_(hStream, phGraph);
+    if (outer_ && (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED))
+        ts_dev_capture_end();
     TS_OUTER_END(api, r);
     return r;
 }

@@ -20,6 +20,8 @@ cudaError_t ts_body_cudaStreamCreate(int api, cudaStream_t *pStream);
 cudaError_t ts_body_cudaStreamCreateWithFlags(int api, cudaStream_t *pStream, unsigned int flags);
 cudaError_t ts_body_cudaStreamCreateWithPriority(int api, cudaStream_t *pStream, unsigned int flags, int priority);
 cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream);
+cudaError_t ts_body_cudaStreamBeginCapture(int api, cudaStream_t stream, enum cudaStreamCaptureMode mode);
+cudaError_t ts_body_cudaStreamEndCapture(int api, cudaStream_t stream, cudaGraph_t *pGraph);
 
 CUresult ts_body_cuMemAlloc_v2(int api, CUdeviceptr *dptr, size_t bytesize);
 CUresult ts_body_cuMemFree_v2(int api, CUdeviceptr dptr);
@@ -27,4 +29,9 @@ CUresult ts_body_cuMemAllocAsync(int api, CUdeviceptr *dptr, size_t bytesize, CU
 CUresult ts_body_cuMemFreeAsync(int api, CUdeviceptr dptr, CUstream hStream);
 CUresult ts_body_cuMemGetInfo_v2(int api, size_t *free, size_t *total);
 CUresult ts_body_cuMemGetAddressRange_v2(int api, CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+CUresult ts_body_cuStreamCreate(int api, CUstream *phStream, unsigned int Flags);
+CUresult ts_body_cuStreamCreateWithPriority(int api, CUstream *phStream, unsigned int flags, int priority);
+CUresult ts_body_cuStreamDestroy_v2(int api, CUstream hStream);
+CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode);
+CUresult ts_body_cuStreamEndCapture(int api, CUstream hStream, CUgraph *phGraph);
 #endif

@@ -13,6 +13,6 @@ else
 fi
 logdir=$B/demo
 rm -rf "$logdir"; mkdir -p "$logdir"
-"$B/trainshim" run --log "$logdir/trainshim.%p.log" -- "$B/workloads/mlp_train" "${DEMO_STEPS:-20}" 512
+"$B/trainshim" run --log "$logdir/trainshim.%p.log" -- "$B/workloads/mlp_train" "${DEMO_STEPS:-20}" 1024
 echo
 "$B/trainshim" report "$logdir"/trainshim.*.log

@@ -265,6 +265,7 @@ struct ts_pool {
     uint64_t peak_reserved, peak_held, held_at_peak;
     uint64_t live_blocks, allocs, frees, cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
+    uint64_t idle_queries;            /* stream_idle calls (provider) */
     uint64_t tc_hits_flushed;
     ts_oom_report last_oom;
 };

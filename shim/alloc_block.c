@@ -35,7 +35,7 @@ ts_block *ts_block_new(ts_block_slab *s)
 
 void ts_block_delete(ts_block_slab *s, ts_block *b)
 {
-    b->state = 0;
+    __atomic_store_n(&b->state, 0, __ATOMIC_RELAXED);
     b->next = s->free_list;
     s->free_list = b;
     s->in_use--;
@@ -60,7 +60,7 @@ ts_block *ts_block_split(ts_block_slab *s, ts_block *b, uint64_t size)
     r->size = b->size - size;
     r->seg = b->seg;
     r->kind = b->kind;
-    r->state = b->state;
+    __atomic_store_n(&r->state, __atomic_load_n(&b->state, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
     r->stream = b->stream;
     r->seq = b->seq;
     r->prev = b;

@@ -36,8 +36,8 @@ static int check_index(ts_index *ix, bool pending, char *err, size_t errlen)
                 ts_index_class(b->size, &f2, &s2);
                 if (f2 != fl || s2 != sl || b->index != ix)
                     FAIL("block %#lx size %lu in wrong class/index", (unsigned long)b->addr, (unsigned long)b->size);
-                if (b->state != (pending ? TS_B_PENDING : TS_B_FREE))
-                    FAIL("block %#lx in index with state %d", (unsigned long)b->addr, b->state);
+                if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != (pending ? TS_B_PENDING : TS_B_FREE))
+                    FAIL("block %#lx in index with state %d", (unsigned long)b->addr, __atomic_load_n(&b->state, __ATOMIC_RELAXED));
                 n++;
                 bytes += b->size;
             }
@@ -89,11 +89,11 @@ int ts_pool_check(ts_pool *p, char *err, size_t errlen)
                 FAIL("block %#lx size %lu misaligned", (unsigned long)b->addr, (unsigned long)b->size);
             if (b->kind != seg->kind)
                 FAIL("block %#lx kind %d in segment kind %d", (unsigned long)b->addr, b->kind, seg->kind);
-            switch (b->state) {
+            switch (__atomic_load_n(&b->state, __ATOMIC_RELAXED)) {
             case TS_B_FREE:
                 if (b->index != &p->index[b->kind] || !in_list(b->index, b))
                     FAIL("free block %#lx not in its index", (unsigned long)b->addr);
-                if (prev && prev->state == TS_B_FREE)
+                if (prev && __atomic_load_n(&prev->state, __ATOMIC_RELAXED) == TS_B_FREE)
                     FAIL("free blocks %#lx and %#lx not merged", (unsigned long)prev->addr, (unsigned long)b->addr);
                 nfree[b->kind]++;
                 break;
@@ -116,7 +116,7 @@ int ts_pool_check(ts_pool *p, char *err, size_t errlen)
                 }
                 break;
             default:
-                FAIL("block %#lx bad state %d", (unsigned long)b->addr, b->state);
+                FAIL("block %#lx bad state %d", (unsigned long)b->addr, __atomic_load_n(&b->state, __ATOMIC_RELAXED));
             }
             at += b->size;
         }
@@ -142,8 +142,8 @@ int ts_pool_check(ts_pool *p, char *err, size_t errlen)
                  (unsigned long)nfree[k]);
     uint64_t qbytes = 0, lastseq = 0;
     for (ts_block *b = p->q_head; b; b = b->qnext) {
-        if (b->state != TS_B_PENDING)
-            FAIL("FIFO block %#lx state %d", (unsigned long)b->addr, b->state);
+        if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_PENDING)
+            FAIL("FIFO block %#lx state %d", (unsigned long)b->addr, __atomic_load_n(&b->state, __ATOMIC_RELAXED));
         if (b->seq > p->seq)
             FAIL("FIFO block seq beyond the counter");
         if (b->seq > lastseq)

@@ -108,7 +108,7 @@ void ts_pool_destroy(ts_pool *p)
 void ts_pool_release_block(ts_pool *p, ts_block *b)
 {
     ts_index *ix = &p->index[b->kind];
-    b->state = TS_B_FREE;
+    __atomic_store_n(&b->state, TS_B_FREE, __ATOMIC_RELAXED);
     b = ts_block_coalesce(&p->slab, ix, b);
     ts_index_insert(ix, b);
 }
@@ -160,7 +160,7 @@ static uint64_t release_free_segments(ts_pool *p)
     for (ts_segment *s = p->segs, *nx; s; s = nx) {
         nx = s->snext;
         ts_block *b = s->first;
-        if (b->state == TS_B_FREE && !b->next && b->size == s->size) {
+        if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_FREE && !b->next && b->size == s->size) {
             ts_index_remove(b->index, b);
             ts_block_delete(&p->slab, b);
             free_segment(p, s);
@@ -229,7 +229,7 @@ static int alloc_off(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stream,
     }
     b->addr = ptr;
     b->size = rsize;
-    b->state = TS_B_LIVE;
+    __atomic_store_n(&b->state, TS_B_LIVE, __ATOMIC_RELAXED);
     b->stream = stream;
     b->requested = size;
     p->reserved += rsize;
@@ -324,7 +324,7 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
             }
         }
         if (!rc) {
-            b->state = TS_B_LIVE;
+            __atomic_store_n(&b->state, TS_B_LIVE, __ATOMIC_RELAXED);
             b->stream = stream;
             b->requested = size;
             if (p->page_moves + p->mapped_count + p->nsegs == mem0)

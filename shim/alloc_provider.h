@@ -46,6 +46,12 @@ typedef struct ts_page_provider {
     int (*fence_query)(void *ctx, uint64_t fence);
     int (*fence_wait)(void *ctx, uint64_t fence);
     void (*fence_release)(void *ctx, uint64_t fence);
+    /* Optional (may be NULL): TS_FENCE_DONE when no work queued on the
+     * stream so far is unfinished (cuStreamQuery), TS_FENCE_PENDING or a
+     * negative error otherwise.  When every registered stream answers DONE
+     * the pool declares all frees so far safe without recording a fence:
+     * one query per stream instead of record + query (+ wait). */
+    int (*stream_idle)(void *ctx, uint64_t stream);
 } ts_page_provider;
 
 /* ---- the fake provider (shim/alloc_fake.c) -------------------------------

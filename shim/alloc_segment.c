@@ -76,7 +76,7 @@ int ts_seg_init_arenas(ts_pool *p)
         b->size = s->size;
         b->seg = s;
         b->kind = k;
-        b->state = TS_B_FREE;
+        __atomic_store_n(&b->state, TS_B_FREE, __ATOMIC_RELAXED);
         s->first = b;
         ts_index_insert(&p->index[k], b);
     }

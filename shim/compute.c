@@ -54,8 +54,8 @@ static void poll_locked(void)
             continue;
         float ms = 0;
         CUresult e = r == CUDA_SUCCESS ? elapsed(&ms, s->start, s->end) : r;
-        /* A driver may answer the time a little after the query (the
-         * emulator does): a few more polls before the sample is given up. */
+        /* Defensive: should a driver publish the time a little after the
+         * query reports completion, a few more polls before giving up. */
         if (e != CUDA_SUCCESS && r == CUDA_SUCCESS && ++s->retries < ELAPSED_RETRIES)
             continue;
         if (e == CUDA_SUCCESS && ms >= 0)

@@ -149,6 +149,42 @@ static CUresult queue_transfer(const struct ts_copy_req *q, const struct piece *
                 : CUDA_ERROR_NOT_SUPPORTED;
 }
 
+/* The first chunk of a synchronous entry point goes through the driver's
+ * synchronous copy (from/to staging, so pinned) on the same stream: it is
+ * ordered after the stream's earlier work and waits for it, which is the
+ * documented "stream sync before the copy", and it is refused exactly when
+ * the original call would be (a capture that forbids synchronous calls; the
+ * capture is then invalidated by it as by the original), in which case the
+ * whole copy passes through and reports what CUDA reports. */
+static CUresult transfer_sync(const struct ts_copy_req *q, const struct piece *p, void *staging, bool h2d)
+{
+    bool pt = q->stream == CU_STREAM_PER_THREAD;
+    if (!is_1d(q)) {
+        ts_fn_cuMemcpy2D_v2 copy2d = pt ? REAL(cuMemcpy2D_v2_ptds) : REAL(cuMemcpy2D_v2);
+        if (!copy2d) return CUDA_ERROR_NOT_SUPPORTED;
+        CUDA_MEMCPY2D m;
+        memset(&m, 0, sizeof m);
+        m.WidthInBytes = q->width;
+        m.Height = p->rows;
+        if (h2d) {
+            m.srcMemoryType = CU_MEMORYTYPE_HOST, m.srcHost = staging, m.srcPitch = q->width;
+            m.dstMemoryType = CU_MEMORYTYPE_DEVICE, m.dstPitch = q->dpitch;
+            m.dstDevice = (CUdeviceptr)(uintptr_t)(q->dst + p->row * q->dpitch);
+        } else {
+            m.srcMemoryType = CU_MEMORYTYPE_DEVICE, m.srcPitch = q->spitch;
+            m.srcDevice = (CUdeviceptr)(uintptr_t)(q->src + p->row * q->spitch);
+            m.dstMemoryType = CU_MEMORYTYPE_HOST, m.dstHost = staging, m.dstPitch = q->width;
+        }
+        return copy2d(&m);
+    }
+    if (h2d) {
+        ts_fn_cuMemcpyHtoD_v2 htod = pt ? REAL(cuMemcpyHtoD_v2_ptds) : REAL(cuMemcpyHtoD_v2);
+        return htod ? htod((CUdeviceptr)(uintptr_t)(q->dst + p->off), staging, p->len) : CUDA_ERROR_NOT_SUPPORTED;
+    }
+    ts_fn_cuMemcpyDtoH_v2 dtoh = pt ? REAL(cuMemcpyDtoH_v2_ptds) : REAL(cuMemcpyDtoH_v2);
+    return dtoh ? dtoh(staging, (CUdeviceptr)(uintptr_t)(q->src + p->off), p->len) : CUDA_ERROR_NOT_SUPPORTED;
+}
+
 /* The transfer of a buffer was queued but its event could not be recorded:
  * the buffer may only return to the ring once the stream has drained. */
 static void release_untracked(const struct ts_copy_req *q, struct ts_staging_buf *b)
@@ -167,12 +203,18 @@ static void run_h2d(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
         char *buf = ts_staging_ptr(b);
         if (is_1d(q)) ts_copy_pool_memcpy(buf, q->src + p.off, p.len);
         else pack_rows(buf, q->src + p.row * q->spitch, q->spitch, q->width, p.rows);
-        if (queue_transfer(q, &p, buf, true) != CUDA_SUCCESS) {
-            ts_staging_release(b);   /* nothing queued reads it */
-            return;
+        if (q->sync && st->chunks == 0) {
+            CUresult r = transfer_sync(q, &p, buf, true);
+            ts_staging_release(b);   /* the copy is complete: nothing reads it any more */
+            if (r != CUDA_SUCCESS) return;
+        } else {
+            if (queue_transfer(q, &p, buf, true) != CUDA_SUCCESS) {
+                ts_staging_release(b);   /* nothing queued reads it */
+                return;
+            }
+            if (ts_staging_record(b, q->stream) != CUDA_SUCCESS) release_untracked(q, b);
+            else ts_staging_release(b);
         }
-        if (ts_staging_record(b, q->stream) != CUDA_SUCCESS) release_untracked(q, b);
-        else ts_staging_release(b);
         *done = p;
         st->bytes += p.len;
         st->chunks++;
@@ -188,6 +230,23 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
     int head = 0, count = 0;
     struct piece issued = *done;
     bool stop = false;
+    if (q->sync) {
+        struct piece p;
+        if (!next_piece(q, done, &p)) return;
+        struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
+        if (!b) return;
+        char *buf = ts_staging_ptr(b);
+        if (transfer_sync(q, &p, buf, false) != CUDA_SUCCESS) {
+            ts_staging_release(b);
+            return;
+        }
+        if (is_1d(q)) ts_copy_pool_memcpy(q->dst + p.off, buf, p.len);
+        else unpack_rows(q->dst + p.row * q->dpitch, buf, q->dpitch, q->width, p.rows);
+        ts_staging_release(b);
+        *done = issued = p;
+        st->bytes += p.len;
+        st->chunks++;
+    }
     for (;;) {
         struct piece p;
         while (!stop && count < PIPE_DEPTH && next_piece(q, &issued, &p)) {
@@ -252,13 +311,9 @@ void ts_copy_run(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, size_
     ts_fn_cuCtxGetCurrent get_ctx = REAL(cuCtxGetCurrent);
     CUcontext ctx = NULL;
     bool go = get_ctx && get_ctx(&ctx) == CUDA_SUCCESS && ctx;
-    /* A synchronous entry point synchronizes its stream before the copy
-     * starts (documented for pageable H2D; for D2H the wait at the end makes
-     * it synchronous anyway). */
-    if (go && q->sync && dir == TS_CE_H2D) {
-        ts_fn_cuStreamSynchronize sync = REAL(cuStreamSynchronize);
-        go = sync && sync(q->stream) == CUDA_SUCCESS;
-    }
+    /* A synchronous entry point's first chunk is a synchronous copy
+     * (transfer_sync): the stream sync before the copy, and the capture rules
+     * of synchronous calls. */
     if (go) {
         if (dir == TS_CE_H2D) run_h2d(q, ctx, &done, st);
         else if (dir == TS_CE_D2H) run_d2h(q, ctx, &done, st);

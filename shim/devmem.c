@@ -39,6 +39,7 @@ struct devpool {
 static struct devpool *pools[TS_DEV_MAX];   /* published with release stores */
 static bool pool_failed[TS_DEV_MAX];        /* creation failed: pass through */
 static bool any_pool;
+static int captures;                        /* runtime captures in progress */
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Streams created through the hooks, with their device, for pools created
@@ -85,6 +86,19 @@ static int fence_wait(void *ctx, uint64_t f) { return f ? inner_wait(ctx, f) : T
 static void fence_release(void *ctx, uint64_t f)
 {
     if (f) inner_release(ctx, f);
+}
+/* cuStreamQuery: one driver call per stream, where a fence costs a record,
+ * a query and usually a wait (the event is rarely complete right after its
+ * record).  A capturing stream is never queried (that would invalidate its
+ * capture): it counts as busy. */
+static int stream_idle(void *ctx, uint64_t stream)
+{
+    (void)ctx;
+    if (stream == TS_DEV_NO_STREAM) return TS_FENCE_DONE;
+    ts_fn_cuStreamQuery query = (ts_fn_cuStreamQuery)ts_real(TS_API_cuStreamQuery);
+    if (!query || stream_capturing(stream)) return TS_FENCE_PENDING;
+    CUresult r = query((CUstream)(uintptr_t)stream);
+    return r == CUDA_SUCCESS ? TS_FENCE_DONE : r == CUDA_ERROR_NOT_READY ? TS_FENCE_PENDING : -1;
 }
 
 static ts_cuda_provider *make_provider(int dev)
@@ -135,6 +149,7 @@ static struct devpool *create_pool(int dev)
     prov.fence_query = fence_query;
     prov.fence_wait = fence_wait;
     prov.fence_release = fence_release;
+    prov.stream_idle = stream_idle;
 
     const struct ts_fraction_or_size *lim = &ts_cfg()->memory_limit;
     uint64_t limit = lim->bytes ? lim->bytes : lim->fraction > 0 && lim->fraction < 1 ? (uint64_t)(lim->fraction * total) : 0;
@@ -186,7 +201,13 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr)
     if (dev < 0 || dev >= TS_DEV_MAX) return TS_DEV_PASS;   /* no context: the real call says so */
     struct devpool *d = pool_of(dev);
     if (!d) return TS_DEV_PASS;
-    if (async && stream_capturing(stream)) return TS_DEV_PASS;   /* graph-owned allocation */
+    /* While any capture is in progress every allocation is the real call's:
+     * on the capturing stream it is graph-owned; a synchronous one is the
+     * real call's to allow or refuse as the thread's capture mode says; and
+     * growing the pool (cuMemAlloc, cuMemCreate...) could invalidate a
+     * global-mode capture that the program's own call would not. */
+    if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0 || stream_capturing(async ? stream : 0))
+        return TS_DEV_PASS;
     int rc = ts_pool_alloc(d->pool, size, async ? stream : TS_DEV_NO_STREAM, 0, ptr);
     if (rc == TS_ALLOC_OK) return TS_DEV_SERVED;
     *ptr = 0;
@@ -219,12 +240,15 @@ int ts_dev_free(uint64_t ptr, uint64_t stream, bool async)
 {
     if (!ptr || !ts_dev_pooling()) return TS_DEV_NOT_OURS;
     unsigned flags = 0;
-    /* A free captured into a graph happens at replay: the pool treats it as
-     * a cudaFree (reused only after fences, none recorded during capture). */
-    if (async && !stream_capturing(stream))
+    if (async && stream_capturing(stream)) {
+        /* Only graph allocations (the real call's) may be freed in capture:
+         * a pooled block is refused as the driver refuses its own pool's. */
+        return ts_dev_lookup(ptr, NULL, NULL) ? TS_DEV_INVALID : TS_DEV_NOT_OURS;
+    }
+    if (async)
         flags = TS_FF_STREAM_ORDERED;
     else
-        stream = TS_DEV_NO_STREAM;
+        stream = TS_DEV_NO_STREAM;   /* reused after fences on every stream, none while one captures */
     for (int dev = 0; dev < TS_DEV_MAX; dev++) {
         struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
         if (d && ts_pool_free(d->pool, ptr, stream, flags) == TS_ALLOC_OK) return TS_DEV_FREED;
@@ -314,4 +338,17 @@ bool ts_dev_last_oom(int dev, ts_oom_report *out)
     if (!d) return false;
     ts_pool_last_oom(d->pool, out);
     return out->requested != 0;
+}
+
+void ts_dev_capture_begin(void)
+{
+    __atomic_fetch_add(&captures, 1, __ATOMIC_ACQ_REL);
+}
+
+void ts_dev_capture_end(void)
+{
+    /* never below 0: a capture begun before the shim was active */
+    int c = __atomic_load_n(&captures, __ATOMIC_ACQUIRE);
+    while (c > 0 && !__atomic_compare_exchange_n(&captures, &c, c - 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
 }

@@ -46,6 +46,10 @@ uint64_t ts_dev_idle_bytes(int dev);
 /* Stream bookkeeping for the cudaFree fences. */
 void ts_dev_stream_created(uint64_t stream);
 void ts_dev_stream_destroying(uint64_t stream);
+/* Captures begun and ended through the runtime (cudaStreamBeginCapture /
+ * EndCapture): while any is in progress synchronous allocations pass through. */
+void ts_dev_capture_begin(void);
+void ts_dev_capture_end(void);
 /* cudaDeviceReset: the pool of dev releases everything (its pointers die with
  * the context, as without the shim). */
 void ts_dev_reset(int dev);

@@ -10,7 +10,8 @@
 #include "logread.h"
 #include "report_sites.h"
 
-/* The logs to export; stacks[i] is loaded only by formats that need them. */
+/* The logs to export (the formats that show stacks read them themselves,
+ * tools/report_sites.c). */
 struct export_input {
     struct tslog *logs;
     int n;

@@ -109,7 +109,7 @@ static void choose_peaks(const struct tslog *log, int device, const char *overri
     for (size_t i = 0; i < log->n_devices; i++)
         if (log->devices[i].ordinal == device || !*name)
             name = log->devices[i].name;
-    snprintf(c->device_name, sizeof c->device_name, "%s", name);
+    snprintf(c->device_name, sizeof c->device_name, "%.*s", (int)sizeof c->device_name - 1, name);
     char conf[128];
     if (override && *override) {
         if (parse_peak(override, c->peak_tflops)) {

@@ -3,6 +3,7 @@
  * load bias, so lookups need no access to the (finished) process.  Results
  * are cached by (generation, address): a report asks for the same frames
  * many times. */
+#include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -124,6 +125,22 @@ static Dwfl *dwfl_of(struct generation *g)
     return d;
 }
 
+/* C++ names are demangled with libstdc++'s __cxa_demangle when that library
+ * can be loaded (the tool itself is C and does not link it). */
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+static demangle_fn demangler(void)
+{
+    static int tried;
+    static demangle_fn fn;
+    if (!tried) {
+        tried = 1;
+        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        if (h)
+            fn = (demangle_fn)(uintptr_t)dlsym(h, "__cxa_demangle");
+    }
+    return fn;
+}
+
 static void copy_str(char *dst, size_t n, const char *src)
 {
     snprintf(dst, n, "%s", src ? src : "");
@@ -158,7 +175,13 @@ static int lookup_uncached(struct symbolizer *s, uint32_t gen, uint64_t addr, st
     if (!mod)
         return -1;
     const char *fn = dwfl_module_addrname(mod, pc);
-    copy_str(out->func, sizeof out->func, fn);
+    demangle_fn dm = fn && fn[0] == '_' && fn[1] == 'Z' ? demangler() : NULL;
+    char *plain = NULL;
+    int status = -1;
+    if (dm)
+        plain = dm(fn, NULL, NULL, &status);
+    copy_str(out->func, sizeof out->func, plain && status == 0 ? plain : fn);
+    free(plain);
     char *ver = strchr(out->func, '@'); /* "__libc_start_main@@GLIBC_2.34": the version is noise here */
     if (ver && ver != out->func)
         *ver = 0;

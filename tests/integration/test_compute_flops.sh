@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # FLOP accounting through every GEMM entry point: test_compute_flops runs
-# under the shim (every call timed, then none timed); the report's JSON must
+# under the shim (every call timed, one in 4, none); the report's JSON must
 # hold exactly the calls, failed calls, FLOPs and misaligned FLOPs the program
 # worked out from its own call statuses, the precision classes, and sampled
 # GPU time.  Nested cuBLAS -> cuBLASLt calls must count once (the totals would
@@ -17,7 +17,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export EMU_JITTER_US=${EMU_JITTER_US:-50}
 "$prog" > "$tmp/plain" 2>/dev/null || { echo "FAIL: plain run failed"; cat "$tmp/plain"; exit 1; }
 fail=0
-for sample in 1 0; do
+for sample in 1 4 0; do
   TRAINSHIM_LOG="$tmp/s$sample.log" TRAINSHIM_FLOP_SAMPLE=$sample LD_PRELOAD="$shim" "$prog" > "$tmp/out$sample" 2> "$tmp/err$sample" \
     || { echo "FAIL: run under the shim failed (sample $sample)"; cat "$tmp/out$sample" "$tmp/err$sample"; exit 1; }
   diff "$tmp/plain" "$tmp/out$sample" > /dev/null || { echo "FAIL: output differs under the shim"; diff "$tmp/plain" "$tmp/out$sample"; fail=1; }
@@ -55,6 +55,10 @@ if sample == 1:
     if c["timed_gpu_ns"] <= 0 or c["achieved_tflops"] is None: bad.append("no GPU time measured")
     if c["peak_source"] != "table: H100 SXM": bad.append(f"peak_source {c['peak_source']}")
     if c["gemm_efficiency"] is None: bad.append("gemm_efficiency null with samples and a peak")
+elif sample == 4:
+    # one call in 4 per thread (failed and captured calls advance the count too)
+    if not (1 <= c["timed_calls"] <= (want["calls"] + want["failed"]) // 4):
+        bad.append(f"timed_calls {c['timed_calls']} with one call in 4 sampled")
 else:
     chk("timed_calls (FLOP_SAMPLE=0)", c["timed_calls"], 0)
     if c["achieved_tflops"] is not None: bad.append("achieved_tflops without samples")

@@ -28,7 +28,7 @@ static int failures;
         }                                                  \
     } while (0)
 
-enum { ROUNDS = 20, NBUF = 100 };
+enum { ROUNDS = 10, NBUF = 100 };
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -129,9 +129,18 @@ int main(int argc, char **argv)
     size_t rsize = 0;
     CUresult rr = cuMemGetAddressRange(&base, &rsize, (CUdeviceptr)(uintptr_t)q);
     printf("range %d base-ok %d size-ok %d\n", (int)rr, base == (CUdeviceptr)(uintptr_t)q, rsize >= 1000 && rsize < (2 << 20));
-    cudaError_t f1 = cudaFree(q), f2 = cudaFree(q);
-    printf("double-free %d %d\n", (int)f1, (int)f2);
+    /* IPC: a pooled block has no legacy IPC handle of its own; the pool
+     * refuses rather than hand out a handle to the wrong memory */
+    cudaIpcMemHandle_t ipc;
+    cudaError_t ir = cudaIpcGetMemHandle(&ipc, q);
     cudaGetLastError();
+    if (!strcmp(mode, "plain")) CHECK(ir == cudaSuccess, "IPC handle without the pool: %d", (int)ir);
+    else CHECK(ir == cudaErrorInvalidValue, "IPC handle of a pooled block: %d", (int)ir);
+    /* a refused free leaves the runtime's last error as the real call does */
+    cudaError_t fi = cudaFree((char *)q + 512);
+    printf("interior-free %d last %d last-again %d\n", (int)fi, (int)cudaGetLastError(), (int)cudaGetLastError());
+    cudaError_t f1 = cudaFree(q), f2 = cudaFree(q);
+    printf("double-free %d %d last %d\n", (int)f1, (int)f2, (int)cudaGetLastError());
 
     /* driver API */
     CUdeviceptr d = 0;

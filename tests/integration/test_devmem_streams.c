@@ -6,8 +6,12 @@
  * before the kernel is done (cudaFree: fences on every stream; cudaFreeAsync:
  * reuse at once on the same stream only).  Every sum must be exact.
  *
+ * Case 4 runs the kernel on a stream created through the driver API
+ * (cuStreamCreate): the pool must fence it too.
+ *
  * Argument "pool": also checks that a block freed with cudaFreeAsync on a
  * stream is reused at once by the next cudaMallocAsync of that stream. */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -65,8 +69,10 @@ int main(int argc, char **argv)
     cudaStream_t s1, s2;
     CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking) == cudaSuccess, "s1");
     CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking) == cudaSuccess, "s2");
+    CUstream s3 = NULL;
+    CHECK(cuStreamCreate(&s3, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS, "s3 (driver API)");
     double *sums = NULL;
-    CHECK(cudaMalloc((void **)&sums, 3 * ITERS * sizeof(double)) == cudaSuccess, "sums");
+    CHECK(cudaMalloc((void **)&sums, 4 * ITERS * sizeof(double)) == cudaSuccess, "sums");
     size_t maxn = (size_t)3 << 20;
     float *ones = malloc(maxn * sizeof(float));
     for (size_t i = 0; i < maxn; i++) ones[i] = 1.0f;
@@ -80,7 +86,7 @@ int main(int argc, char **argv)
         float *a = NULL, *b = NULL;
         CHECK(cudaMalloc((void **)&a, bytes) == cudaSuccess, "a");
         CHECK(cudaMemcpy(a, ones, bytes, cudaMemcpyHostToDevice) == cudaSuccess, "fill a");
-        launch_sum(a, sums + 3 * it, n, s1);
+        launch_sum(a, sums + 4 * it, n, s1);
         CHECK(cudaFree(a) == cudaSuccess, "free a");
         CHECK(cudaMalloc((void **)&b, bytes) == cudaSuccess, "b");
         overlaps += b == a;
@@ -90,7 +96,7 @@ int main(int argc, char **argv)
         float *c = NULL, *d = NULL;
         CHECK(cudaMallocAsync((void **)&c, bytes, s1) == cudaSuccess, "c");
         CHECK(cudaMemcpyAsync(c, ones, bytes, cudaMemcpyHostToDevice, s1) == cudaSuccess, "fill c");
-        launch_sum(c, sums + 3 * it + 1, n, s1);
+        launch_sum(c, sums + 4 * it + 1, n, s1);
         CHECK(cudaFreeAsync(c, s1) == cudaSuccess, "free c");
         CHECK(cudaMallocAsync((void **)&d, bytes, s2) == cudaSuccess, "d");
         overlaps += d == c;
@@ -100,24 +106,35 @@ int main(int argc, char **argv)
         float *e = NULL, *f = NULL;
         CHECK(cudaMallocAsync((void **)&e, bytes, s1) == cudaSuccess, "e");
         CHECK(cudaMemcpyAsync(e, ones, bytes, cudaMemcpyHostToDevice, s1) == cudaSuccess, "fill e");
-        launch_sum(e, sums + 3 * it + 2, n, s1);
+        launch_sum(e, sums + 4 * it + 2, n, s1);
         CHECK(cudaFreeAsync(e, s1) == cudaSuccess, "free e");
         CHECK(cudaMallocAsync((void **)&f, bytes, s1) == cudaSuccess, "f");
         same_stream_reuse += f == e;
         CHECK(cudaMemsetAsync(f, 0xff, bytes, s1) == cudaSuccess, "clobber f");
+
+        /* 4. cudaFree while the kernel on a driver-API stream still reads */
+        float *g = NULL, *h = NULL;
+        CHECK(cudaMalloc((void **)&g, bytes) == cudaSuccess, "g");
+        CHECK(cudaMemcpy(g, ones, bytes, cudaMemcpyHostToDevice) == cudaSuccess, "fill g");
+        launch_sum(g, sums + 4 * it + 3, n, (cudaStream_t)s3);
+        CHECK(cudaFree(g) == cudaSuccess, "free g");
+        CHECK(cudaMalloc((void **)&h, bytes) == cudaSuccess, "h");
+        overlaps += h == g;
+        CHECK(cudaMemsetAsync(h, 0xff, bytes, s2) == cudaSuccess, "clobber h");
+        CHECK(cudaFree(h) == cudaSuccess, "free h");
 
         CHECK(cudaFree(b) == cudaSuccess, "free b");
         CHECK(cudaFreeAsync(d, s2) == cudaSuccess, "free d");
         CHECK(cudaFreeAsync(f, s1) == cudaSuccess, "free f");
     }
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
-    double got[3 * ITERS];
+    double got[4 * ITERS];
     CHECK(cudaMemcpy(got, sums, sizeof got, cudaMemcpyDeviceToHost) == cudaSuccess, "read sums");
     for (int it = 0; it < ITERS; it++) {
         double want = (double)((size_t)(1 + it % 3) << 18);
-        for (int k = 0; k < 3; k++) {
-            printf("iter %d case %d sum %.0f\n", it, k, got[3 * it + k]);
-            CHECK(got[3 * it + k] == want, "iter %d case %d: sum %.1f, want %.0f", it, k, got[3 * it + k], want);
+        for (int k = 0; k < 4; k++) {
+            printf("iter %d case %d sum %.0f\n", it, k, got[4 * it + k]);
+            CHECK(got[4 * it + k] == want, "iter %d case %d: sum %.1f, want %.0f", it, k, got[4 * it + k], want);
         }
     }
     fprintf(stderr, "cross-stream reuse of a still-read block: %d; same-stream reuse: %d of %d\n", overlaps,
@@ -125,6 +142,7 @@ int main(int argc, char **argv)
     if (pool) CHECK(same_stream_reuse == ITERS, "same-stream reuse %d of %d", same_stream_reuse, ITERS);
     CHECK(cudaFree(sums) == cudaSuccess, "free sums");
     CHECK(cudaStreamDestroy(s1) == cudaSuccess && cudaStreamDestroy(s2) == cudaSuccess, "destroy");
+    CHECK(cuStreamDestroy(s3) == CUDA_SUCCESS, "destroy s3");
     free(ones);
     return failures ? 1 : 0;
 }

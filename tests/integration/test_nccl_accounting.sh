@@ -6,7 +6,7 @@
 # (algo bytes) and busbw = algbw x factor for the communicator size, group
 # calls, communicator creation/split/finalize/destroy, the same run-wide
 # communicator ids on both ranks, and the rank table: the sleeping rank 1 is
-# the slowest of every step.
+# the slowest of every steady step.
 set -u
 B=${B:-build}
 prog=$B/tests/integration/test_nccl_accounting
@@ -70,6 +70,7 @@ if [x["rank"] for x in ra["ranks"]] != [0, 1] or any(x["estimated_collective_ns"
     bad.append(f"rank table {ra['ranks']}")
 if len(ra["steps"]) < S - 2: bad.append(f"only {len(ra['steps'])} steps lined up")
 for st in ra["steps"]:
+    if st["index"] == 1: continue  # warm-up: first-use setup (connections) may block either rank
     if st["slowest_rank"] != 1 or st["fastest_rank"] != 0 or st["slowest_ns"] < k["slow_us"] * 1000:
         bad.append(f"step {st}: want rank 1 slowest (>= {k['slow_us']} us)")
 for b in bad: print("FAIL:", b)

@@ -106,13 +106,14 @@ static CUresult event_record(CUevent hEvent, CUstream h, unsigned flags, bool pt
     if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&e->mu);
     op->e = e;
-    op->gen = ++e->gen;
+    uint64_t gen = op->gen = ++e->gen;
     pthread_mutex_unlock(&e->mu);
     uint64_t seq;
+    /* op belongs to the worker once queued (it may already be freed): use gen */
     CUresult rc = emu_stream_enqueue_on(st, run_record, op, free, "event_record", NULL, &seq);
     if (rc != CUDA_SUCCESS) { free(op); return rc; }
     pthread_mutex_lock(&e->mu);
-    if (e->gen == op->gen) {
+    if (e->gen == gen) {
         e->st = st;
         e->seq = seq;
         e->capture = NULL;

@@ -36,10 +36,10 @@ static void space_reserve(void)
     if (devices < 1) devices = 1;
     if (devices > EMU_MAX_DEVICES) devices = EMU_MAX_DEVICES;
     /* 4 TiB per device normally; under TSan (whose shadow occupies most of
-     * the address space) or a small vm limit, smaller spans, down to 16 GiB:
-     * the largest that fits.  Each
-     * device span: its arena (1/4), its VMM area (3/4); managed memory gets
-     * one more quarter span.  The base is aligned to the span, so device
+     * the address space) or a small RLIMIT_AS, the largest power of two that
+     * fits, down to 16 GiB.  Each device span: its arena (1/4, the limit of
+     * cuMemAlloc), its VMM area (3/4); managed memory gets one more quarter
+     * span.  The base is aligned to the span, so device
      * pointers share no address bits with typical heap pointers. */
     uintptr_t base = 0;
     size_t dev_span = 0;

@@ -1,0 +1,86 @@
+/* test_devmem_capture: CUDA graph capture with trainshim's device allocator.
+ * Run by test_devmem_capture.sh without and with the shim; stdout (status
+ * codes, data after graph replays) must be identical:
+ *   - cudaMallocAsync/cudaFreeAsync inside capture are graph allocations
+ *     (passed through), valid at every replay;
+ *   - a pooled block used by the graph keeps its data;
+ *   - freeing a non-graph block inside capture is refused as the driver
+ *     refuses it;
+ *   - pool activity on another stream while one captures (a large
+ *     allocation that needs fences) records no event on the capturing
+ *     stream: the capture is not invalidated;
+ *   - a synchronous cudaMalloc inside a global-mode capture gets the real
+ *     answer. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N ((size_t)1 << 20)
+
+static int failures;
+#define CHECK(cond, ...)                                   \
+    do {                                                   \
+        if (!(cond)) {                                     \
+            printf("FAIL: %s: ", #cond);                   \
+            printf(__VA_ARGS__);                           \
+            printf("\n");                                  \
+            failures++;                                    \
+        }                                                  \
+    } while (0)
+
+int main(void)
+{
+    cudaStream_t s, s3;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "s");
+    CHECK(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking) == cudaSuccess, "s3");
+    unsigned char *p = NULL, *x = NULL;
+    CHECK(cudaMallocAsync((void **)&p, N, s) == cudaSuccess, "p");
+    CHECK(cudaMemsetAsync(p, 1, N, s) == cudaSuccess, "memset p");
+    CHECK(cudaStreamSynchronize(s) == cudaSuccess, "sync");
+    CHECK(cudaMalloc((void **)&x, 8 * N) == cudaSuccess, "x");
+    CHECK(cudaFree(x) == cudaSuccess, "free x");   /* pending in the pool: reuse needs fences */
+
+    printf("begin %d\n", (int)cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    unsigned char *g = NULL;
+    printf("graph malloc %d\n", (int)cudaMallocAsync((void **)&g, N, s));
+    printf("graph memset %d\n", (int)cudaMemsetAsync(g, 7, N, s));
+    printf("graph copy %d\n", (int)cudaMemcpyAsync(p, g, N, cudaMemcpyDeviceToDevice, s));
+    printf("graph free %d\n", (int)cudaFreeAsync(g, s));
+    printf("free pooled in capture %d\n", (int)cudaFreeAsync(p, s));
+    /* another stream needs memory while s captures */
+    unsigned char *y = NULL;
+    printf("other stream malloc %d\n", (int)cudaMallocAsync((void **)&y, 64 * N, s3));
+    printf("other stream free %d\n", (int)cudaFreeAsync(y, s3));
+    cudaGraph_t graph = NULL;
+    printf("end %d\n", (int)cudaStreamEndCapture(s, &graph));
+    cudaGraphExec_t exec = NULL;
+    printf("instantiate %d\n", (int)cudaGraphInstantiate(&exec, graph, 0));
+    for (int i = 0; i < 3; i++) {
+        CHECK(cudaMemsetAsync(p, 1, N, s) == cudaSuccess, "reset p");
+        printf("launch %d %d\n", i, (int)cudaGraphLaunch(exec, s));
+        CHECK(cudaStreamSynchronize(s) == cudaSuccess, "sync replay");
+        unsigned char h[16];
+        CHECK(cudaMemcpy(h, p + N - 16, 16, cudaMemcpyDeviceToHost) == cudaSuccess, "read p");
+        printf("replay %d p = %d\n", i, h[15]);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+
+    /* a synchronous allocation inside a global-mode capture */
+    printf("begin2 %d\n", (int)cudaStreamBeginCapture(s3, cudaStreamCaptureModeGlobal));
+    void *q = NULL;
+    cudaError_t mr = cudaMalloc(&q, N);
+    printf("malloc in capture %d\n", (int)mr);
+    cudaGraph_t g2 = NULL;
+    printf("end2 %d\n", (int)cudaStreamEndCapture(s3, &g2));
+    if (g2) cudaGraphDestroy(g2);
+    printf("last %d\n", (int)cudaGetLastError());
+    if (mr == cudaSuccess) CHECK(cudaFree(q) == cudaSuccess, "free q");
+
+    CHECK(cudaFreeAsync(p, s) == cudaSuccess, "free p");
+    CHECK(cudaStreamSynchronize(s) == cudaSuccess, "final sync");
+    CHECK(cudaStreamDestroy(s) == cudaSuccess && cudaStreamDestroy(s3) == cudaSuccess, "destroy");
+    printf("done\n");
+    return failures ? 1 : 0;
+}
