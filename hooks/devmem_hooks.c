@@ -1,7 +1,8 @@
 /* devmem_hooks.c: the device-memory hooks: allocations and frees served by
  * trainshim's pool (shim/devmem.h), free-memory queries that count what the
  * pool holds idle, pointer queries and IPC on pooled pointers, device reset,
- * and the stream creations the pool's fences must cover.
+ * the stream creations and captures the pool's fences must cover (runtime
+ * and driver API), and peer access to pooled pages.
  *
  * Only the outermost allocation of a thread is served from the pool (a
  * nested one is a library's or the shim's own, or the runtime's driver call
@@ -316,6 +317,19 @@ CUresult ts_body_cuStreamEndCapture(int api, CUstream hStream, CUgraph *phGraph)
     CUresult r = real_(hStream, phGraph);
     if (outer_ && (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED))
         ts_dev_capture_end();
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+/* Peer access to pooled memory needs cuMemSetAccess for the peer on the
+ * owner's pages (VMM memory is not covered by the context-level peer
+ * mapping): the current device may now read and write peerDevice's memory. */
+cudaError_t ts_body_cudaDeviceEnablePeerAccess(int api, int peerDevice, unsigned int flags)
+{
+    TS_HOOK_PROLOGUE(cudaError_t, cudaDeviceEnablePeerAccess, api, (peerDevice, flags));
+    TS_OUTER_BEGIN(api);
+    cudaError_t r = real_(peerDevice, flags);
+    if (r == cudaSuccess || r == cudaErrorPeerAccessAlreadyEnabled) ts_dev_peer_enabled(peerDevice, ts_current_device());
     TS_OUTER_END(api, r);
     return r;
 }

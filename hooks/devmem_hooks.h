@@ -20,6 +20,7 @@ cudaError_t ts_body_cudaStreamCreate(int api, cudaStream_t *pStream);
 cudaError_t ts_body_cudaStreamCreateWithFlags(int api, cudaStream_t *pStream, unsigned int flags);
 cudaError_t ts_body_cudaStreamCreateWithPriority(int api, cudaStream_t *pStream, unsigned int flags, int priority);
 cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream);
+cudaError_t ts_body_cudaDeviceEnablePeerAccess(int api, int peerDevice, unsigned int flags);
 cudaError_t ts_body_cudaStreamBeginCapture(int api, cudaStream_t stream, enum cudaStreamCaptureMode mode);
 cudaError_t ts_body_cudaStreamEndCapture(int api, cudaStream_t stream, cudaGraph_t *pGraph);
 

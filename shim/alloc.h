@@ -22,6 +22,10 @@
  * reusable only after fences recorded on every registered stream after the
  * free completed; a stream-ordered free (cudaFreeAsync) on stream S is
  * reusable at once by an allocation on S and by others after the fence.
+ * Before recording fences the pool asks the provider's optional stream_idle
+ * on every registered stream: all idle means every free so far is safe with
+ * no fence (one cheap query per stream; the common case of synchronous
+ * cudaMalloc/cudaFree pairs on an idle or synchronized device).
  * Fences are recorded lazily (one batch over all streams, only when the free
  * memory at hand would need new pages) and waited for before the pool maps
  * new pages while frees are pending (memory over latency: a real cudaFree

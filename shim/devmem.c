@@ -12,7 +12,13 @@
  * left pending on one stream.  Before recording a fence on a stream the
  * provider asks cuStreamIsCapturing: a capturing stream (or the legacy stream
  * during a global capture) gets no event, the batch fails, and nothing
- * pending is reused until the capture is over. */
+ * pending is reused until the capture is over.  Before any fence, the pool
+ * asks cuStreamQuery on its streams (stream_idle): all idle makes every free
+ * so far reusable with no event at all.
+ *
+ * Peers.  cudaDeviceEnablePeerAccess (hooks) calls ts_dev_peer_enabled: the
+ * owner's pool grants the peer cuMemSetAccess on its mapped pages, and the
+ * set_access wrapper grants every enabled peer on pages mapped later. */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -46,6 +52,12 @@ static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
  * later (stream creation is rare: a plain locked array). */
 static struct { uint64_t stream; int dev; } known_streams[TS_DEV_MAX_STREAMS];
 static int nknown;
+
+/* Peers granted access to each device's pool (bit = accessing device), and
+ * each pool's provider context, to find the device in set_access. */
+static uint64_t peer_mask[TS_DEV_MAX];
+static void *provider_ctx[TS_DEV_MAX];
+static int (*inner_set_access)(void *, uint64_t, uint64_t);
 
 /* The inner (alloc_cuda.c) fence functions, wrapped below. */
 static int (*inner_record)(void *, uint64_t, uint64_t *);
@@ -87,6 +99,59 @@ static void fence_release(void *ctx, uint64_t f)
 {
     if (f) inner_release(ctx, f);
 }
+static int grant_peers(uint64_t mask, uint64_t va, uint64_t size)
+{
+    ts_fn_cuMemSetAccess set = (ts_fn_cuMemSetAccess)ts_real(TS_API_cuMemSetAccess);
+    if (!set) return TS_PROV_ERROR;
+    for (int peer = 0; mask; peer++, mask >>= 1) {
+        if (!(mask & 1)) continue;
+        CUmemAccessDesc d;
+        memset(&d, 0, sizeof d);
+        d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        d.location.id = peer;
+        d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        if (set((CUdeviceptr)va, (size_t)size, &d, 1) != CUDA_SUCCESS) return TS_PROV_ERROR;
+    }
+    return TS_PROV_OK;
+}
+
+/* Newly mapped pages: the owner's access, then every enabled peer's. */
+static int set_access(void *ctx, uint64_t va, uint64_t size)
+{
+    int rc = inner_set_access(ctx, va, size);
+    if (rc) return rc;
+    for (int dev = 0; dev < TS_DEV_MAX; dev++)
+        if (provider_ctx[dev] == ctx) {
+            uint64_t mask = __atomic_load_n(&peer_mask[dev], __ATOMIC_ACQUIRE);
+            return mask ? grant_peers(mask, va, size) : TS_PROV_OK;
+        }
+    return TS_PROV_OK;
+}
+
+void ts_dev_peer_enabled(int owner, int accessor)
+{
+    if (owner < 0 || owner >= TS_DEV_MAX || accessor < 0 || accessor >= 64 || owner == accessor) return;
+    /* set first: a page mapped after this sees the bit (set_access runs
+     * under the pool lock, which the walk below takes) */
+    __atomic_fetch_or(&peer_mask[owner], 1ull << accessor, __ATOMIC_ACQ_REL);
+    struct devpool *d = __atomic_load_n(&pools[owner], __ATOMIC_ACQUIRE);
+    if (!d) return;
+    ts_pool *p = d->pool;
+    pthread_mutex_lock(&p->lock);
+    if (p->cfg.mode == TS_ALLOC_EXPANDABLE && p->pages) {
+        /* existing mappings, in runs of adjacent mapped pages */
+        for (uint64_t i = 0; i < p->npages;) {
+            if (!p->pages[i].mapped) { i++; continue; }
+            uint64_t j = i;
+            while (j < p->npages && p->pages[j].mapped) j++;
+            if (grant_peers(1ull << accessor, p->va_base + i * p->gran, (j - i) * p->gran))
+                ts_warn("device %d: cannot grant device %d access to pooled memory", owner, accessor);
+            i = j;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
 /* cuStreamQuery: one driver call per stream, where a fence costs a record,
  * a query and usually a wait (the event is rarely complete right after its
  * record).  A capturing stream is never queried (that would invalidate its
@@ -150,6 +215,9 @@ static struct devpool *create_pool(int dev)
     prov.fence_wait = fence_wait;
     prov.fence_release = fence_release;
     prov.stream_idle = stream_idle;
+    inner_set_access = prov.set_access;
+    prov.set_access = set_access;
+    provider_ctx[dev] = prov.ctx;
 
     const struct ts_fraction_or_size *lim = &ts_cfg()->memory_limit;
     uint64_t limit = lim->bytes ? lim->bytes : lim->fraction > 0 && lim->fraction < 1 ? (uint64_t)(lim->fraction * total) : 0;

@@ -45,6 +45,10 @@ bool ts_dev_lookup(uint64_t ptr, uint64_t *base, uint64_t *size);
 uint64_t ts_dev_idle_bytes(int dev);
 /* Stream bookkeeping for the cudaFree fences. */
 void ts_dev_stream_created(uint64_t stream);
+/* Device `accessor` may now access device `owner`'s memory (cudaDeviceEnablePeerAccess
+ * succeeded): the owner's pool grants it access on its mapped pages and on
+ * every page it maps from now on (VMM pages need cuMemSetAccess per device). */
+void ts_dev_peer_enabled(int owner, int accessor);
 void ts_dev_stream_destroying(uint64_t stream);
 /* Captures begun and ended through the runtime (cudaStreamBeginCapture /
  * EndCapture): while any is in progress synchronous allocations pass through. */

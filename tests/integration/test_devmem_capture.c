@@ -10,7 +10,9 @@
  *     allocation that needs fences) records no event on the capturing
  *     stream: the capture is not invalidated;
  *   - a synchronous cudaMalloc inside a global-mode capture gets the real
- *     answer. */
+ *     answer, and so does a cuMemAlloc inside a capture begun through the
+ *     driver API (cuStreamBeginCapture). */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +79,17 @@ int main(void)
     if (g2) cudaGraphDestroy(g2);
     printf("last %d\n", (int)cudaGetLastError());
     if (mr == cudaSuccess) CHECK(cudaFree(q) == cudaSuccess, "free q");
+
+    /* the same through the driver API */
+    printf("cu begin %d\n", (int)cuStreamBeginCapture((CUstream)s3, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUdeviceptr dq = 0;
+    CUresult dr = cuMemAlloc(&dq, N);
+    printf("cuMemAlloc in capture %d\n", (int)dr);
+    CUgraph g3 = NULL;
+    printf("cu end %d\n", (int)cuStreamEndCapture((CUstream)s3, &g3));
+    if (g3) cuGraphDestroy(g3);
+    cudaGetLastError();
+    if (dr == CUDA_SUCCESS) CHECK(cuMemFree(dq) == CUDA_SUCCESS, "free dq");
 
     CHECK(cudaFreeAsync(p, s) == cudaSuccess, "free p");
     CHECK(cudaStreamSynchronize(s) == cudaSuccess, "final sync");

@@ -138,9 +138,11 @@ int main(int argc, char **argv)
     else CHECK(ir == cudaErrorInvalidValue, "IPC handle of a pooled block: %d", (int)ir);
     /* a refused free leaves the runtime's last error as the real call does */
     cudaError_t fi = cudaFree((char *)q + 512);
-    printf("interior-free %d last %d last-again %d\n", (int)fi, (int)cudaGetLastError(), (int)cudaGetLastError());
+    cudaError_t li = cudaGetLastError(), li2 = cudaGetLastError();   /* the error, then reset */
+    printf("interior-free %d last %d last-again %d\n", (int)fi, (int)li, (int)li2);
     cudaError_t f1 = cudaFree(q), f2 = cudaFree(q);
-    printf("double-free %d %d last %d\n", (int)f1, (int)f2, (int)cudaGetLastError());
+    cudaError_t lf = cudaGetLastError();
+    printf("double-free %d %d last %d\n", (int)f1, (int)f2, (int)lf);
 
     /* driver API */
     CUdeviceptr d = 0;

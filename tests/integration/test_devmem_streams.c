@@ -85,7 +85,9 @@ int main(int argc, char **argv)
          *    overwrite on s2 */
         float *a = NULL, *b = NULL;
         CHECK(cudaMalloc((void **)&a, bytes) == cudaSuccess, "a");
-        CHECK(cudaMemcpy(a, ones, bytes, cudaMemcpyHostToDevice) == cudaSuccess, "fill a");
+        /* filled on s1: a cudaMemcpy from pageable memory may return before
+         * the data lands, and the legacy stream does not order s1 */
+        CHECK(cudaMemcpyAsync(a, ones, bytes, cudaMemcpyHostToDevice, s1) == cudaSuccess, "fill a");
         launch_sum(a, sums + 4 * it, n, s1);
         CHECK(cudaFree(a) == cudaSuccess, "free a");
         CHECK(cudaMalloc((void **)&b, bytes) == cudaSuccess, "b");
@@ -115,7 +117,7 @@ int main(int argc, char **argv)
         /* 4. cudaFree while the kernel on a driver-API stream still reads */
         float *g = NULL, *h = NULL;
         CHECK(cudaMalloc((void **)&g, bytes) == cudaSuccess, "g");
-        CHECK(cudaMemcpy(g, ones, bytes, cudaMemcpyHostToDevice) == cudaSuccess, "fill g");
+        CHECK(cudaMemcpyAsync(g, ones, bytes, cudaMemcpyHostToDevice, (cudaStream_t)s3) == cudaSuccess, "fill g");
         launch_sum(g, sums + 4 * it + 3, n, (cudaStream_t)s3);
         CHECK(cudaFree(g) == cudaSuccess, "free g");
         CHECK(cudaMalloc((void **)&h, bytes) == cudaSuccess, "h");

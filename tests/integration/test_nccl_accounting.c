@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 enum { STEPS = 5, AR_COUNT = 1 << 16, AG_COUNT = 1024, RS_COUNT = 512, BC_COUNT = 100, P2P_COUNT = 256,
-       CHILD_COUNT = 4096, SLOW_US = 8000 };
+       CHILD_COUNT = 4096, SLOW_US = 40000 };  /* well above scheduling noise of a loaded 2-core CI machine */
 
 static int rank, world, failures;
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "rank %d: FAIL %s:%d: %s\n", rank, __FILE__, __LINE__, #c); failures++; } } while (0)

@@ -198,7 +198,8 @@ static void test_ctx_synchronize(void)
     for (int i = 0; i < 100000; i++) cuCtxSynchronize();
     double ns = (et_now_ms() - t0) * 1e6 / 100000;
     printf("cuCtxSynchronize idle: %.0f ns/call\n", ns);
-    EXPECT(ns < 5000);   /* generous: sanitizer builds and loaded machines */
+    /* A figure, not an assertion: speed is measured by benchmarks, never by
+     * timed tests (a loaded CI machine would make this flaky). */
 }
 
 static void test_getters_and_errors(void)

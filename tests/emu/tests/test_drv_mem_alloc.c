@@ -236,7 +236,7 @@ static void test_cost(void)
         }
         double ns = (now_ns() - t0) / ITER;
         printf("cuMemAlloc+cuMemFree of %zu bytes: %.0f ns per pair\n", sizes[s], ns);
-        EXPECT(ns < 50000);   /* a few microseconds expected; 50 us allows a loaded machine */
+        /* printed, not asserted: speed belongs to benchmarks, not timed tests */
     }
 }
 

@@ -64,9 +64,7 @@ static void test_pair_cost(void)
         if (per < best) best = per;
     }
     printf("cuMemAlloc+cuMemFree (4 KiB): %llu ns (thread CPU time) per pair\n", (unsigned long long)best);
-    /* generous: a loaded 2-core machine, sanitizer builds are slower still */
-    const char *san = getenv("SAN_RUN");
-    EXPECT(best < (san && *san ? 20000u : 2000u));
+    /* printed, not asserted: speed is for benchmarks, never timed tests */
 }
 
 int main(void)
