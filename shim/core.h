@@ -71,4 +71,10 @@ void ts_ev_comm(int api, int kind, uint64_t comm_id, uint64_t parent_id, int com
                 int color, int result);
 /* kind: TS_REC_GEMM or TS_REC_NCCL */
 void ts_ev_gpu_time(uint64_t sample_id, uint64_t gpu_ns, int kind);
+/* Device memory pool (records in shim/logfmt.h): the caller fills every
+ * body field of *s (not the header). */
+struct ts_rec_pool_stats;
+void ts_ev_pool_stats(const struct ts_rec_pool_stats *s);
+void ts_ev_pool_oom(int device, int mode, uint64_t requested, uint64_t reserved, uint64_t allocated,
+                    uint64_t largest_free_block);
 #endif

@@ -23,12 +23,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "config.h"
 #include "core.h"
 #include "devmem.h"
 #include "hooks.h"
+#include "logfmt.h"
 #include "resolve.h"
 
 #define TS_DEV_MAX 64
@@ -241,6 +243,59 @@ static struct devpool *create_pool(int dev)
     return d;
 }
 
+/* ---- log records ------------------------------------------------------------ */
+/* One TS_REC_POOL_STATS with the pool's counters (the report's DEVICE MEMORY
+ * figures).  ts_log_reserve drops it when the log is off, closed or in a fork
+ * child. */
+static void log_pool_stats(int dev, struct devpool *d, uint32_t reason)
+{
+    ts_alloc_stats st;
+    memset(&st, 0, sizeof st);
+    ts_pool_stats(d->pool, &st);
+    struct ts_rec_pool_stats r;
+    memset(&r, 0, sizeof r);
+    r.device = dev;
+    r.mode = d->pool->cfg.mode;
+    r.reason = reason;
+    r.peak_reserved_bytes = st.peak_reserved_bytes;
+    r.peak_allocated_bytes = st.peak_allocated_bytes;
+    r.allocated_at_reserved_peak = st.allocated_at_reserved_peak;
+    r.reserved_bytes = st.reserved_bytes;
+    r.allocated_bytes = st.allocated_bytes;
+    r.driver_calls = st.driver_calls;
+    r.cache_hits = st.cache_hits;
+    r.ooms = st.ooms;
+    r.allocs = st.allocs;
+    r.frees = st.frees;
+    r.segments = st.segments;
+    r.mapped_pages = st.mapped_pages;
+    r.page_moves = st.page_moves;
+    ts_ev_pool_stats(&r);
+}
+
+/* Registered when the first pool is created, i.e. after process.c's exit
+ * flush (registered at the first hook): atexit runs handlers in reverse, so
+ * these records reach the log before its end record.  A fork child exiting
+ * skips it: a pool lock may have been copied held by a thread that does not
+ * exist there (and the child logs nothing anyway). */
+static pid_t pools_owner_pid;
+static void log_pools_at_exit(void)
+{
+    if (getpid() != pools_owner_pid) return;
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+        if (d) log_pool_stats(dev, d, TS_POOL_REASON_SHUTDOWN);
+    }
+}
+static bool exit_logging_registered;
+
+int ts_dev_pool_mode(int dev)
+{
+    if (dev < 0 || dev >= TS_DEV_MAX) return -1;
+    struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+    return d ? d->pool->cfg.mode : -1;
+}
+
 static struct devpool *pool_of(int dev)
 {
     struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
@@ -252,6 +307,11 @@ static struct devpool *pool_of(int dev)
         if (d) {
             __atomic_store_n(&any_pool, true, __ATOMIC_RELEASE);
             __atomic_store_n(&pools[dev], d, __ATOMIC_RELEASE);
+            if (!exit_logging_registered) {
+                exit_logging_registered = true;
+                pools_owner_pid = getpid();
+                atexit(log_pools_at_exit);
+            }
         } else {
             pool_failed[dev] = true;
             ts_warn("device %d: cannot create the device allocator; its allocations pass through", dev);
@@ -392,6 +452,7 @@ void ts_dev_reset(int dev)
     pool_failed[dev] = false;
     pthread_mutex_unlock(&create_lock);
     if (!d) return;
+    log_pool_stats(dev, d, TS_POOL_REASON_RESET);
     /* The reset destroys the context's work and memory anyway; the pool's
      * pages go back first so that nothing of ours outlives it. */
     ts_pool_destroy(d->pool);

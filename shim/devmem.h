@@ -63,6 +63,8 @@ void ts_dev_oom_report(int dev, uint64_t requested);
 /* Stats of dev's pool; false if none. */
 struct ts_alloc_stats;
 bool ts_dev_stats(int dev, struct ts_alloc_stats *out);
+/* enum ts_alloc_mode of dev's pool; -1 if none. */
+int ts_dev_pool_mode(int dev);
 /* The pool's record of its last OOM; false if none. */
 struct ts_oom_report;
 bool ts_dev_last_oom(int dev, struct ts_oom_report *out);

@@ -42,4 +42,7 @@ void ts_dev_oom_report(int dev, uint64_t requested)
                           (unsigned long long)rep.top_ptr[i], i + 1 < rep.ntop ? "," : "");
     }
     fprintf(stderr, "%s\n", buf);
+    if (have)
+        ts_ev_pool_oom(dev, ts_dev_pool_mode(dev), requested, st.reserved_bytes, st.allocated_bytes,
+                       have_rep ? rep.largest_free_block : st.largest_free_block);
 }

@@ -248,3 +248,30 @@ void ts_ev_gpu_time(uint64_t sample_id, uint64_t gpu_ns, int kind)
     r->reserved = 0;
     ts_log_commit(&r->h);
 }
+
+/* ---- device memory pool ---------------------------------------------------- */
+/* Rare (a reset, shutdown, an OOM): no fast path to keep. */
+void ts_ev_pool_stats(const struct ts_rec_pool_stats *s)
+{
+    struct ts_rec_pool_stats *r =
+        (struct ts_rec_pool_stats *)ts_log_reserve(sizeof *r, TS_REC_POOL_STATS);
+    if (!r)
+        return;
+    copy_body(&r->h, &s->h, sizeof *r);
+    ts_log_commit(&r->h);
+}
+
+void ts_ev_pool_oom(int device, int mode, uint64_t requested, uint64_t reserved, uint64_t allocated,
+                    uint64_t largest_free_block)
+{
+    struct ts_rec_pool_oom *r = (struct ts_rec_pool_oom *)ts_log_reserve(sizeof *r, TS_REC_POOL_OOM);
+    if (!r)
+        return;
+    r->device = device;
+    r->mode = mode;
+    r->requested = requested;
+    r->reserved_bytes = reserved;
+    r->allocated_bytes = allocated;
+    r->largest_free_block = largest_free_block;
+    ts_log_commit(&r->h);
+}

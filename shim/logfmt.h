@@ -316,6 +316,51 @@ struct ts_rec_pinned_alloc {
 _Static_assert(sizeof(struct ts_rec_copy_convert) == 64, "copy convert layout");
 _Static_assert(sizeof(struct ts_rec_pinned_alloc) == 64, "pinned alloc layout");
 
+/* ---- device memory allocator (shim/devmem.c, shim/devmem_oom.c).
+ * Numbered apart like the accounting records. */
+#define TS_REC_POOL_STATS 32 /* one device pool's totals, at cudaDeviceReset and at shutdown */
+#define TS_REC_POOL_OOM 33   /* the pool could not serve a request (after releasing idle memory) */
+
+/* TS_REC_POOL_STATS: the pool's counters since it was created (a reset
+ * device gets a new pool, so one device may have several records: the
+ * reader keeps the largest peak and adds the counts).  reason: 1 the
+ * device was reset, 2 process shutdown.  mode: enum ts_alloc_mode
+ * (shim/alloc.h: 0 expandable, 1 caching, 2 off). */
+struct ts_rec_pool_stats {
+    struct ts_rec_hdr h;
+    int32_t device;
+    int32_t mode;
+    uint32_t reason;
+    uint32_t reserved0;
+    uint64_t peak_reserved_bytes;
+    uint64_t peak_allocated_bytes;
+    uint64_t allocated_at_reserved_peak; /* allocated bytes while reserved was at its peak */
+    uint64_t reserved_bytes;             /* now */
+    uint64_t allocated_bytes;            /* now */
+    uint64_t driver_calls;               /* calls the pool made to the driver */
+    uint64_t cache_hits;                 /* allocations served without a driver call */
+    uint64_t ooms;
+    uint64_t allocs, frees;
+    uint64_t segments;                   /* now (caching) */
+    uint64_t mapped_pages;               /* now (expandable) */
+    uint64_t page_moves;                 /* idle pages unmapped and mapped elsewhere */
+};
+#define TS_POOL_REASON_RESET 1u
+#define TS_POOL_REASON_SHUTDOWN 2u
+
+/* TS_REC_POOL_OOM: figures of the pool when it refused `requested` bytes. */
+struct ts_rec_pool_oom {
+    struct ts_rec_hdr h;
+    int32_t device;
+    int32_t mode;
+    uint64_t requested;
+    uint64_t reserved_bytes;
+    uint64_t allocated_bytes;
+    uint64_t largest_free_block;
+};
+_Static_assert(sizeof(struct ts_rec_pool_stats) == 144, "pool stats layout");
+_Static_assert(sizeof(struct ts_rec_pool_oom) == 64, "pool oom layout");
+
 static inline uint32_t ts_rec_align(uint32_t n)
 {
     return (n + TS_REC_ALIGN - 1) & ~(TS_REC_ALIGN - 1);

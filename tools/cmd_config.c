@@ -19,8 +19,8 @@ static void print_type(FILE *f, const struct ts_option_info *o, bool markdown)
     for (const char *v = o->values; *v; v++) {
         if (v == o->values || v[-1] == '|')
             fputs(markdown ? "`" : "", f);
-        if (*v == '|') {
-            fputs(markdown ? "`, " : ", ", f);
+        if (*v == '|') {   /* the closing backtick was printed after the value */
+            fputs(", ", f);
             continue;
         }
         fputc(*v, f);

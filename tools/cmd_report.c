@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "cmds.h"
 #include "core.h"
 #include "logread.h"
@@ -34,6 +35,11 @@ struct stats {
     struct err_count *errs;
     size_t n_errs;
     uint64_t error_records;
+    /* the device pools' own figures (TS_REC_POOL_STATS): shown only when a
+     * pool existed (pool_records != 0) */
+    uint64_t pool_records, pool_peak_reserved, pool_alloc_at_peak, pool_driver_calls,
+        pool_cache_hits, pool_ooms;
+    int32_t pool_mode;
     const struct tslog *log; /* one log's stats: its call-site sections (report_sites.c) */
 };
 
@@ -152,6 +158,13 @@ static int analyze(struct tslog *log, struct stats *s)
     s->converted_bytes = log->copy_converted_bytes;
     s->converted_blocked_ns = log->copy_converted_blocked_ns;
     s->staging_wait_ns = log->copy_staging_wait_ns;
+    s->pool_records = log->n_pool_stats;
+    s->pool_mode = log->pool_mode;
+    s->pool_peak_reserved = log->pool_peak_reserved;
+    s->pool_alloc_at_peak = log->pool_allocated_at_reserved_peak;
+    s->pool_driver_calls = log->pool_driver_calls;
+    s->pool_cache_hits = log->pool_cache_hits;
+    s->pool_ooms = log->pool_ooms;
     /* threads' buffers reach the file out of order: replay in time order */
     if (log->n_events)
         qsort(log->events, log->n_events, sizeof *log->events, by_time);
@@ -273,6 +286,14 @@ static int add_stats(struct stats *t, const struct stats *s)
     t->converted_blocked_ns += s->converted_blocked_ns;
     t->staging_wait_ns += s->staging_wait_ns;
     t->error_records += s->error_records;
+    if (s->pool_records)
+        t->pool_mode = s->pool_mode;
+    t->pool_records += s->pool_records;
+    t->pool_peak_reserved += s->pool_peak_reserved;
+    t->pool_alloc_at_peak += s->pool_alloc_at_peak;
+    t->pool_driver_calls += s->pool_driver_calls;
+    t->pool_cache_hits += s->pool_cache_hits;
+    t->pool_ooms += s->pool_ooms;
     for (size_t i = 0; i < s->n_errs; i++)
         if (add_error(t, s->errs[i].api, s->errs[i].code, s->errs[i].count, s->errs[i].name))
             return -1;
@@ -350,14 +371,37 @@ static void text_run(FILE *f, const struct tslog *log)
     }
 }
 
+/* Peak reserved: the pools' own when they logged it, else the peak of the
+ * logged allocations (all a run without pools can tell). */
+static uint64_t peak_reserved(const struct stats *s)
+{
+    return s->pool_records ? s->pool_peak_reserved : s->peak_alloc;
+}
+
+/* 1 - allocated/reserved at the reserved peak */
+static double pool_fragmentation(const struct stats *s)
+{
+    if (!s->pool_peak_reserved || s->pool_alloc_at_peak >= s->pool_peak_reserved)
+        return 0.0;
+    return 1.0 - (double)s->pool_alloc_at_peak / (double)s->pool_peak_reserved;
+}
+
 static void text_stats(FILE *f, const struct stats *s, const struct tslog *names)
 {
     char b1[32], b2[32];
     fprintf(f, "\n== DEVICE MEMORY ==\n");
     fprintf(f, "peak allocated      %s (%llu B)\n", human(s->peak_alloc, b1, sizeof b1),
             (unsigned long long)s->peak_alloc);
-    fprintf(f, "peak reserved       %s (%llu B)\n", human(s->peak_alloc, b1, sizeof b1),
-            (unsigned long long)s->peak_alloc);
+    fprintf(f, "peak reserved       %s (%llu B)\n", human(peak_reserved(s), b1, sizeof b1),
+            (unsigned long long)peak_reserved(s));
+    if (s->pool_records) {
+        fprintf(f, "allocator           %s\n", ts_alloc_mode_name(s->pool_mode));
+        fprintf(f, "fragmentation       %.4f (1 - allocated/reserved at the reserved peak)\n",
+                pool_fragmentation(s));
+        fprintf(f, "driver calls        %llu\n", (unsigned long long)s->pool_driver_calls);
+        fprintf(f, "cache hits          %llu\n", (unsigned long long)s->pool_cache_hits);
+        fprintf(f, "OOMs                %llu\n", (unsigned long long)s->pool_ooms);
+    }
     fprintf(f, "allocations         %llu (%llu failed), %s requested\n",
             (unsigned long long)s->alloc_calls, (unsigned long long)s->alloc_failed,
             human(s->alloc_requested, b1, sizeof b1));
@@ -669,7 +713,14 @@ static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_
 {
     j_open(j, "memory", '{');
     j_u64(j, "peak_allocated_bytes", s->peak_alloc);
-    j_u64(j, "peak_reserved_bytes", s->peak_alloc);
+    j_u64(j, "peak_reserved_bytes", peak_reserved(s));
+    if (s->pool_records) {
+        j_str(j, "allocator_mode", ts_alloc_mode_name(s->pool_mode));
+        j_num(j, "fragmentation", pool_fragmentation(s));
+        j_u64(j, "driver_calls", s->pool_driver_calls);
+        j_u64(j, "cache_hits", s->pool_cache_hits);
+        j_u64(j, "ooms", s->pool_ooms);
+    }
     if (total)
         j_u64(j, "max_rank_peak_allocated_bytes", max_rank_peak);
     j_u64(j, "alloc_calls", s->alloc_calls);

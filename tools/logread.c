@@ -124,6 +124,33 @@ static const char *read_api_names(struct tslog *log, const unsigned char *rec, u
     return NULL;
 }
 
+/* Keeps each device's record with the largest peak reserved and the sums
+ * of those over devices. */
+static void read_pool_stats(struct tslog *log, const unsigned char *rec, uint32_t len)
+{
+    struct ts_rec_pool_stats p;
+    take(&p, sizeof p, rec, len);
+    log->n_pool_stats++;
+    log->pool_mode = p.mode;
+    log->pool_driver_calls += p.driver_calls;
+    log->pool_cache_hits += p.cache_hits;
+    log->pool_ooms += p.ooms;
+    if (p.device < 0 || p.device >= TSLOG_POOL_DEVS)
+        return;
+    struct tslog_pool_dev *d = &log->pool_dev[p.device];
+    if (d->seen && d->peak_reserved >= p.peak_reserved_bytes)
+        return;
+    log->pool_peak_reserved += p.peak_reserved_bytes - d->peak_reserved;
+    log->pool_allocated_at_reserved_peak -= d->allocated_at_reserved_peak;
+    log->pool_allocated_at_reserved_peak += p.allocated_at_reserved_peak;
+    log->pool_peak_allocated -= d->peak_allocated;
+    log->pool_peak_allocated += p.peak_allocated_bytes;
+    d->seen = true;
+    d->peak_reserved = p.peak_reserved_bytes;
+    d->allocated_at_reserved_peak = p.allocated_at_reserved_peak;
+    d->peak_allocated = p.peak_allocated_bytes;
+}
+
 static const char *read_device(struct tslog *log, const unsigned char *rec, uint32_t len)
 {
     struct ts_rec_device d;
@@ -402,6 +429,8 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
             log->n_pinned_cache_hits += a.cache_hit != 0;
             break;
         }
+        case TS_REC_POOL_STATS: read_pool_stats(log, rec, h.len); break;
+        case TS_REC_POOL_OOM: log->n_pool_oom_records++; break;
         case TS_REC_END: {
             struct ts_rec_end e;
             take(&e, sizeof e, rec, h.len);

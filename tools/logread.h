@@ -67,6 +67,14 @@ struct tslog_device {
     char pci_bus_id[TS_PCI_BUS_ID_LEN];
 };
 
+/* Device pool figures (TS_REC_POOL_STATS) of one device: its record with the
+ * largest peak reserved (a reset device has a record per pool). */
+struct tslog_pool_dev {
+    bool seen;
+    uint64_t peak_reserved, allocated_at_reserved_peak, peak_allocated;
+};
+#define TSLOG_POOL_DEVS 64
+
 struct tslog {
     char *file;                 /* name given to the reader */
     uint64_t file_size;
@@ -118,6 +126,15 @@ struct tslog {
     uint64_t n_copy_converts, copy_converted_bytes, copy_converted_chunks;
     uint64_t copy_converted_blocked_ns, copy_staging_wait_ns;
     uint64_t n_pinned_allocs, n_pinned_cache_hits;
+
+    /* device memory pools (TS_REC_POOL_STATS, TS_REC_POOL_OOM).  Peaks are
+     * summed over devices (each device's largest); counts over records. */
+    uint64_t n_pool_stats;      /* 0: the run had no pool (report prints nothing more) */
+    int32_t pool_mode;          /* enum ts_alloc_mode of the last record */
+    uint64_t pool_peak_reserved, pool_allocated_at_reserved_peak, pool_peak_allocated;
+    uint64_t pool_driver_calls, pool_cache_hits, pool_ooms;
+    uint64_t n_pool_oom_records;
+    struct tslog_pool_dev pool_dev[TSLOG_POOL_DEVS];
 };
 
 /* Parse size bytes named name.  Returns 0 when the data is a trainshim log

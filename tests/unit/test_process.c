@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,7 +87,9 @@ static void own_term(int sig)
     exit(0);
 }
 
-static volatile int *volatile bad_address; /* NULL, hidden from the compiler */
+/* An inaccessible page, not NULL: a NULL store would be caught by UBSan
+ * before it faults, and the sanitizer runs must see the real SIGSEGV. */
+static volatile int *volatile bad_address;
 
 static int scenario(const char *m)
 {
@@ -118,8 +121,10 @@ static int scenario(const char *m)
         ts_active();
         if (!strcmp(m, "term"))
             kill(getpid(), SIGTERM);
-        else if (!strcmp(m, "segv"))
+        else if (!strcmp(m, "segv")) {
+            bad_address = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             *bad_address = 1;
+        }
         else if (!strcmp(m, "abort"))
             abort();
         else
