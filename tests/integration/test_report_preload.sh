@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 B=${B:-build}
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+pid=; trap '[ -z "$pid" ] || kill -9 "$pid" 2>/dev/null; rm -rf "$T"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 for f in "$B/libtrainshim.so" "$B/trainshim" "$B/workloads/mlp_train" "$B/emu/libcuda.so.1"; do
@@ -52,7 +52,10 @@ EOF
 
 # ---- killed with SIGKILL while training: the log still reads
 mkdir "$T/kill" && cd "$T/kill"
-EMU_JITTER_US=2000 TRAINSHIM_LOG="$T/kill/k.log" run_shimmed "$ROOT/$B/workloads/mlp_train" 100000 > out.txt 2>&1 &
+# exec, not the shell function: $! must be the trainer itself, or kill -9
+# would hit a subshell and leave the trainer running after the test.
+EMU_JITTER_US=2000 TRAINSHIM_LOG="$T/kill/k.log" LD_PRELOAD="$ROOT/$B/libtrainshim.so" \
+  "$ROOT/$B/workloads/mlp_train" 100000 > out.txt 2>&1 &
 pid=$!
 cd "$ROOT"
 # wait until the writer thread has put records after the header on disk
