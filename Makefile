@@ -138,7 +138,7 @@ CUDA_LINK := -L$(CUDA_HOME)/lib64 -lcudart -lcublas -lcublasLt -lnccl -L$(EMU) -
              -Wl,-rpath-link,$(CUDA_HOME)/lib64 -pthread -ldl -lm -lrt
 TESTCFLAGS := $(ALLCFLAGS) -Itests/emu -Itests -Ishim -Ihooks -Wno-error=unused-parameter -pthread
 
-$(B)/tests/emu/%: tests/emu/tests/%.c $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)
+$(B)/tests/emu/%: tests/emu/tests/%.c $(wildcard tests/emu/*.h tests/emu/*/*.h tests/*.h) | $(EMU_TARGETS)
 	@mkdir -p $(@D)
 	$(CC) $(TESTCFLAGS) -o $@ $< $(CUDA_LINK) $(LDSAN)
 $(B)/tests/emu/%: tests/emu/tests/%.cu $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)

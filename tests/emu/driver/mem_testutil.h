@@ -1,45 +1,12 @@
-/* mem_testutil.h: helpers shared by the emulated driver's memory tests
- * (tests/emu/tests/test_drv_mem_*.c). */
+/* mem_testutil.h: the memory tests' names for the driver tests' shared
+ * helpers (tests/emu/tests/test_drv_mem_*.c); one implementation lives in
+ * exec_testutil.h. */
 #ifndef EMU_MEM_TESTUTIL_H
 #define EMU_MEM_TESTUTIL_H
 
-#include <cuda.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include "emu.h"
+#include "exec_testutil.h"
 
-static int mt_failures;
-
-/* One rule per check: the call must return exactly `want`. */
-#define EXPECT_RC(call, want) do { CUresult rc_ = (call); \
-        if (rc_ != (want)) { fprintf(stderr, "%s:%d: %s returned %d, expected %s (%d)\n", \
-                                     __FILE__, __LINE__, #call, (int)rc_, #want, (int)(want)); \
-                             mt_failures++; } } while (0)
-#define OK(call) EXPECT_RC(call, CUDA_SUCCESS)
-#define EXPECT(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
-                                         mt_failures++; } } while (0)
-/* For preconditions without which the rest of the test is meaningless. */
-#define REQUIRE(call) do { CUresult rc_ = (call); if (rc_ != CUDA_SUCCESS) { \
-        fprintf(stderr, "%s:%d: %s failed with %d\n", __FILE__, __LINE__, #call, (int)rc_); exit(1); } } while (0)
-
-static inline CUcontext mt_setup(int ordinal)
-{
-    CUdevice dev;
-    CUcontext ctx;
-    REQUIRE(cuInit(0));
-    REQUIRE(cuDeviceGet(&dev, ordinal));
-    REQUIRE(cuDevicePrimaryCtxRetain(&ctx, dev));
-    REQUIRE(cuCtxSetCurrent(ctx));
-    return ctx;
-}
-
-static inline int mt_finish(const char *name)
-{
-    if (mt_failures) {
-        fprintf(stderr, "%s: %d check(s) failed\n", name, mt_failures);
-        return 1;
-    }
-    printf("%s: ok\n", name);
-    return 0;
-}
+#define mt_failures et_failures
+#define mt_setup et_setup
+#define mt_finish et_finish
 #endif
