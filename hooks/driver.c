@@ -9,6 +9,7 @@
 #include "hooks.h"
 #include "copy_engine.h"
 #include "host_cache.h"
+#include "host_alloc_body.h"
 #include "devmem_hooks.h"   /* device-memory bodies: cuMemAlloc_v2, cuMemFree_v2, ... */
 
 /* Pinned host memory is logged with device -1, as are VMM handle releases
@@ -71,35 +72,9 @@ static inline CUresult ts_body_cuMemAllocPitch_v2(int api, CUdeviceptr *dptr, si
     return r;
 }
 
-/* Pinned host allocations through the cache (shim/host_cache.h); see the
- * runtime's RT_HOST_ALLOC_BODY. */
-#define DRV_HOST_ALLOC_BODY(base, api, args, out, size, flags, class_args)    \
-    TS_HOOK_PROLOGUE(CUresult, base, api, args);                              \
-    TS_OUTER_BEGIN(api);                                                      \
-    CUresult r;                                                               \
-    bool cached_ = false, hit_ = false;                                       \
-    if (outer_ && (out) && ts_host_cache_wanted(size, flags)) {               \
-        void *p_ = ts_host_cache_get(size, flags);                            \
-        cached_ = true;                                                       \
-        hit_ = p_ != NULL;                                                    \
-        if (p_) {                                                             \
-            *(out) = p_;                                                      \
-            r = CUDA_SUCCESS;                                                 \
-        } else {                                                              \
-            r = real_ class_args;                                             \
-            if (r == CUDA_ERROR_OUT_OF_MEMORY) {                              \
-                ts_host_cache_trim();                                         \
-                r = real_ class_args;                                         \
-            }                                                                 \
-            if (r == CUDA_SUCCESS) ts_host_cache_adopt(*(out), size, flags);  \
-        }                                                                     \
-    } else {                                                                  \
-        r = real_ args;                                                       \
-    }                                                                         \
-    if (outer_) alloc_event(api, HOST_DEVICE, (const CUdeviceptr *)(out), size, NULL, r); \
-    if (cached_ && r == CUDA_SUCCESS) ts_host_cache_note(api, *(out), size, flags, hit_); \
-    TS_OUTER_END(api, r);                                                     \
-    return r
+/* Pinned host allocations through the cache: hooks/host_alloc_body.h. */
+#define DRV_HOST_ALLOC_BODY(...) \
+    TS_HOST_ALLOC_BODY(CUresult, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, const CUdeviceptr *, __VA_ARGS__)
 
 static inline CUresult ts_body_cuMemHostAlloc(int api, void **pp, size_t bytesize, unsigned int Flags)
 {

@@ -8,6 +8,7 @@
 #include "copy_engine.h"
 #include "devmem_hooks.h"   /* device-memory bodies: cudaMalloc, cudaFree, ... */
 #include "host_cache.h"
+#include "host_alloc_body.h"
 
 /* ---- events ------------------------------------------------------------- */
 
@@ -96,36 +97,9 @@ static inline cudaError_t ts_body_cudaMallocPitch(int api, void **devPtr, size_t
     return r;
 }
 
-/* Pinned host allocations are served from the cache (shim/host_cache.h)
- * when the call is outermost; a request the cache cannot serve is a real
- * allocation of the class size, retried once after trimming the cache. */
-#define RT_HOST_ALLOC_BODY(base, api, args, out, size, flags, class_args)     \
-    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                           \
-    TS_OUTER_BEGIN(api);                                                      \
-    cudaError_t r;                                                            \
-    bool cached_ = false, hit_ = false;                                       \
-    if (outer_ && (out) && ts_host_cache_wanted(size, flags)) {               \
-        void *p_ = ts_host_cache_get(size, flags);                            \
-        cached_ = true;                                                       \
-        hit_ = p_ != NULL;                                                    \
-        if (p_) {                                                             \
-            *(out) = p_;                                                      \
-            r = cudaSuccess;                                                  \
-        } else {                                                              \
-            r = real_ class_args;                                             \
-            if (r == cudaErrorMemoryAllocation) {                             \
-                ts_host_cache_trim();                                         \
-                r = real_ class_args;                                         \
-            }                                                                 \
-            if (r == cudaSuccess) ts_host_cache_adopt(*(out), size, flags);   \
-        }                                                                     \
-    } else {                                                                  \
-        r = real_ args;                                                       \
-    }                                                                         \
-    if (outer_) alloc_event(api, HOST_DEVICE, (void *const *)(out), size, NULL, r); \
-    if (cached_ && r == cudaSuccess) ts_host_cache_note(api, *(out), size, flags, hit_); \
-    TS_OUTER_END(api, r);                                                     \
-    return r
+/* Pinned host allocations through the cache: hooks/host_alloc_body.h. */
+#define RT_HOST_ALLOC_BODY(...) \
+    TS_HOST_ALLOC_BODY(cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, void *const *, __VA_ARGS__)
 
 static inline cudaError_t ts_body_cudaMallocHost(int api, void **ptr, size_t size)
 {
