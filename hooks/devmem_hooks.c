@@ -182,20 +182,6 @@ CUresult ts_body_cuMemGetAddressRange_v2(int api, CUdeviceptr *pbase, size_t *ps
     return r;
 }
 
-/* A legacy IPC handle names a cudaMalloc allocation; a pooled block is not
- * one (the handle would open the whole page or segment, i.e. the wrong
- * memory), so it is refused, as the driver refuses VMM memory.  Documented in
- * the README: run with TRAINSHIM_ALLOC=off to share cudaMalloc memory by IPC. */
-cudaError_t ts_body_cudaIpcGetMemHandle(int api, cudaIpcMemHandle_t *handle, void *devPtr)
-{
-    TS_HOOK_PROLOGUE(cudaError_t, cudaIpcGetMemHandle, api, (handle, devPtr));
-    TS_OUTER_BEGIN(api);
-    cudaError_t r = ts_dev_lookup((uint64_t)(uintptr_t)devPtr, NULL, NULL) ? cudaErrorInvalidValue
-                                                                          : real_(handle, devPtr);
-    TS_OUTER_END(api, r);
-    return r;
-}
-
 cudaError_t ts_dm_cudaDeviceReset(int api)
 {
     TS_HOOK_PROLOGUE(cudaError_t, cudaDeviceReset, api, ());
