@@ -81,6 +81,18 @@ static fake_res *res_of(ts_fake_provider *f, uint64_t va, uint64_t size)
 
 #define MISUSE(f) ((f)->c.misuse++, TS_PROV_ERROR)
 
+/* The pages [va, va+size) of one reservation, whole granules only: what
+ * cuMemUnmap and cuMemSetAccess accept.  NULL if the range is not that. */
+static fake_res *page_range(ts_fake_provider *f, uint64_t va, uint64_t size, uint64_t *p0, uint64_t *np)
+{
+    fake_res *r = res_of(f, va, size);
+    if (!r || (va - r->base) % f->gran || !size || size % f->gran)
+        return NULL;
+    *p0 = (va - r->base) / f->gran;
+    *np = size / f->gran;
+    return r;
+}
+
 static int f_gran(void *ctx, uint64_t *g)
 {
     *g = ((ts_fake_provider *)ctx)->gran;
@@ -257,12 +269,12 @@ static int f_unmap(void *ctx, uint64_t va, uint64_t size)
         f->c.unmaps++;
         if ((rc = inject(f, OP_UNMAP)))
             break;
-        fake_res *r = res_of(f, va, size);
-        if (!r || (va - r->base) % f->gran || !size || size % f->gran) {
+        uint64_t p0, np;
+        fake_res *r = page_range(f, va, size, &p0, &np);
+        if (!r) {
             rc = MISUSE(f);
             break;
         }
-        uint64_t p0 = (va - r->base) / f->gran, np = size / f->gran;
         /* must cover whole mappings exactly */
         for (uint64_t i = 0; i < np && !rc; i++) {
             fake_handle *h = handle_of(f, r->page_handle[p0 + i]);
@@ -291,12 +303,12 @@ static int f_set_access(void *ctx, uint64_t va, uint64_t size)
         f->c.set_access++;
         if ((rc = inject(f, OP_SET_ACCESS)))
             break;
-        fake_res *r = res_of(f, va, size);
-        if (!r || (va - r->base) % f->gran || !size || size % f->gran) {
+        uint64_t p0, np;
+        fake_res *r = page_range(f, va, size, &p0, &np);
+        if (!r) {
             rc = MISUSE(f);
             break;
         }
-        uint64_t p0 = (va - r->base) / f->gran, np = size / f->gran;
         for (uint64_t i = 0; i < np; i++)
             if (!r->page_handle[p0 + i])
                 rc = MISUSE(f);
