@@ -1,4 +1,5 @@
 #include "driver_link.h"
+#include "proc_version.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,12 +23,20 @@ static void load_driver(void)
     }
 }
 
+/* Asked as the real libraries ask: the base name at the CUDA version that
+ * made `name` its answer ("cuMemAlloc_v2" is "cuMemAlloc" at 3020), with the
+ * per-thread flag for a _ptds/_ptsz form.  Names the table does not date
+ * (the emu* control API) are passed through as they are. */
 void *emu_driver_proc(const char *name)
 {
     pthread_once(&once, load_driver);
     void *fn = NULL;
     CUdriverProcAddressQueryResult st;
-    if (get_proc(name, &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS)
-        return NULL;
-    return fn;
+    const struct emu_proc_version *row = emu_proc_row_of(name);
+    CUresult r = row
+        ? get_proc(row->base, &fn, row->version ? row->version : 13000,
+                   row->per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                                   : CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st)
+        : get_proc(name, &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+    return r == CUDA_SUCCESS ? fn : NULL;
 }

@@ -7,8 +7,8 @@
 #define EMU_DRIVER_LINK_H
 #include <cuda.h>
 
-/* Address of driver entry point `name` (e.g. "cuMemAlloc", resolved for CUDA
- * 13.0; a "_v2"-style full name also works), or NULL.  Thread-safe; aborts
+/* Address of driver export `name` (its full name: "cuMemAlloc_v2",
+ * "cuMemcpyAsync_ptsz"), looked up as a base name and version, or NULL.  Thread-safe; aborts
  * with a clear message if libcuda.so.1 cannot be loaded at all. */
 void *emu_driver_proc(const char *name);
 

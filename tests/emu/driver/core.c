@@ -1,7 +1,7 @@
 /* core.c: the emulated driver's core: EMU_* configuration, named counters,
- * entry accounting and fault injection, cuGetProcAddress, cuInit and
- * version, error names and strings, the sticky error and seeded randoms.
- * Devices and contexts live in exec_context.c. */
+ * entry accounting and fault injection, cuInit and version, error names
+ * and strings, the sticky error and seeded randoms.  Devices and contexts
+ * live in exec_context.c, cuGetProcAddress in core_proc.c. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include "exec_internal.h"
 
@@ -494,79 +494,4 @@ CUresult cuDriverGetVersion(int *driverVersion)
     if (!driverVersion) return CUDA_ERROR_INVALID_VALUE;
     *driverVersion = 13000;
     return CUDA_SUCCESS;
-}
-
-/* ------------------------------------------------------- cuGetProcAddress */
-struct emu_proc { const char *name; void *fn; };
-extern const struct emu_proc emu_proc_table[];
-
-static void *proc_lookup(const char *name)
-{
-    for (const struct emu_proc *p = emu_proc_table; p->name; p++)
-        if (strcmp(p->name, name) == 0) return p->fn;
-    return NULL;
-}
-
-/* Base names whose _vN variants are other APIs (new signatures the CUDA 13
- * header does not map the base name to), and renamed entry points. */
-static const char *const proc_aliases[][2] = {
-    {"cuCtxSynchronize", "cuCtxSynchronize"},
-    {"cuCtxGetDevice", "cuCtxGetDevice"},
-    {"cuStreamGetCtx", "cuStreamGetCtx"},
-    {"cuGraphInstantiate", "cuGraphInstantiateWithFlags"},
-};
-
-static CUresult proc_resolve(const char *symbol, void **pfn, cuuint64_t flags,
-                             CUdriverProcAddressQueryResult *status)
-{
-    if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
-    char name[256];
-    if (strlen(symbol) + 16 >= 192) goto not_found;
-    snprintf(name, sizeof name, "%s", symbol);
-    bool aliased = false;
-    for (size_t i = 0; i < sizeof proc_aliases / sizeof proc_aliases[0]; i++)
-        if (!strcmp(symbol, proc_aliases[i][0])) {
-            snprintf(name, sizeof name, "%s", proc_aliases[i][1]);
-            aliased = true;
-        }
-    if (!aliased) {
-        for (int v = 9; v >= 2; v--) {
-            char cand[256];
-            snprintf(cand, sizeof cand, "%.200s_v%d", symbol, v);
-            if (proc_lookup(cand)) { snprintf(name, sizeof name, "%s", cand); break; }
-        }
-    }
-    void *fn = NULL;
-    if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
-        char cand[256];
-        snprintf(cand, sizeof cand, "%.200s_ptsz", name);
-        if (!(fn = proc_lookup(cand))) {
-            snprintf(cand, sizeof cand, "%.200s_ptds", name);
-            fn = proc_lookup(cand);
-        }
-    }
-    if (!fn) fn = proc_lookup(name);
-    if (!fn) goto not_found;
-    *pfn = fn;
-    if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
-    return CUDA_SUCCESS;
-not_found:
-    *pfn = NULL;
-    if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    return CUDA_ERROR_NOT_FOUND;
-}
-
-CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                             CUdriverProcAddressQueryResult *symbolStatus)
-{
-    EMU_ENTRY(cuGetProcAddress_v2);
-    if (cudaVersion <= 0 || (flags & ~(cuuint64_t)3)) return CUDA_ERROR_INVALID_VALUE;
-    return proc_resolve(symbol, pfn, flags, symbolStatus);
-}
-
-CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
-{
-    EMU_ENTRY(cuGetProcAddress);
-    if (cudaVersion <= 0 || (flags & ~(cuuint64_t)3)) return CUDA_ERROR_INVALID_VALUE;
-    return proc_resolve(symbol, pfn, flags, NULL);
 }

@@ -54,6 +54,20 @@ CUresult emu_entry(struct emu_entry_slot **slot, const char *name);
         CUresult emu_rc_ = emu_entry(&emu_slot_, #name); \
         if (emu_rc_ != CUDA_SUCCESS) return emu_rc_; } while (0)
 
+/* Entry points that need an initialized driver, and those that also need a
+ * current context (memory, copies, memsets: their cuda.h return lists name
+ * CUDA_ERROR_INVALID_CONTEXT), start with one of
+ *     EMU_ENTRY_INIT(cuMemCreate);    CUDA_ERROR_NOT_INITIALIZED before cuInit
+ *     EMU_ENTRY_CTX(cuMemAlloc_v2);   that, then CUDA_ERROR_INVALID_CONTEXT
+ *                                     without a current context
+ * instead of EMU_ENTRY (both count the call and apply fault injection first). */
+bool emu_driver_initialized(void);   /* cuInit was called (core.c) */
+CUresult emu_require_ctx(void);      /* the context check (exec_context.c) */
+#define EMU_ENTRY_INIT(name) do { EMU_ENTRY(name); \
+        if (__builtin_expect(!emu_driver_initialized(), 0)) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
+#define EMU_ENTRY_CTX(name) do { EMU_ENTRY(name); CUresult emu_ctx_rc_ = emu_require_ctx(); \
+        if (__builtin_expect(emu_ctx_rc_ != CUDA_SUCCESS, 0)) return emu_ctx_rc_; } while (0)
+
 /* Counters (emuAddCounter is the exported form). */
 void emu_counter_add(const char *name, uint64_t delta);
 void emu_counter_max(const char *name, uint64_t value);   /* keeps the maximum */
@@ -147,6 +161,10 @@ CUresult emu_check_device_range(uintptr_t p, size_t len);
 /* Managed memory: called by copies and kernels that touch [p, p+len) on the
  * device (to_device=1) or host; counts page migrations. No-op elsewhere. */
 void emu_managed_touch(uintptr_t p, size_t len, int to_device);
+/* A kernel's pointer-sized argument p, when the kernel runs: if p points
+ * into managed memory, the pages from p to the end of that allocation move
+ * to the device (the emulator cannot see which ones a CPU kernel reads). */
+void emu_managed_kernel_arg(uintptr_t p);
 
 /* Primary context reset (cuDevicePrimaryCtxReset_v2, after the device's work
  * has drained): releases every allocation of device dev, as destroying the

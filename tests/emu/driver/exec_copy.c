@@ -133,10 +133,15 @@ static CUresult check_side(const void *p, size_t ext, enum emu_mem_kind *kind)
     return CUDA_SUCCESS;
 }
 
+/* Cross-stream ordering of one copy: it waits for `after` (if set), and
+ * seq receives its sequence number on its stream (0: nothing was queued). */
+struct copy_order { struct emu_dep after; bool has_after; uint64_t seq; };
+
 /* The one copy path.  sync: a non-Async entry point (host-synchronous where
- * the documentation says so); peer: a cuMemcpyPeer* call. */
-static CUresult copy_3d(void *dst, const void *src, struct copy_geom g, struct emu_stream *st,
-                        bool sync, bool peer)
+ * the documentation says so); peer: a cuMemcpyPeer* call; ord: NULL, or
+ * cross-stream ordering (synchronous peer copies). */
+static CUresult copy_3d_ordered(void *dst, const void *src, struct copy_geom g, struct emu_stream *st,
+                                bool sync, bool peer, struct copy_order *ord)
 {
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
     if (g.width == 0 || g.height == 0 || g.depth == 0) return CUDA_SUCCESS;
@@ -187,13 +192,21 @@ static CUresult copy_3d(void *dst, const void *src, struct copy_geom g, struct e
     else if (sync) wait = kind == H2D_PINNED || kind == D2H_PINNED || kind == H2H;
     else wait = kind == H2H && (sk == EMU_MEM_PAGEABLE || dk == EMU_MEM_PAGEABLE);
     uint64_t seq;
-    CUresult rc = emu_stream_enqueue_on(st, run_copy, c, free_copy, "memcpy", NULL, &seq);
+    CUresult rc = emu_stream_enqueue_on(st, run_copy, c, free_copy, "memcpy",
+                                        ord && ord->has_after ? &ord->after : NULL, &seq);
     if (rc != CUDA_SUCCESS) { free_copy(c); return rc; }
+    if (ord) ord->seq = seq;
     if (wait) {
         emu_stream_wait_seq(st, seq);
         return emu_sticky();
     }
     return CUDA_SUCCESS;
+}
+
+static CUresult copy_3d(void *dst, const void *src, struct copy_geom g, struct emu_stream *st,
+                        bool sync, bool peer)
+{
+    return copy_3d_ordered(dst, src, g, st, sync, peer, NULL);
 }
 
 static CUresult copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
@@ -217,14 +230,14 @@ static CUresult copy_1d(void *dst, const void *src, size_t n, struct emu_stream 
 
 #define SYNC_PAIR(name, dsttype, srctype, dd, sd)                                          \
     CUresult name(dsttype dst, srctype src, size_t n)                                     \
-    { EMU_ENTRY(name); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, SYNC_STREAM(false), true, dd, sd); } \
+    { EMU_ENTRY_CTX(name); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, SYNC_STREAM(false), true, dd, sd); } \
     CUresult name##_ptds(dsttype dst, srctype src, size_t n)                              \
-    { EMU_ENTRY(name##_ptds); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, SYNC_STREAM(true), true, dd, sd); }
+    { EMU_ENTRY_CTX(name##_ptds); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, SYNC_STREAM(true), true, dd, sd); }
 #define ASYNC_PAIR(name, dsttype, srctype, dd, sd)                                         \
     CUresult name(dsttype dst, srctype src, size_t n, CUstream h)                         \
-    { EMU_ENTRY(name); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, emu_stream_resolve(h, false), false, dd, sd); } \
+    { EMU_ENTRY_CTX(name); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, emu_stream_resolve(h, false), false, dd, sd); } \
     CUresult name##_ptsz(dsttype dst, srctype src, size_t n, CUstream h)                  \
-    { EMU_ENTRY(name##_ptsz); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, emu_stream_resolve(h, true), false, dd, sd); }
+    { EMU_ENTRY_CTX(name##_ptsz); return copy_1d(PTR(dst), (const void *)(uintptr_t)src, n, emu_stream_resolve(h, true), false, dd, sd); }
 
 SYNC_PAIR(cuMemcpy, CUdeviceptr, CUdeviceptr, false, false)
 SYNC_PAIR(cuMemcpyHtoD_v2, CUdeviceptr, const void *, true, false)
@@ -236,22 +249,64 @@ ASYNC_PAIR(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr, false, true)
 ASYNC_PAIR(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, true, true)
 
 /* ------------------------------------------------------------ peer copies */
+/* A no-op on a legacy stream: a point in its order to wait for, or one that
+ * makes its later work wait (via its dependency). */
+static CUresult legacy_mark(int dev, const struct emu_dep *after, struct emu_dep *mark)
+{
+    struct emu_stream *l = emu_stream_legacy(dev);
+    uint64_t seq;
+    CHECK(emu_stream_enqueue_on(l, NULL, NULL, NULL, "peer-order", after, &seq));
+    if (mark) *mark = (struct emu_dep){l, seq};
+    return CUDA_SUCCESS;
+}
+
+/* cuMemcpyPeer (not the Async form) "is serialized with respect to all
+ * pending and future asynchronous work in to the current context,
+ * srcContext, and dstContext" (cuda.h): besides its own (current device's)
+ * stream, the copy waits for the legacy streams of both devices - each of
+ * which waits for its device's blocking streams - and their later work
+ * waits for the copy.  Without this a peer copy issued right after a
+ * pageable cudaMemcpy into the source on another device (whose DMA is still
+ * queued there) read stale data. */
+static CUresult copy_peer_serialized(CUdeviceptr dst, int ddev, CUdeviceptr src, int sdev, size_t n,
+                                     struct emu_stream *st)
+{
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    int others[2], nothers = 0;
+    if (sdev != st->dev) others[nothers++] = sdev;
+    if (ddev != st->dev && ddev != sdev) others[nothers++] = ddev;
+    struct copy_order ord = {.has_after = false};
+    if (n) CHECK(emu_capture_check_unsafe());
+    for (int i = 0; n && i < nothers; i++) {
+        CHECK(legacy_mark(others[i], ord.has_after ? &ord.after : NULL, &ord.after));
+        ord.has_after = true;
+    }
+    struct copy_geom g = {n, 1, 1, n, n, 0, 0};
+    CHECK(copy_3d_ordered(PTR(dst), PTR(src), g, st, true, sdev != ddev, &ord));
+    if (!ord.seq) return CUDA_SUCCESS;
+    struct emu_dep copy_done = {st, ord.seq};
+    for (int i = 0; i < nothers; i++) CHECK(legacy_mark(others[i], &copy_done, NULL));
+    return CUDA_SUCCESS;
+}
+
 static CUresult copy_peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n,
                           struct emu_stream *st, bool sync)
 {
-    if (emu_ctx_device(dctx) < 0 || emu_ctx_device(sctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    int ddev = emu_ctx_device(dctx), sdev = emu_ctx_device(sctx);
+    if (ddev < 0 || sdev < 0) return CUDA_ERROR_INVALID_CONTEXT;
     CHECK(emu_check_device_range(dst, n ? n : 1));
     CHECK(emu_check_device_range(src, n ? n : 1));
-    return copy_2d(PTR(dst), n, PTR(src), n, n, 1, st, sync, emu_ctx_device(dctx) != emu_ctx_device(sctx));
+    if (sync) return copy_peer_serialized(dst, ddev, src, sdev, n, st);
+    return copy_2d(PTR(dst), n, PTR(src), n, n, 1, st, sync, ddev != sdev);
 }
 CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)
-{ EMU_ENTRY(cuMemcpyPeer); return copy_peer(d, dc, s, sc, n, SYNC_STREAM(false), true); }
+{ EMU_ENTRY_CTX(cuMemcpyPeer); return copy_peer(d, dc, s, sc, n, SYNC_STREAM(false), true); }
 CUresult cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)
-{ EMU_ENTRY(cuMemcpyPeer_ptds); return copy_peer(d, dc, s, sc, n, SYNC_STREAM(true), true); }
+{ EMU_ENTRY_CTX(cuMemcpyPeer_ptds); return copy_peer(d, dc, s, sc, n, SYNC_STREAM(true), true); }
 CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream h)
-{ EMU_ENTRY(cuMemcpyPeerAsync); return copy_peer(d, dc, s, sc, n, emu_stream_resolve(h, false), false); }
+{ EMU_ENTRY_CTX(cuMemcpyPeerAsync); return copy_peer(d, dc, s, sc, n, emu_stream_resolve(h, false), false); }
 CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream h)
-{ EMU_ENTRY(cuMemcpyPeerAsync_ptsz); return copy_peer(d, dc, s, sc, n, emu_stream_resolve(h, true), false); }
+{ EMU_ENTRY_CTX(cuMemcpyPeerAsync_ptsz); return copy_peer(d, dc, s, sc, n, emu_stream_resolve(h, true), false); }
 
 /* ------------------------------------------------------- 2D and 3D copies */
 static CUresult side_ptr(CUmemorytype t, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t z,
@@ -291,17 +346,17 @@ static CUresult copy_2d_desc(const CUDA_MEMCPY2D *c, struct emu_stream *st, bool
 }
 
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
-{ EMU_ENTRY(cuMemcpy2D_v2); return copy_2d_desc(p, SYNC_STREAM(false), true); }
+{ EMU_ENTRY_CTX(cuMemcpy2D_v2); return copy_2d_desc(p, SYNC_STREAM(false), true); }
 CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p)
-{ EMU_ENTRY(cuMemcpy2D_v2_ptds); return copy_2d_desc(p, SYNC_STREAM(true), true); }
+{ EMU_ENTRY_CTX(cuMemcpy2D_v2_ptds); return copy_2d_desc(p, SYNC_STREAM(true), true); }
 CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p)
-{ EMU_ENTRY(cuMemcpy2DUnaligned_v2); return copy_2d_desc(p, SYNC_STREAM(false), true); }
+{ EMU_ENTRY_CTX(cuMemcpy2DUnaligned_v2); return copy_2d_desc(p, SYNC_STREAM(false), true); }
 CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p)
-{ EMU_ENTRY(cuMemcpy2DUnaligned_v2_ptds); return copy_2d_desc(p, SYNC_STREAM(true), true); }
+{ EMU_ENTRY_CTX(cuMemcpy2DUnaligned_v2_ptds); return copy_2d_desc(p, SYNC_STREAM(true), true); }
 CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream h)
-{ EMU_ENTRY(cuMemcpy2DAsync_v2); return copy_2d_desc(p, emu_stream_resolve(h, false), false); }
+{ EMU_ENTRY_CTX(cuMemcpy2DAsync_v2); return copy_2d_desc(p, emu_stream_resolve(h, false), false); }
 CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream h)
-{ EMU_ENTRY(cuMemcpy2DAsync_v2_ptsz); return copy_2d_desc(p, emu_stream_resolve(h, true), false); }
+{ EMU_ENTRY_CTX(cuMemcpy2DAsync_v2_ptsz); return copy_2d_desc(p, emu_stream_resolve(h, true), false); }
 
 /* The fields CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER share. */
 #define COPY_3D_FROM(c) do {                                                                  \
@@ -345,21 +400,21 @@ static CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER *c, struct emu_stream *st,
 }
 
 CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
-{ EMU_ENTRY(cuMemcpy3D_v2); return copy_3d_desc(p, SYNC_STREAM(false), true); }
+{ EMU_ENTRY_CTX(cuMemcpy3D_v2); return copy_3d_desc(p, SYNC_STREAM(false), true); }
 CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *p)
-{ EMU_ENTRY(cuMemcpy3D_v2_ptds); return copy_3d_desc(p, SYNC_STREAM(true), true); }
+{ EMU_ENTRY_CTX(cuMemcpy3D_v2_ptds); return copy_3d_desc(p, SYNC_STREAM(true), true); }
 CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream h)
-{ EMU_ENTRY(cuMemcpy3DAsync_v2); return copy_3d_desc(p, emu_stream_resolve(h, false), false); }
+{ EMU_ENTRY_CTX(cuMemcpy3DAsync_v2); return copy_3d_desc(p, emu_stream_resolve(h, false), false); }
 CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *p, CUstream h)
-{ EMU_ENTRY(cuMemcpy3DAsync_v2_ptsz); return copy_3d_desc(p, emu_stream_resolve(h, true), false); }
+{ EMU_ENTRY_CTX(cuMemcpy3DAsync_v2_ptsz); return copy_3d_desc(p, emu_stream_resolve(h, true), false); }
 CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *p)
-{ EMU_ENTRY(cuMemcpy3DPeer); return copy_3d_peer(p, SYNC_STREAM(false), true); }
+{ EMU_ENTRY_CTX(cuMemcpy3DPeer); return copy_3d_peer(p, SYNC_STREAM(false), true); }
 CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *p)
-{ EMU_ENTRY(cuMemcpy3DPeer_ptds); return copy_3d_peer(p, SYNC_STREAM(true), true); }
+{ EMU_ENTRY_CTX(cuMemcpy3DPeer_ptds); return copy_3d_peer(p, SYNC_STREAM(true), true); }
 CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *p, CUstream h)
-{ EMU_ENTRY(cuMemcpy3DPeerAsync); return copy_3d_peer(p, emu_stream_resolve(h, false), false); }
+{ EMU_ENTRY_CTX(cuMemcpy3DPeerAsync); return copy_3d_peer(p, emu_stream_resolve(h, false), false); }
 CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream h)
-{ EMU_ENTRY(cuMemcpy3DPeerAsync_ptsz); return copy_3d_peer(p, emu_stream_resolve(h, true), false); }
+{ EMU_ENTRY_CTX(cuMemcpy3DPeerAsync_ptsz); return copy_3d_peer(p, emu_stream_resolve(h, true), false); }
 
 /* ---------------------------------------------------------------- memsets */
 struct memset_op { char *dst; size_t pitch, width, height; int elsize; uint32_t value; bool managed; };
@@ -381,8 +436,13 @@ static void run_memset(void *p)
     }
 }
 
+/* The target is device or managed memory, or pinned host memory (under
+ * unified addressing a device can write it, and cudaMemset/cuMemsetD* accept
+ * it).  Memsets are asynchronous with respect to the host except the
+ * non-Async forms on pinned host memory, which return when done (Runtime
+ * API, "API synchronization behavior"). */
 static CUresult memset_2d(CUdeviceptr dst, size_t pitch, uint32_t value, size_t width, size_t height,
-                          int elsize, struct emu_stream *st)
+                          int elsize, struct emu_stream *st, bool sync)
 {
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
     if (width == 0 || height == 0) return CUDA_SUCCESS;
@@ -391,34 +451,41 @@ static CUresult memset_2d(CUdeviceptr dst, size_t pitch, uint32_t value, size_t 
     if (height > 1 && (pitch < row || pitch % (size_t)elsize)) return CUDA_ERROR_INVALID_VALUE;
     if (height == 1) pitch = row;
     size_t ext = pitch * (height - 1) + row;
-    CHECK(emu_check_device_range(dst, ext));
+    enum emu_mem_kind kind = emu_classify(PTR(dst), ext);
+    if (kind != EMU_MEM_PINNED) CHECK(emu_check_device_range(dst, ext));
     struct memset_op *m = malloc(sizeof *m);
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
-    *m = (struct memset_op){PTR(dst), pitch, width, height, elsize, value,
-                            emu_classify(PTR(dst), ext) == EMU_MEM_MANAGED};
-    CUresult rc = emu_stream_enqueue_on(st, run_memset, m, free, "memset", NULL, NULL);
-    if (rc != CUDA_SUCCESS) free(m);
-    return rc;
+    *m = (struct memset_op){PTR(dst), pitch, width, height, elsize, value, kind == EMU_MEM_MANAGED};
+    bool wait = sync && kind == EMU_MEM_PINNED &&
+                __atomic_load_n(&st->capture, __ATOMIC_ACQUIRE) == NULL;
+    uint64_t seq;
+    CUresult rc = emu_stream_enqueue_on(st, run_memset, m, free, "memset", NULL, &seq);
+    if (rc != CUDA_SUCCESS) { free(m); return rc; }
+    if (wait) {
+        emu_stream_wait_seq(st, seq);
+        return emu_sticky();
+    }
+    return CUDA_SUCCESS;
 }
 
 #define MEMSET_1D(name, T, es)                                                              \
     CUresult name##_v2(CUdeviceptr d, T v, size_t n)                                        \
-    { EMU_ENTRY(name##_v2); return memset_2d(d, 0, v, n, 1, es, SYNC_STREAM(false)); }     \
+    { EMU_ENTRY_CTX(name##_v2); return memset_2d(d, 0, v, n, 1, es, SYNC_STREAM(false), true); }     \
     CUresult name##_v2_ptds(CUdeviceptr d, T v, size_t n)                                   \
-    { EMU_ENTRY(name##_v2_ptds); return memset_2d(d, 0, v, n, 1, es, SYNC_STREAM(true)); } \
+    { EMU_ENTRY_CTX(name##_v2_ptds); return memset_2d(d, 0, v, n, 1, es, SYNC_STREAM(true), true); } \
     CUresult name##Async(CUdeviceptr d, T v, size_t n, CUstream h)                          \
-    { EMU_ENTRY(name##Async); return memset_2d(d, 0, v, n, 1, es, emu_stream_resolve(h, false)); } \
+    { EMU_ENTRY_CTX(name##Async); return memset_2d(d, 0, v, n, 1, es, emu_stream_resolve(h, false), false); } \
     CUresult name##Async_ptsz(CUdeviceptr d, T v, size_t n, CUstream h)                     \
-    { EMU_ENTRY(name##Async_ptsz); return memset_2d(d, 0, v, n, 1, es, emu_stream_resolve(h, true)); }
+    { EMU_ENTRY_CTX(name##Async_ptsz); return memset_2d(d, 0, v, n, 1, es, emu_stream_resolve(h, true), false); }
 #define MEMSET_2D(name, T, es)                                                              \
     CUresult name##_v2(CUdeviceptr d, size_t p, T v, size_t w, size_t ht)                   \
-    { EMU_ENTRY(name##_v2); return memset_2d(d, p, v, w, ht, es, SYNC_STREAM(false)); }    \
+    { EMU_ENTRY_CTX(name##_v2); return memset_2d(d, p, v, w, ht, es, SYNC_STREAM(false), true); }    \
     CUresult name##_v2_ptds(CUdeviceptr d, size_t p, T v, size_t w, size_t ht)              \
-    { EMU_ENTRY(name##_v2_ptds); return memset_2d(d, p, v, w, ht, es, SYNC_STREAM(true)); } \
+    { EMU_ENTRY_CTX(name##_v2_ptds); return memset_2d(d, p, v, w, ht, es, SYNC_STREAM(true), true); } \
     CUresult name##Async(CUdeviceptr d, size_t p, T v, size_t w, size_t ht, CUstream h)     \
-    { EMU_ENTRY(name##Async); return memset_2d(d, p, v, w, ht, es, emu_stream_resolve(h, false)); } \
+    { EMU_ENTRY_CTX(name##Async); return memset_2d(d, p, v, w, ht, es, emu_stream_resolve(h, false), false); } \
     CUresult name##Async_ptsz(CUdeviceptr d, size_t p, T v, size_t w, size_t ht, CUstream h) \
-    { EMU_ENTRY(name##Async_ptsz); return memset_2d(d, p, v, w, ht, es, emu_stream_resolve(h, true)); }
+    { EMU_ENTRY_CTX(name##Async_ptsz); return memset_2d(d, p, v, w, ht, es, emu_stream_resolve(h, true), false); }
 
 MEMSET_1D(cuMemsetD8, unsigned char, 1)
 MEMSET_1D(cuMemsetD16, unsigned short, 2)

@@ -51,11 +51,7 @@ struct emu_stream {
 
 /* core.c */
 void emu_clear_sticky(void);
-bool emu_driver_initialized(void);   /* cuInit was called */
 /* exec_context.c */
-/* CUDA_ERROR_NOT_INITIALIZED before cuInit, CUDA_ERROR_INVALID_CONTEXT
- * without a current context, else CUDA_SUCCESS. */
-CUresult emu_require_ctx(void);
 bool emu_peer_enabled(int dev, int peer);
 /* Device of a context handle, or -1 if it is not a live context. */
 int emu_ctx_device(CUcontext c);
@@ -67,6 +63,8 @@ CUcontext emu_primary_ctx(int dev);
  * stream); per_thread_default: the entry point is a _ptsz/_ptds variant, so
  * handle 0 means the calling thread's per-thread stream.  NULL if invalid. */
 struct emu_stream *emu_stream_resolve(CUstream s, bool per_thread_default);
+/* The legacy stream of device dev (created on first use). */
+struct emu_stream *emu_stream_legacy(int dev);
 /* Enqueues on an already resolved stream; extra_dep (may be NULL) adds a
  * wait (cuStreamWaitEvent).  Honours capture.  Out: the op's sequence number. */
 CUresult emu_stream_enqueue_on(struct emu_stream *st, emu_op_fn fn, void *arg,

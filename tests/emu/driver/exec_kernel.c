@@ -358,6 +358,7 @@ struct launch_op {
     bool captured;        /* counted as launched each time a graph replays it */
     emu_launch launch;
     void **args;          /* into this allocation, or the caller's array (waited launch) */
+    uint64_t ptr_args;    /* bit i: parameter i is pointer-sized (may point to managed memory) */
     const char *name;     /* for activity records (the registry is never freed) */
     uint32_t stream_id, correlation_id;
     int dev;
@@ -369,6 +370,11 @@ static void run_kernel(void *p)
     if (l->captured) emu_counter_add_ref(EMU_COUNTER("kernels.launched"), 1);
     emu_activity_fn hook = emu_activity_hook();
     uint64_t start = hook ? emu_now_ns() : 0;
+    for (uint64_t m = l->ptr_args; m; m &= m - 1) {
+        uintptr_t v;
+        memcpy(&v, l->args[__builtin_ctzll(m)], sizeof v);
+        emu_managed_kernel_arg(v);
+    }
     l->impl(l->args, &l->launch);
     emu_counter_add_ref(EMU_COUNTER("kernels.completed"), 1);
     if (hook) {
@@ -427,6 +433,9 @@ static CUresult launch(struct emu_func *f, unsigned gx, unsigned gy, unsigned gz
     l->stream_id = (uint32_t)st->id;
     l->dev = st->dev;
     l->correlation_id = emu_activity_next_correlation();
+    l->ptr_args = 0;
+    for (size_t i = 0; known && i < nargs && i < 64; i++)
+        if (f->sizes[i] == sizeof(void *)) l->ptr_args |= (uint64_t)1 << i;
     bool wait = false;
     if (known) {
         l->args = (void **)(l + 1);

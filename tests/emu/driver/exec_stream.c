@@ -166,6 +166,13 @@ struct emu_stream *emu_stream_resolve(CUstream s, bool per_thread_default)
     return st;
 }
 
+struct emu_stream *emu_stream_legacy(int dev)
+{
+    emu_init();
+    pthread_once(&devs_once, devs_init);
+    return legacy_of(dev);
+}
+
 /* ------------------------------------------------------------------ worker */
 void emu_stream_wait_seq(struct emu_stream *st, uint64_t seq)
 {

@@ -4,7 +4,7 @@
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-    EMU_ENTRY(cuMemAlloc_v2);
+    EMU_ENTRY_CTX(cuMemAlloc_v2);
     if (!dptr) return CUDA_ERROR_INVALID_VALUE;
     CUresult rc = emu_capture_check_unsafe();
     if (rc != CUDA_SUCCESS) return rc;
@@ -18,7 +18,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
                             unsigned int ElementSizeBytes)
 {
-    EMU_ENTRY(cuMemAllocPitch_v2);
+    EMU_ENTRY_CTX(cuMemAllocPitch_v2);
     if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
         (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
         return CUDA_ERROR_INVALID_VALUE;
@@ -36,7 +36,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInByt
 
 CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-    EMU_ENTRY(cuMemFree_v2);
+    EMU_ENTRY_CTX(cuMemFree_v2);
     if (dptr == 0) return CUDA_SUCCESS;
     CUresult rc = emu_capture_check_unsafe();
     if (rc != CUDA_SUCCESS) return rc;
@@ -66,7 +66,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
 {
-    EMU_ENTRY(cuMemGetInfo_v2);
+    EMU_ENTRY_CTX(cuMemGetInfo_v2);
     if (!free || !total) return CUDA_ERROR_INVALID_VALUE;
     emu_mem_init();
     int dev = emu_current_device();
@@ -78,7 +78,7 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
 
 CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
-    EMU_ENTRY(cuMemGetAddressRange_v2);
+    EMU_ENTRY_CTX(cuMemGetAddressRange_v2);
     emu_mem_init();
     uintptr_t p = (uintptr_t)dptr, start;
     size_t size;

@@ -173,7 +173,7 @@ static void put_default(void *data, CUpointer_attribute attr)
 
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
-    EMU_ENTRY(cuPointerGetAttribute);
+    EMU_ENTRY_INIT(cuPointerGetAttribute);
     emu_mem_init();
     if (!data) return CUDA_ERROR_INVALID_VALUE;
     struct ptr_desc d;
@@ -184,7 +184,7 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
 CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
                                 CUdeviceptr ptr)
 {
-    EMU_ENTRY(cuPointerGetAttributes);
+    EMU_ENTRY_INIT(cuPointerGetAttributes);
     emu_mem_init();
     if (numAttributes == 0 || !attributes || !data) return CUDA_ERROR_INVALID_VALUE;
     for (unsigned i = 0; i < numAttributes; i++)

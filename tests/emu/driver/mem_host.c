@@ -109,19 +109,19 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned int Flags)
 
 CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
-    EMU_ENTRY(cuMemHostAlloc);
+    EMU_ENTRY_CTX(cuMemHostAlloc);
     return host_alloc(pp, bytesize, Flags);
 }
 
 CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
-    EMU_ENTRY(cuMemAllocHost_v2);
+    EMU_ENTRY_CTX(cuMemAllocHost_v2);
     return host_alloc(pp, bytesize, 0);
 }
 
 CUresult cuMemFreeHost(void *p)
 {
-    EMU_ENTRY(cuMemFreeHost);
+    EMU_ENTRY_CTX(cuMemFreeHost);
     struct emu_pinned_info h;
     if (!p || !emu_pinned_lookup((uintptr_t)p, &h) || h.start != (uintptr_t)p || h.registered)
         return CUDA_ERROR_INVALID_VALUE;
@@ -135,7 +135,7 @@ CUresult cuMemFreeHost(void *p)
 
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
-    EMU_ENTRY(cuMemHostRegister_v2);
+    EMU_ENTRY_CTX(cuMemHostRegister_v2);
     emu_mem_init();
     const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
                            CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
@@ -154,7 +154,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 
 CUresult cuMemHostUnregister(void *p)
 {
-    EMU_ENTRY(cuMemHostUnregister);
+    EMU_ENTRY_CTX(cuMemHostUnregister);
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     struct emu_pinned_info h;
     if (!emu_pinned_lookup((uintptr_t)p, &h) || h.start != (uintptr_t)p || !h.registered)
@@ -167,7 +167,7 @@ CUresult cuMemHostUnregister(void *p)
 
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
 {
-    EMU_ENTRY(cuMemHostGetDevicePointer_v2);
+    EMU_ENTRY_CTX(cuMemHostGetDevicePointer_v2);
     struct emu_pinned_info h;
     if (!pdptr || !p || Flags != 0 || !emu_pinned_lookup((uintptr_t)p, &h))
         return CUDA_ERROR_INVALID_VALUE;
@@ -178,7 +178,7 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int 
 
 CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
 {
-    EMU_ENTRY(cuMemHostGetFlags);
+    EMU_ENTRY_CTX(cuMemHostGetFlags);
     struct emu_pinned_info h;
     if (!pFlags || !p || !emu_pinned_lookup((uintptr_t)p, &h)) return CUDA_ERROR_INVALID_VALUE;
     *pFlags = h.flags;

@@ -42,7 +42,7 @@ static size_t nopens, opens_cap;
 
 CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
-    EMU_ENTRY(cuIpcGetMemHandle);
+    EMU_ENTRY_CTX(cuIpcGetMemHandle);
     emu_mem_init();
     if (!pHandle) return CUDA_ERROR_INVALID_VALUE;
     struct emu_arena_block b;
@@ -73,7 +73,7 @@ static int open_remote_fd(int pid, int fd)
 
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
 {
-    EMU_ENTRY(cuIpcOpenMemHandle_v2);
+    EMU_ENTRY_CTX(cuIpcOpenMemHandle_v2);
     emu_mem_init();
     if (!pdptr || Flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) return CUDA_ERROR_INVALID_VALUE;
     struct ipc_payload pl;
@@ -122,7 +122,7 @@ out:
 
 CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
-    EMU_ENTRY(cuIpcCloseMemHandle);
+    EMU_ENTRY_CTX(cuIpcCloseMemHandle);
     CUresult rc = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&opens_lock);
     for (size_t i = 0; i < nopens; i++) {

@@ -1,8 +1,12 @@
 /* mem_managed.c: managed (unified) memory: cuMemAllocManaged, residency per
  * 64 KiB page, cuMemPrefetchAsync_v2 (stream-ordered), cuMemAdvise_v2,
  * cuMemRangeGetAttribute(s), and emu_managed_touch, which counts page
- * migrations (managed.migrations.h2d / .d2h) as copies and kernels touch
- * pages on the device or the host.
+ * migrations (managed.migrations.h2d / .d2h) as copies, memsets and kernels
+ * touch pages on the device or the host.  A kernel is a CPU function whose
+ * accesses the emulator cannot see: it is taken to access, on its device,
+ * every page from each pointer argument into managed memory to the end of
+ * that allocation (emu_managed_kernel_arg) - what an element-wise kernel over
+ * the buffer does, an overestimate for kernels that touch less.
  *
  * Managed memory lives in its own host range, after the devices' ranges:
  * host code dereferences it directly.  It is not counted as device physical
@@ -13,6 +17,7 @@
  * migrations are counted for copies to the host and prefetches to the host. */
 #include "mem_space.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -79,7 +84,7 @@ static uintptr_t find_gap(size_t size)
 
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
-    EMU_ENTRY(cuMemAllocManaged);
+    EMU_ENTRY_CTX(cuMemAllocManaged);
     emu_mem_init();
     if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
         return CUDA_ERROR_INVALID_VALUE;
@@ -176,19 +181,31 @@ static void migrate(struct managed_alloc *m, size_t first, size_t last, bool to_
     if (moved) emu_counter_add(to_device ? "managed.migrations.h2d" : "managed.migrations.d2h", moved);
 }
 
-void emu_managed_touch(uintptr_t p, size_t len, int to_device)
+/* Migrates [p, p+len) of the managed allocation holding p; len SIZE_MAX:
+ * to the end of the allocation. */
+static void touch(uintptr_t p, size_t len, int to_device)
 {
     if (!emu_space.base || p - emu_space.managed_base >= EMU_MANAGED_SPAN) return;
     pthread_rwlock_rdlock(&managed_lock);
     struct managed_alloc *m = find(p);
     if (m) {
-        size_t end = p + (len ? len : 1) - m->start;
-        if (end > m->size) end = m->size;
+        size_t off = p - m->start;
+        size_t end = len > m->size - off ? m->size : off + (len ? len : 1);
         pthread_mutex_lock(&m->lock);
-        migrate(m, (p - m->start) / MPAGE, (end - 1) / MPAGE, to_device);
+        migrate(m, off / MPAGE, (end - 1) / MPAGE, to_device);
         pthread_mutex_unlock(&m->lock);
     }
     pthread_rwlock_unlock(&managed_lock);
+}
+
+void emu_managed_touch(uintptr_t p, size_t len, int to_device)
+{
+    touch(p, len, to_device);
+}
+
+void emu_managed_kernel_arg(uintptr_t p)
+{
+    touch(p, SIZE_MAX, 1);
 }
 
 /* ---- prefetch and advice ---- */
@@ -262,14 +279,14 @@ static CUresult prefetch(CUdeviceptr devPtr, size_t count, CUmemLocation locatio
 CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
                                CUstream hStream)
 {
-    EMU_ENTRY(cuMemPrefetchAsync_v2);
+    EMU_ENTRY_INIT(cuMemPrefetchAsync_v2);
     return prefetch(devPtr, count, location, flags, hStream);
 }
 
 CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location,
                                     unsigned int flags, CUstream hStream)
 {
-    EMU_ENTRY(cuMemPrefetchAsync_v2_ptsz);
+    EMU_ENTRY_INIT(cuMemPrefetchAsync_v2_ptsz);
     return prefetch(devPtr, count, location, flags, hStream ? hStream : CU_STREAM_PER_THREAD);
 }
 
@@ -311,7 +328,7 @@ static CUresult advise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CU
 
 CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location)
 {
-    EMU_ENTRY(cuMemAdvise_v2);
+    EMU_ENTRY_INIT(cuMemAdvise_v2);
     return advise(devPtr, count, advice, location);
 }
 
@@ -377,7 +394,7 @@ static CUresult range_attr(void *data, size_t dataSize, CUmem_range_attribute at
 CUresult cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute, CUdeviceptr devPtr,
                                 size_t count)
 {
-    EMU_ENTRY(cuMemRangeGetAttribute);
+    EMU_ENTRY_INIT(cuMemRangeGetAttribute);
     if (!data) return CUDA_ERROR_INVALID_VALUE;
     CUresult rc;
     pthread_rwlock_rdlock(&managed_lock);
@@ -397,7 +414,7 @@ CUresult cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribu
 CUresult cuMemRangeGetAttributes(void **data, size_t *dataSizes, CUmem_range_attribute *attributes,
                                  size_t numAttributes, CUdeviceptr devPtr, size_t count)
 {
-    EMU_ENTRY(cuMemRangeGetAttributes);
+    EMU_ENTRY_INIT(cuMemRangeGetAttributes);
     if (!data || !dataSizes || !attributes || numAttributes == 0) return CUDA_ERROR_INVALID_VALUE;
     CUresult rc = CUDA_SUCCESS;
     pthread_rwlock_rdlock(&managed_lock);
@@ -431,18 +448,18 @@ static CUmemLocation device_location(CUdevice dev)
 
 CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
 {
-    EMU_ENTRY(cuMemPrefetchAsync);
+    EMU_ENTRY_INIT(cuMemPrefetchAsync);
     return prefetch(devPtr, count, device_location(dstDevice), 0, hStream);
 }
 
 CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
 {
-    EMU_ENTRY(cuMemPrefetchAsync_ptsz);
+    EMU_ENTRY_INIT(cuMemPrefetchAsync_ptsz);
     return prefetch(devPtr, count, device_location(dstDevice), 0, hStream ? hStream : CU_STREAM_PER_THREAD);
 }
 
 CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device)
 {
-    EMU_ENTRY(cuMemAdvise);
+    EMU_ENTRY_INIT(cuMemAdvise);
     return advise(devPtr, count, advice, device_location(device));
 }

@@ -335,19 +335,19 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, struct emu_pool *poo
 
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    EMU_ENTRY(cuMemAllocAsync);
+    EMU_ENTRY_CTX(cuMemAllocAsync);
     return alloc_async(dptr, bytesize, NULL, hStream);
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    EMU_ENTRY(cuMemAllocAsync_ptsz);
+    EMU_ENTRY_CTX(cuMemAllocAsync_ptsz);
     return alloc_async(dptr, bytesize, NULL, hStream ? hStream : CU_STREAM_PER_THREAD);
 }
 
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
 {
-    EMU_ENTRY(cuMemAllocFromPoolAsync);
+    EMU_ENTRY_CTX(cuMemAllocFromPoolAsync);
     pthread_once(&pools_once, pools_setup);
     struct emu_pool *p = pool_get(pool);
     if (!p) return CUDA_ERROR_INVALID_VALUE;
@@ -356,7 +356,7 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPoo
 
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
 {
-    EMU_ENTRY(cuMemAllocFromPoolAsync_ptsz);
+    EMU_ENTRY_CTX(cuMemAllocFromPoolAsync_ptsz);
     pthread_once(&pools_once, pools_setup);
     struct emu_pool *p = pool_get(pool);
     if (!p) return CUDA_ERROR_INVALID_VALUE;
@@ -393,13 +393,13 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream)
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
-    EMU_ENTRY(cuMemFreeAsync);
+    EMU_ENTRY_CTX(cuMemFreeAsync);
     return free_async(dptr, hStream);
 }
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 {
-    EMU_ENTRY(cuMemFreeAsync_ptsz);
+    EMU_ENTRY_CTX(cuMemFreeAsync_ptsz);
     return free_async(dptr, hStream ? hStream : CU_STREAM_PER_THREAD);
 }
 
@@ -468,25 +468,25 @@ static CUresult set_current_pool(int dev, CUmemoryPool pool)
 
 CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
-    EMU_ENTRY(cuDeviceGetDefaultMemPool);
+    EMU_ENTRY_INIT(cuDeviceGetDefaultMemPool);
     return get_default_pool(pool_out, dev);
 }
 
 CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-    EMU_ENTRY(cuDeviceGetMemPool);
+    EMU_ENTRY_INIT(cuDeviceGetMemPool);
     return get_current_pool(pool, dev);
 }
 
 CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
-    EMU_ENTRY(cuDeviceSetMemPool);
+    EMU_ENTRY_INIT(cuDeviceSetMemPool);
     return set_current_pool(dev, pool);
 }
 
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
-    EMU_ENTRY(cuMemPoolCreate);
+    EMU_ENTRY_INIT(cuMemPoolCreate);
     pthread_once(&pools_once, pools_setup);
     emu_mem_init();
     if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
@@ -511,7 +511,7 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 
 CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
-    EMU_ENTRY(cuMemPoolDestroy);
+    EMU_ENTRY_INIT(cuMemPoolDestroy);
     pthread_once(&pools_once, pools_setup);
     struct emu_pool *p = pool_get(pool);
     if (!p || p->is_default) return CUDA_ERROR_INVALID_VALUE;   /* the default pool cannot be destroyed */
@@ -527,7 +527,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
-    EMU_ENTRY(cuMemPoolTrimTo);
+    EMU_ENTRY_INIT(cuMemPoolTrimTo);
     pthread_once(&pools_once, pools_setup);
     struct emu_pool *p = pool_get(pool);
     if (!p) return CUDA_ERROR_INVALID_VALUE;
@@ -539,7 +539,7 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
-    EMU_ENTRY(cuMemPoolSetAttribute);
+    EMU_ENTRY_INIT(cuMemPoolSetAttribute);
     pthread_once(&pools_once, pools_setup);
     struct emu_pool *p = pool_get(pool);
     if (!p || !value) return CUDA_ERROR_INVALID_VALUE;
@@ -565,7 +565,7 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
-    EMU_ENTRY(cuMemPoolGetAttribute);
+    EMU_ENTRY_INIT(cuMemPoolGetAttribute);
     pthread_once(&pools_once, pools_setup);
     struct emu_pool *p = pool_get(pool);
     if (!p || !value) return CUDA_ERROR_INVALID_VALUE;
@@ -600,7 +600,7 @@ static CUresult location_device(const CUmemLocation *location, CUmemAllocationTy
 
 CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type)
 {
-    EMU_ENTRY(cuMemGetDefaultMemPool);
+    EMU_ENTRY_INIT(cuMemGetDefaultMemPool);
     int dev;
     CUresult rc = location_device(location, type, &dev);
     return rc != CUDA_SUCCESS ? rc : get_default_pool(pool_out, dev);
@@ -608,7 +608,7 @@ CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location,
 
 CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type)
 {
-    EMU_ENTRY(cuMemGetMemPool);
+    EMU_ENTRY_INIT(cuMemGetMemPool);
     int dev;
     CUresult rc = location_device(location, type, &dev);
     return rc != CUDA_SUCCESS ? rc : get_current_pool(pool, dev);
@@ -616,7 +616,7 @@ CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAlloc
 
 CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool)
 {
-    EMU_ENTRY(cuMemSetMemPool);
+    EMU_ENTRY_INIT(cuMemSetMemPool);
     int dev;
     CUresult rc = location_device(location, type, &dev);
     return rc != CUDA_SUCCESS ? rc : set_current_pool(dev, pool);
@@ -666,7 +666,7 @@ void emu_pool_reset_device(int dev)
 
 CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
 {
-    EMU_ENTRY(cuMemPoolSetAccess);
+    EMU_ENTRY_INIT(cuMemPoolSetAccess);
     pthread_once(&pools_once, pools_setup);
     struct emu_pool *p = pool_get(pool);
     if (!p || (!map && count)) return CUDA_ERROR_INVALID_VALUE;
@@ -688,7 +688,7 @@ CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_
 
 CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location)
 {
-    EMU_ENTRY(cuMemPoolGetAccess);
+    EMU_ENTRY_INIT(cuMemPoolGetAccess);
     pthread_once(&pools_once, pools_setup);
     struct emu_pool *p = pool_get(memPool);
     if (!p || !flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 struct resv {
     uintptr_t start;
@@ -164,9 +165,13 @@ static bool range_reserved_free(uintptr_t p, size_t size)
 CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                              unsigned long long flags)
 {
-    EMU_ENTRY(cuMemAddressReserve);
+    EMU_ENTRY_INIT(cuMemAddressReserve);
     emu_mem_init();
-    if (!ptr || flags != 0 || size == 0 || size % EMU_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+    /* cuda.h: size and addr multiples of the host page size (mappings, not
+     * reservations, need the granularity); alignment a power of two or 0. */
+    size_t host_page = (size_t)sysconf(_SC_PAGESIZE);
+    if (!ptr || flags != 0 || size == 0 || size % host_page || (uintptr_t)addr % host_page)
+        return CUDA_ERROR_INVALID_VALUE;
     if (alignment & (alignment - 1)) return CUDA_ERROR_INVALID_VALUE;
     if (alignment > EMU_DEV_SPAN / 2) return CUDA_ERROR_OUT_OF_MEMORY;
     size_t align = alignment > EMU_GRANULARITY ? alignment : EMU_GRANULARITY;
@@ -187,7 +192,7 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
 
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-    EMU_ENTRY(cuMemAddressFree);
+    EMU_ENTRY_INIT(cuMemAddressFree);
     CUresult rc = CUDA_SUCCESS;
     pthread_rwlock_wrlock(&emu_vmm_lock);
     struct resv *r = ptr ? resv_find((uintptr_t)ptr) : NULL;
@@ -226,7 +231,7 @@ void emu_vmm_free_internal(uintptr_t p, size_t size)
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                   unsigned long long flags)
 {
-    EMU_ENTRY(cuMemMap);
+    EMU_ENTRY_INIT(cuMemMap);
     uintptr_t p = (uintptr_t)ptr;
     if (flags != 0 || p == 0 || size == 0 || p % EMU_GRANULARITY || size % EMU_GRANULARITY ||
         offset % EMU_GRANULARITY)
@@ -273,7 +278,7 @@ static bool whole_mappings(uintptr_t p, size_t size, size_t *first, size_t *last
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-    EMU_ENTRY(cuMemUnmap);
+    EMU_ENTRY_INIT(cuMemUnmap);
     uintptr_t p = (uintptr_t)ptr;
     if (!p || size == 0) return CUDA_ERROR_INVALID_VALUE;
     size_t first, last;
@@ -304,7 +309,7 @@ static int prot_of(unsigned flags)
 
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
 {
-    EMU_ENTRY(cuMemSetAccess);
+    EMU_ENTRY_INIT(cuMemSetAccess);
     uintptr_t p = (uintptr_t)ptr;
     if (!p || size == 0 || !desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
     for (size_t k = 0; k < count; k++) {
@@ -337,7 +342,7 @@ out:
 
 CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
 {
-    EMU_ENTRY(cuMemGetAccess);
+    EMU_ENTRY_INIT(cuMemGetAccess);
     if (!flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
     if (emu_check_device(location->id) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_DEVICE;
     CUresult rc = CUDA_SUCCESS;
@@ -350,7 +355,7 @@ CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location
 
 CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
 {
-    EMU_ENTRY(cuMemRetainAllocationHandle);
+    EMU_ENTRY_INIT(cuMemRetainAllocationHandle);
     if (!handle) return CUDA_ERROR_INVALID_VALUE;
     CUresult rc = CUDA_SUCCESS;
     pthread_rwlock_wrlock(&emu_vmm_lock);

@@ -146,7 +146,7 @@ static CUresult check_prop(const CUmemAllocationProp *prop)
 CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
                                        CUmemAllocationGranularity_flags option)
 {
-    EMU_ENTRY(cuMemGetAllocationGranularity);
+    EMU_ENTRY_INIT(cuMemGetAllocationGranularity);
     if (!granularity) return CUDA_ERROR_INVALID_VALUE;
     if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
         return CUDA_ERROR_INVALID_VALUE;
@@ -159,7 +159,7 @@ CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocatio
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                      unsigned long long flags)
 {
-    EMU_ENTRY(cuMemCreate);
+    EMU_ENTRY_INIT(cuMemCreate);
     emu_mem_init();
     if (!handle || flags != 0 || size == 0 || size % EMU_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
     CUresult rc = check_prop(prop);
@@ -210,7 +210,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-    EMU_ENTRY(cuMemRelease);
+    EMU_ENTRY_INIT(cuMemRelease);
     CUresult rc = CUDA_SUCCESS;
     pthread_rwlock_wrlock(&emu_vmm_lock);
     struct emu_vmm_handle *h = emu_vmm_handle_get(handle);
@@ -226,7 +226,7 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 
 CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
 {
-    EMU_ENTRY(cuMemGetAllocationPropertiesFromHandle);
+    EMU_ENTRY_INIT(cuMemGetAllocationPropertiesFromHandle);
     if (!prop) return CUDA_ERROR_INVALID_VALUE;
     CUresult rc = CUDA_SUCCESS;
     pthread_rwlock_rdlock(&emu_vmm_lock);
@@ -239,7 +239,7 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmem
 CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
                                       CUmemAllocationHandleType handleType, unsigned long long flags)
 {
-    EMU_ENTRY(cuMemExportToShareableHandle);
+    EMU_ENTRY_INIT(cuMemExportToShareableHandle);
     if (!shareableHandle || flags != 0) return CUDA_ERROR_INVALID_VALUE;
     if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
         return handleType == CU_MEM_HANDLE_TYPE_FABRIC ? CUDA_ERROR_NOT_PERMITTED : CUDA_ERROR_INVALID_VALUE;
@@ -272,7 +272,7 @@ static bool parse_memfd(int fd, int *dev, unsigned *types)
 CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
                                         CUmemAllocationHandleType shHandleType)
 {
-    EMU_ENTRY(cuMemImportFromShareableHandle);
+    EMU_ENTRY_INIT(cuMemImportFromShareableHandle);
     emu_mem_init();
     if (!handle) return CUDA_ERROR_INVALID_VALUE;
     if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)

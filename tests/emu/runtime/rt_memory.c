@@ -244,13 +244,19 @@ cudaError_t cudaMemset(void *devPtr, int value, size_t count)
     return rt_drv(EMU_DRV(cuMemsetD8_v2)((CUdeviceptr)(uintptr_t)devPtr, (unsigned char)value, count));
 }
 
+/* The driver's per-thread forms (cuda.h declares them only for
+ * --default-stream per-thread builds). */
+CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                              size_t Height);
+
 cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count);
 cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count)
 {
     RT_ENTER();
-    /* Asynchronous like cudaMemset, ordered on the per-thread stream. */
-    return rt_drv(EMU_DRV(cuMemsetD8Async)((CUdeviceptr)(uintptr_t)devPtr, (unsigned char)value, count,
-                                           CU_STREAM_PER_THREAD));
+    /* Like cudaMemset (asynchronous except on pinned host memory), ordered on
+     * the per-thread stream. */
+    return rt_drv(EMU_DRV(cuMemsetD8_v2_ptds)((CUdeviceptr)(uintptr_t)devPtr, (unsigned char)value, count));
 }
 
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
@@ -288,7 +294,11 @@ cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t widt
 cudaError_t cudaMemset2D_ptds(void *devPtr, size_t pitch, int value, size_t width, size_t height);
 cudaError_t cudaMemset2D_ptds(void *devPtr, size_t pitch, int value, size_t width, size_t height)
 {
-    return cudaMemset2DAsync(devPtr, pitch, value, width, height, CU_STREAM_PER_THREAD);
+    RT_ENTER();
+    if (height > 1 && pitch < width)
+        return rt_set(cudaErrorInvalidPitchValue);
+    return rt_drv(EMU_DRV(cuMemsetD2D8_v2_ptds)((CUdeviceptr)(uintptr_t)devPtr, pitch, (unsigned char)value,
+                                                width, height));
 }
 
 cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width, size_t height,

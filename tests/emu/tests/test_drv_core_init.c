@@ -5,6 +5,7 @@
 #include "driver/exec_testutil.h"
 
 #include <cudaTypedefs.h>
+#include <dlfcn.h>
 
 static void test_before_init(void)
 {
@@ -203,22 +204,64 @@ static void test_fault_injection(void)
     for (int i = 0; i < 50; i++) OK(cuDeviceGetCount(&n));
 }
 
+/* An export's address (variants cuda.h declares only internally). */
+static void *sym(const char *name)
+{
+    return dlsym(RTLD_DEFAULT, name);
+}
+
+/* cuGetProcAddress is a versioned lookup: the variant that was the default
+ * at the caller's CUDA version (dates from cudaTypedefs.h). */
 static void test_proc_address(void)
 {
     void *fn = NULL;
     CUdriverProcAddressQueryResult st = 99;
     OK(cuGetProcAddress("cuMemAlloc", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
     EXPECT(fn == (void *)&cuMemAlloc_v2 && st == CU_GET_PROC_ADDRESS_SUCCESS);
+    OK(cuGetProcAddress("cuMemAlloc", &fn, 3020, 0, &st));
+    EXPECT(fn == (void *)&cuMemAlloc_v2);
+    OK(cuGetProcAddress("cuMemAlloc", &fn, 3010, 0, &st));    /* the 32-bit original */
+    EXPECT(fn != NULL && fn != (void *)&cuMemAlloc_v2 && st == CU_GET_PROC_ADDRESS_SUCCESS);
+    /* cuStreamGetCaptureInfo: 10010 -> base, 11030 -> _v2 (6 args), 12030 -> _v3 (7 args). */
     OK(cuGetProcAddress("cuStreamGetCaptureInfo", &fn, 13000, 0, &st));
     EXPECT(fn == (void *)&cuStreamGetCaptureInfo_v3);
+    OK(cuGetProcAddress("cuStreamGetCaptureInfo", &fn, 12000, 0, &st));
+    EXPECT(fn == sym("cuStreamGetCaptureInfo_v2") && st == CU_GET_PROC_ADDRESS_SUCCESS);
+    OK(cuGetProcAddress("cuStreamGetCaptureInfo", &fn, 12030, 0, &st));
+    EXPECT(fn == (void *)&cuStreamGetCaptureInfo_v3);
+    void *ptsz = NULL;
+    OK(cuGetProcAddress("cuStreamGetCaptureInfo", &fn, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    OK(cuGetProcAddress("cuStreamGetCaptureInfo_v2_ptsz", &ptsz, 13000, 0, &st));
+    EXPECT(fn != NULL && fn == ptsz);
+    /* Older than the symbol: a NULL pointer, CUDA_SUCCESS, the reason in the status. */
+    fn = (void *)1;
+    OK(cuGetProcAddress("cuStreamGetCaptureInfo", &fn, 10000, 0, &st));
+    EXPECT(fn == NULL && st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    /* cuCtxSynchronize_v2 (a context argument) is another API that cuda.h
+     * does not map the base name to: asked for by its own name. */
     OK(cuGetProcAddress("cuCtxSynchronize", &fn, 13000, 0, &st));
-    EXPECT(fn == (void *)&cuCtxSynchronize);            /* its _v2 is another API */
+    EXPECT(fn == (void *)&cuCtxSynchronize);
+    OK(cuGetProcAddress("cuCtxSynchronize_v2", &fn, 13000, 0, &st));
+    EXPECT(fn == (void *)&cuCtxSynchronize_v2);
+    OK(cuGetProcAddress("cuCtxSynchronize_v2", &fn, 12090, 0, &st));
+    EXPECT(fn == NULL && st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    OK(cuGetProcAddress("cuStreamGetCtx", &fn, 13000, 0, &st));
+    EXPECT(fn == (void *)&cuStreamGetCtx);
+    /* Renamed by cuda.h in 12.0. */
+    OK(cuGetProcAddress("cuGraphInstantiate", &fn, 12000, 0, &st));
+    EXPECT(fn == (void *)&cuGraphInstantiateWithFlags);
+    OK(cuGetProcAddress("cuGraphInstantiate", &fn, 11000, 0, &st));
+    EXPECT(fn == sym("cuGraphInstantiate_v2"));
+    /* Per-thread forms: the _ptds/_ptsz of the selected variant, if it has one. */
     OK(cuGetProcAddress("cuMemcpyHtoD", &fn, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
     void *ptds = NULL;
     OK(cuGetProcAddress("cuMemcpyHtoD_v2_ptds", &ptds, 13000, 0, &st));
     EXPECT(fn != NULL && fn == ptds && fn != (void *)&cuMemcpyHtoD_v2);
+    OK(cuGetProcAddress("cuMemcpyHtoD", &fn, 13000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st));
+    EXPECT(fn == (void *)&cuMemcpyHtoD_v2);
+    OK(cuGetProcAddress("cuMemcpyHtoD", &fn, 6050, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    EXPECT(fn == (void *)&cuMemcpyHtoD_v2);              /* _ptds dates from 7000 */
     OK(cuGetProcAddress("cuLaunchKernel", &fn, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
-    void *ptsz = NULL;
     OK(cuGetProcAddress("cuLaunchKernel_ptsz", &ptsz, 13000, 0, &st));
     EXPECT(fn == ptsz && fn != (void *)&cuLaunchKernel);
     OK(cuGetProcAddress("cuInit", &fn, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
@@ -226,13 +269,25 @@ static void test_proc_address(void)
     OK(cuGetProcAddress("emuGetCounter", &fn, 13000, 0, &st));
     EXPECT(fn == (void *)&emuGetCounter);
     fn = (void *)1;
-    EXPECT_RC(cuGetProcAddress("cuNoSuchThing", &fn, 13000, 0, &st), CUDA_ERROR_NOT_FOUND);
+    OK(cuGetProcAddress("cuNoSuchThing", &fn, 13000, 0, &st));
     EXPECT(fn == NULL && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
     EXPECT_RC(cuGetProcAddress("cuInit", NULL, 13000, 0, &st), CUDA_ERROR_INVALID_VALUE);
-    /* The old 4-argument entry point. */
+    EXPECT_RC(cuGetProcAddress("cuInit", &fn, 13010, 0, &st), CUDA_ERROR_INVALID_VALUE);  /* newer than the driver */
+    EXPECT_RC(cuGetProcAddress("cuInit", &fn, 13000, 4, &st), CUDA_ERROR_INVALID_VALUE);
+    /* The 11.3 entry point (no status): CUDA_ERROR_NOT_FOUND instead. */
     CUresult (*old)(const char *, void **, int, cuuint64_t) = NULL;
-    OK(cuGetProcAddress("cuGetProcAddress", (void **)&old, 13000, 0, &st));
-    EXPECT(old == (void *)&cuGetProcAddress_v2);
+    OK(cuGetProcAddress("cuGetProcAddress", (void **)&old, 11030, 0, &st));
+    EXPECT(old != NULL && (void *)old == sym("cuGetProcAddress"));
+    OK(cuGetProcAddress("cuGetProcAddress", &fn, 13000, 0, &st));
+    EXPECT(fn == (void *)&cuGetProcAddress_v2);
+    if (old) {
+        fn = (void *)1;
+        EXPECT_RC(old("cuNoSuchThing", &fn, 13000, 0), CUDA_ERROR_NOT_FOUND);
+        EXPECT(fn == NULL);
+        EXPECT_RC(old("cuStreamGetCaptureInfo", &fn, 10000, 0), CUDA_ERROR_NOT_FOUND);
+        OK(old("cuStreamGetCaptureInfo", &fn, 11030, 0));
+        EXPECT(fn == sym("cuStreamGetCaptureInfo_v2"));
+    }
     /* A resolved pointer works. */
     PFN_cuDeviceGetCount_v2000 count = NULL;
     OK(cuGetProcAddress("cuDeviceGetCount", (void **)&count, 13000, 0, &st));

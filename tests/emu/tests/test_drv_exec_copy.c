@@ -2,7 +2,8 @@
  * source is snapshotted at the call; a pinned async source is read when the
  * copy runs; a copy into pageable memory is complete on return; bytes and
  * copies are counted by kind when the copy executes; memsets run in stream
- * order; invalid ranges and arguments give the documented errors. */
+ * order (also on pinned host memory, synchronously for the non-Async forms);
+ * invalid ranges and arguments give the documented errors. */
 #include "driver/exec_testutil.h"
 
 #define N 4096
@@ -227,6 +228,38 @@ static void test_bandwidth_model(void)
     OK(cuMemFree(d));
 }
 
+/* Memsets may target pinned host memory (unified addressing: its device
+ * pointer is its host address).  The non-Async forms are then synchronous
+ * with the host; the Async forms stay stream-ordered. */
+static void test_memset_pinned(CUstream s)
+{
+    unsigned char *pinned = NULL, *reg = malloc(N);
+    REQUIRE(cuMemHostAlloc((void **)&pinned, N, 0));
+    CUdeviceptr dp = (CUdeviceptr)(uintptr_t)pinned;
+    memset(pinned, 0, N);
+    OK(cuLaunchHostFunc(0, sleep_30ms, NULL));               /* earlier work on the legacy stream */
+    OK(cuMemsetD32(dp, 0x01020304u, N / 4));
+    int ok32 = 1;
+    for (size_t i = 0; i < N / 4; i++) ok32 &= ((uint32_t *)(void *)pinned)[i] == 0x01020304u;
+    EXPECT(ok32);                                             /* done when the call returned */
+    OK(cuMemsetD2D8(dp, 64, 'q', 16, 8));                    /* 2D: rows of 16 every 64 bytes */
+    EXPECT(all_bytes(pinned, 'q', 16) && all_bytes(pinned + 7 * 64, 'q', 16) && pinned[16] == 0x04);
+    OK(cuLaunchHostFunc(s, sleep_30ms, NULL));
+    OK(cuMemsetD8Async(dp, 'a', N, s));
+    EXPECT(pinned[0] == 'q');                                 /* async: not before the sleep ran */
+    OK(cuStreamSynchronize(s));
+    EXPECT(all_bytes(pinned, 'a', N));
+    EXPECT_RC(cuMemsetD8(dp, 0, N + 1), CUDA_ERROR_INVALID_VALUE);            /* past the allocation */
+    EXPECT_RC(cuMemsetD32(dp + 2, 0, 4), CUDA_ERROR_INVALID_VALUE);           /* misaligned */
+    EXPECT_RC(cuMemsetD8((CUdeviceptr)(uintptr_t)reg, 0, 16), CUDA_ERROR_INVALID_VALUE); /* pageable */
+    REQUIRE(cuMemHostRegister(reg, N, 0));                    /* registered memory is pinned too */
+    OK(cuMemsetD16((CUdeviceptr)(uintptr_t)reg, 0x7a7a, N / 2));
+    EXPECT(all_bytes(reg, 0x7a, N));
+    OK(cuMemHostUnregister(reg));
+    OK(cuMemFreeHost(pinned));
+    free(reg);
+}
+
 static void test_errors(CUdeviceptr d, CUstream s)
 {
     char host[64];
@@ -269,6 +302,7 @@ int main(void)
     test_3d(d);
     test_peer(d);
     test_errors(d, s);
+    test_memset_pinned(s);
     test_bandwidth_model();
     OK(cuStreamDestroy(s));
     OK(cuMemFree(d));

@@ -1,6 +1,6 @@
 /* test_drv_mem_managed: managed memory: allocation rules, pointer attributes,
  * stream-ordered prefetch and its migration counters, advice and range
- * attributes, migrations caused by copies, free. */
+ * attributes, migrations caused by copies and kernels, free. */
 #include "driver/mem_testutil.h"
 
 #include <stdint.h>
@@ -155,6 +155,52 @@ static void test_advise(void)
     OK(cuMemFree(p));
 }
 
+/* A kernel reads and writes through its pointer arguments on the device:
+ * the managed pages from each pointer to the end of its allocation migrate
+ * when the kernel runs (not at the launch), once. */
+static char scale_stub;
+static void scale_impl(void **args, const emu_launch *l)
+{
+    (void)l;
+    float *x = *(float **)args[0];
+    int n = *(int *)args[1];
+    for (int i = 0; i < n; i++) x[i] *= 2.0f;
+}
+
+static void test_kernel_touch(CUstream s)
+{
+    size_t sizes[] = { sizeof(float *), sizeof(int) };
+    EXPECT(emuRegisterKernel(&scale_stub, "_Z5scalePfi", scale_impl, 2, sizes) == 0);
+    void *fv = NULL;
+    EXPECT(emuGetFunction(&fv, &scale_stub, NULL) == CUDA_SUCCESS);
+    CUfunction f = (CUfunction)fv;
+    CUdeviceptr m;
+    OK(cuMemAllocManaged(&m, 4 * 65536, CU_MEM_ATTACH_GLOBAL));
+    float *x = (float *)(uintptr_t)m;
+    for (size_t i = 0; i < 4 * 65536 / sizeof(float); i++) x[i] = 1.0f;   /* CPU-populated */
+    CUdeviceptr from_page1 = m + 65536;
+    int n = 16;
+    void *params[] = { &from_page1, &n };
+    gate_open = 0;
+    OK(cuLaunchHostFunc(s, gate_wait, NULL));
+    uint64_t before = h2d();
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    EXPECT(h2d() == before);                        /* nothing moves before the kernel runs */
+    __atomic_store_n(&gate_open, 1, __ATOMIC_RELEASE);
+    OK(cuStreamSynchronize(s));
+    EXPECT(h2d() == before + 3);                    /* pages 1..3: from the argument to the end */
+    EXPECT(x[65536 / sizeof(float)] == 2.0f && x[0] == 1.0f);
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    OK(cuStreamSynchronize(s));
+    EXPECT(h2d() == before + 3);                    /* already on the device */
+    CUdeviceptr whole = m;
+    void *params0[] = { &whole, &n };
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params0, NULL));
+    OK(cuStreamSynchronize(s));
+    EXPECT(h2d() == before + 4);                    /* page 0 joins */
+    OK(cuMemFree(m));
+}
+
 int main(void)
 {
     mt_setup(0);
@@ -163,6 +209,7 @@ int main(void)
     test_alloc_rules();
     test_prefetch(s);
     test_advise();
+    test_kernel_touch(s);
     OK(cuStreamDestroy(s));
     return mt_finish("test_drv_mem_managed");
 }

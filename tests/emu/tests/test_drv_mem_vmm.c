@@ -57,7 +57,24 @@ static void test_granularity(void)
 static void test_reserve(void)
 {
     CUdeviceptr a, b;
-    EXPECT_RC(cuMemAddressReserve(&a, G + 4096, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);  /* size not a granularity multiple */
+    /* cuda.h: size and addr must be multiples of the host page size (not of
+     * the granularity: only mappings need that). */
+    EXPECT_RC(cuMemAddressReserve(&a, G + 100, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);   /* not a page multiple */
+    EXPECT_RC(cuMemAddressReserve(&a, G, 0, 4096 + 100, 0), CUDA_ERROR_INVALID_VALUE); /* hint not page-aligned */
+    OK(cuMemAddressReserve(&a, G + 4096, 0, 0, 0));
+    EXPECT(a % G == 0);
+    {
+        CUmemAllocationProp hp = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                  .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+        CUmemGenericAllocationHandle h2;
+        OK(cuMemCreate(&h2, 2 * G, &hp, 0));
+        EXPECT_RC(cuMemMap(a, 2 * G, 0, h2, 0), CUDA_ERROR_INVALID_VALUE);            /* past the reservation */
+        OK(cuMemMap(a, G, 0, h2, 0));                                                 /* the whole granules fit */
+        OK(cuMemUnmap(a, G));
+        OK(cuMemRelease(h2));
+    }
+    EXPECT_RC(cuMemAddressFree(a, G), CUDA_ERROR_INVALID_VALUE);                      /* exactly the reserved size */
+    OK(cuMemAddressFree(a, G + 4096));
     EXPECT_RC(cuMemAddressReserve(&a, 0, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
     EXPECT_RC(cuMemAddressReserve(&a, G, 3 * G, 0, 0), CUDA_ERROR_INVALID_VALUE);     /* alignment not a power of two */
     EXPECT_RC(cuMemAddressReserve(&a, G, 0, 0, 1), CUDA_ERROR_INVALID_VALUE);         /* flags must be 0 */

@@ -13,7 +13,10 @@
 #     library is a stub (an unbuilt workload is a failure: build with `make tests`);
 #   - cuGetProcAddress, the way the runtime, NCCL, cuBLAS and frameworks reach
 #     the driver, resolves a needed driver entry point to anything but its
-#     implementation (or, with the per-thread flag, not to the _ptsz variant).
+#     implementation (or, with the per-thread flag, not to the _ptsz variant);
+#   - its version table (tests/emu/common/proc_versions.c) is not what
+#     scripts/gen-emu-proc-versions.py generates from this toolkit's headers
+#     and symbols/cuda.txt (rerun the script and commit the result).
 # Implemented entry points the README does not list yet are only reported.
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
@@ -232,6 +235,16 @@ else
     s=${ST["$lib $got"]:-}
     [ "$s" = impl ] || say "cuGetProcAddress_v2(\"${args[$i]}\") hands out $got, which is ${s:-not an export}"
   done
+fi
+
+# ---- 6. the cuGetProcAddress version table is current
+if command -v python3 > /dev/null; then
+  fresh=$(python3 scripts/gen-emu-proc-versions.py "${CUDA_HOME:-/usr/local/cuda}" 2>&1) ||
+    say "scripts/gen-emu-proc-versions.py failed: $fresh"
+  [ "$fresh" = "$(cat tests/emu/common/proc_versions.c)" ] ||
+    say "tests/emu/common/proc_versions.c is stale: python3 scripts/gen-emu-proc-versions.py > tests/emu/common/proc_versions.c"
+else
+  say "python3 is needed to check the cuGetProcAddress version table"
 fi
 
 echo "checked: $nlisted README entries, $nwork workload(s), $(printf '%s\n' "$status" | awk '$3 == "impl"' | grep -c .) implemented exports"

@@ -213,6 +213,28 @@ static void test_2d_and_memset(void)
     free(out);
 }
 
+/* cudaMemset on pinned host memory: accepted (unified addressing) and, in
+ * the non-Async forms, complete when the call returns. */
+cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count);
+static void test_memset_pinned(void)
+{
+    unsigned char *p = NULL;
+    CHECK_RT(cudaHostAlloc((void **)&p, 4096, cudaHostAllocDefault), cudaSuccess);
+    if (!p) return;
+    memset(p, 0, 4096);
+    CHECK_RT(cudaLaunchHostFunc(0, sleep_30ms, NULL), cudaSuccess);
+    CHECK_RT(cudaMemset(p, 0x3c, 4096), cudaSuccess);
+    CHECK(all_bytes(p, 0x3c, 4096));
+    CHECK_RT(cudaLaunchHostFunc(cudaStreamPerThread, sleep_30ms, NULL), cudaSuccess);
+    CHECK_RT(cudaMemset_ptds(p, 0x4d, 4096), cudaSuccess);
+    CHECK(all_bytes(p, 0x4d, 4096));
+    CHECK_RT(cudaMemset2D(p, 64, 0x5e, 16, 4), cudaSuccess);
+    CHECK(all_bytes(p, 0x5e, 16) && all_bytes(p + 3 * 64, 0x5e, 16) && p[16] == 0x4d);
+    CHECK_RT(cudaMemset(p, 0, 4097), cudaErrorInvalidValue);   /* past the allocation */
+    (void)cudaGetLastError();
+    CHECK_RT(cudaFreeHost(p), cudaSuccess);
+}
+
 static void test_peer(void)
 {
     int n = 0;
@@ -265,6 +287,7 @@ int main(void)
     test_kinds();
     test_async_semantics();
     test_2d_and_memset();
+    test_memset_pinned();
     test_peer();
     if (failures) {
         fprintf(stderr, "test_rt_memcpy: %d failure(s)\n", failures);
