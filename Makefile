@@ -156,9 +156,10 @@ $(B)/tests/%: tests/%.cu $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)
 
 WORKLOAD_CU  := $(wildcard tests/workloads/*.cu)
 WORKLOAD_BIN := $(patsubst tests/workloads/%.cu,$(B)/workloads/%,$(WORKLOAD_CU))
+# -g: the demo report's allocation sites show file:line
 $(B)/workloads/%: tests/workloads/%.cu $(wildcard tests/workloads/*.h tests/emu/emu.h) | $(EMU_TARGETS)
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -Itests/emu -o $@ $< -L$(CUDA_HOME)/lib64 -lcublas -lnccl -ldl
+	$(NVCC) $(NVCCFLAGS) -g -Itests/emu -o $@ $< -L$(CUDA_HOME)/lib64 -lcublas -lnccl -ldl
 
 tests: $(TEST_BIN) $(WORKLOAD_BIN)
 

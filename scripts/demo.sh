@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The main job: a small MLP training run (tests/workloads/mlp_train) under
 # trainshim, followed by its report.  Runs on the GPU when a driver is
-# present, otherwise on trainshim's CUDA emulator (build/emu).
+# present, otherwise on trainshim's CUDA emulator (build/emu).  With Open
+# MPI's mpirun it trains data parallel on two ranks (gradients all-reduced
+# through NCCL), one trainshim log per rank, and reports over all of them;
+# without mpirun, on one rank.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -11,8 +14,38 @@ else
   echo "demo: no GPU driver on this machine: running on trainshim's CUDA emulator ($B/emu)"
   export LD_LIBRARY_PATH="$PWD/$B/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
-logdir=$B/demo
-rm -rf "$logdir"; mkdir -p "$logdir"
-"$B/trainshim" run --log "$logdir/trainshim.%p.log" -- "$B/workloads/mlp_train" "${DEMO_STEPS:-20}" 1024
+logdir=${DEMO_LOGDIR:-$B/demo}
+mkdir -p "$logdir"; rm -f "$logdir"/trainshim.r*.log
+# Every report section on: allocation call stacks (TOP ALLOCATION SITES) and
+# CUPTI activity (GPU TIMELINE).
+export TRAINSHIM_STACKS=${TRAINSHIM_STACKS:-16} TRAINSHIM_CUPTI=${TRAINSHIM_CUPTI:-1}
+steps=${DEMO_STEPS:-20} batch=1024
+# one log per rank, named by the rank the shim reads from the launcher
+shim=("$B/trainshim" run --log "$logdir/trainshim.r%r.log" --)
+job=("$B/workloads/mlp_train" "$steps" "$batch")
+ranks=${DEMO_RANKS:-2}
+if [ "$ranks" -gt 1 ] && command -v mpirun > /dev/null; then
+  echo "demo: $ranks ranks through mpirun (data parallel, gradients all-reduced with NCCL), global batch $batch"
+  mpi=(mpirun -np "$ranks" --oversubscribe --bind-to none --mca btl self,tcp)
+  [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+  # the launcher runs under `trainshim run` like any job; its ranks inherit
+  # the preload, and the NCCL id's rendezvous file goes beside the logs
+  MLP_RENDEZVOUS="$(cd "$logdir" && pwd)/nccl.id" "${shim[@]}" "${mpi[@]}" -x MLP_RENDEZVOUS "${job[@]}"
+else
+  if [ "$ranks" -gt 1 ]; then
+    echo "demo: mpirun not found (scripts/setup.sh installs openmpi-bin): one rank, so COMMUNICATION stays empty"
+  fi
+  "${shim[@]}" "${job[@]}"
+fi
 echo
-"$B/trainshim" report "$logdir"/trainshim.*.log
+"$B/trainshim" report "$logdir"/trainshim.r*.log
+logs=("$logdir"/trainshim.r*.log)
+if [ ${#logs[@]} -gt 1 ]; then
+  # A report over several logs leaves out the per-log TOP ALLOCATION SITES and
+  # MEMORY TIMELINE sections (tools/cmd_report.c prints them for one log
+  # only): show rank 0's from its own report.
+  echo
+  echo "demo: allocation sites and memory timeline of rank 0 (trainshim report ${logs[0]}):"
+  "$B/trainshim" report "${logs[0]}" |
+    awk '/^== (TOP ALLOCATION SITES|MEMORY TIMELINE)/ { on = 1; print; next } /^== / { on = 0 } on'
+fi
