@@ -163,21 +163,25 @@ static int env_int(const char *const *names)
     return -1;
 }
 
+/* The innermost launcher wins: torchrun's RANK, then the MPI launchers'
+ * variables, and Slurm's last, because mpirun or torchrun started inside an
+ * srun step or batch script inherit its SLURM_PROCID (the same for every rank
+ * they start). */
 int ts_log_env_rank(void)
 {
-    static const char *const v[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
+    static const char *const v[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", NULL};
     return env_int(v);
 }
 
 int ts_log_env_local_rank(void)
 {
-    static const char *const v[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", NULL};
+    static const char *const v[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
     return env_int(v);
 }
 
 int ts_log_env_world_size(void)
 {
-    static const char *const v[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
+    static const char *const v[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL};
     return env_int(v);
 }
 

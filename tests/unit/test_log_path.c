@@ -25,8 +25,9 @@ static int failures;
     } while (0)
 
 static const char *const launcher_vars[] = {
-    "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "LOCAL_RANK", "SLURM_LOCALID",
-    "OMPI_COMM_WORLD_LOCAL_RANK", "WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
+    "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "LOCAL_RANK", "SLURM_LOCALID",
+    "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE",
+    "PMI_SIZE", NULL};
 
 static void clear_launcher(void)
 {
@@ -110,28 +111,30 @@ int main(void)
     snprintf(want, sizeof want, "out/%s/%s/r12/l3/job-42/x/100%%/%%z/%%q/%%q{open/end%%", pid, host);
     expect_expand("out/%p/%h/r%r/l%l/%q{TS_TEST_JOB}/x%q{TS_TEST_UNSET}/100%%/%z/%q/%q{open/end%", want);
 
-    /* ---- rank detection: each launcher, in precedence order */
-    static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
-    for (int i = 3; i >= 0; i--) {
+    /* ---- rank detection: each launcher, in precedence order (Slurm's last:
+     * an mpirun inside an srun step inherits the step's SLURM_PROCID) */
+    static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+    for (int i = 4; i >= 0; i--) {
         clear_launcher();
-        for (int j = 3; j >= i; j--) { /* set this one and every lower-precedence one */
+        for (int j = 4; j >= i; j--) { /* set this one and every lower-precedence one */
             char v[8];
             snprintf(v, sizeof v, "%d", 10 + j);
             setenv(rank_vars[j], v, 1);
         }
         CHECK(ts_log_env_rank() == 10 + i, "rank from %s: %d", rank_vars[i], ts_log_env_rank());
     }
-    static const char *const local_vars[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"};
-    for (int i = 2; i >= 0; i--) {
+    static const char *const local_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                             "SLURM_LOCALID"};
+    for (int i = 3; i >= 0; i--) {
         clear_launcher();
-        for (int j = 2; j >= i; j--) {
+        for (int j = 3; j >= i; j--) {
             char v[8];
             snprintf(v, sizeof v, "%d", 20 + j);
             setenv(local_vars[j], v, 1);
         }
         CHECK(ts_log_env_local_rank() == 20 + i, "local rank from %s", local_vars[i]);
     }
-    static const char *const size_vars[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+    static const char *const size_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
     for (int i = 3; i >= 0; i--) {
         clear_launcher();
         for (int j = 3; j >= i; j--) {
