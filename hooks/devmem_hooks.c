@@ -1,6 +1,6 @@
 /* devmem_hooks.c: the device-memory hooks: allocations and frees served by
  * trainshim's pool (shim/devmem.h), free-memory queries that count what the
- * pool holds idle, pointer queries and IPC on pooled pointers, device reset,
+ * pool holds idle, pointer queries, device reset,
  * the stream creations and captures the pool's fences must cover (runtime
  * and driver API), and peer access to pooled pages.
  *
@@ -14,18 +14,20 @@
 #include "devmem.h"
 
 /* ---- events ------------------------------------------------------------- */
-
-static void alloc_event(int api, uint64_t ptr, uint64_t size, uint64_t stream, int r)
+/* dev: the device ts_dev_alloc / ts_dev_free already knows (the context's,
+ * or the owning pool's), so that the event costs no second driver query;
+ * -1 when it was not asked (passthrough), then the context's. */
+static void alloc_event(int api, int dev, uint64_t ptr, uint64_t size, uint64_t stream, int r)
 {
-    int dev = ts_current_device();
+    if (dev < 0) dev = ts_current_device();
     ts_note_device(dev);
     ts_ev_alloc(api, dev, r == 0 ? ptr : 0, size, stream, r);
 }
 
-static void free_event(int api, uint64_t ptr, uint64_t stream, int r)
+static void free_event(int api, int dev, uint64_t ptr, uint64_t stream, int r)
 {
     /* cudaFree(NULL) is the usual "initialize the runtime" idiom, not a free. */
-    if (ptr) ts_ev_free(api, ts_current_device(), ptr, stream, r);
+    if (ptr) ts_ev_free(api, dev >= 0 ? dev : ts_current_device(), ptr, stream, r);
 }
 
 /* ---- allocation --------------------------------------------------------- */
@@ -35,7 +37,8 @@ static void free_event(int api, uint64_t ptr, uint64_t stream, int r)
     TS_HOOK_PROLOGUE(ret, base, api, args);                                          \
     TS_OUTER_BEGIN(api);                                                             \
     uint64_t p_ = 0;                                                                 \
-    int a_ = outer_ && (out) ? ts_dev_alloc(size, stream_id, async, &p_) : TS_DEV_PASS; \
+    int d_ = -1;                                                                     \
+    int a_ = outer_ && (out) ? ts_dev_alloc(size, stream_id, async, &p_, &d_) : TS_DEV_PASS; \
     ret r;                                                                           \
     if (a_ == TS_DEV_SERVED) {                                                       \
         *(out) = (__typeof__(*(out)))(uintptr_t)p_;                                  \
@@ -46,8 +49,8 @@ static void free_event(int api, uint64_t ptr, uint64_t stream, int r)
         r = real_ args;                                                              \
     }                                                                                \
     if (outer_) {                                                                    \
-        if (r == (oom) && ts_dev_pooling()) ts_dev_oom_report(ts_current_device(), size); \
-        alloc_event(api, r == (ok) && (out) ? (uint64_t)(uintptr_t)*(out) : 0, size, stream_id, (int)r); \
+        if (r == (oom) && ts_dev_pooling()) ts_dev_oom_report(d_ >= 0 ? d_ : ts_current_device(), size); \
+        alloc_event(api, d_, r == (ok) && (out) ? (uint64_t)(uintptr_t)*(out) : 0, size, stream_id, (int)r); \
     }                                                                                \
     TS_OUTER_END(api, r);                                                            \
     return r
@@ -61,14 +64,16 @@ static void free_event(int api, uint64_t ptr, uint64_t stream, int r)
     if (ts_likely(!ts_active())) {                                                   \
         if (!ts_dev_pooling() || !(ptr)) return real_ args;                          \
         ts_enter();                                                                  \
-        int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async);          \
+        int d_;                                                                      \
+        int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async, &d_);     \
         ts_leave();                                                                  \
         return f_ == TS_DEV_FREED ? (ok) : f_ == TS_DEV_INVALID ? (invalid) : real_ args; \
     }                                                                                \
     TS_OUTER_BEGIN(api);                                                             \
-    int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async);              \
+    int d_;                                                                          \
+    int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async, &d_);         \
     ret r = f_ == TS_DEV_FREED ? (ok) : f_ == TS_DEV_INVALID ? (invalid) : real_ args; \
-    if (outer_) free_event(api, (uint64_t)(uintptr_t)(ptr), stream_id, (int)r);      \
+    if (outer_) free_event(api, d_, (uint64_t)(uintptr_t)(ptr), stream_id, (int)r);  \
     TS_OUTER_END(api, r);                                                            \
     return r
 

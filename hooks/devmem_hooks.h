@@ -11,7 +11,13 @@ cudaError_t ts_body_cudaFree(int api, void *devPtr);
 cudaError_t ts_body_cudaMallocAsync(int api, void **devPtr, size_t size, cudaStream_t hStream);
 cudaError_t ts_body_cudaFreeAsync(int api, void *devPtr, cudaStream_t hStream);
 cudaError_t ts_body_cudaMemGetInfo(int api, size_t *free, size_t *total);
+/* legacy IPC (hooks/ipc_hooks.c) */
 cudaError_t ts_body_cudaIpcGetMemHandle(int api, cudaIpcMemHandle_t *handle, void *devPtr);
+cudaError_t ts_body_cudaIpcOpenMemHandle(int api, void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags);
+cudaError_t ts_body_cudaIpcCloseMemHandle(int api, void *devPtr);
+CUresult ts_body_cuIpcGetMemHandle(int api, CUipcMemHandle *pHandle, CUdeviceptr dptr);
+CUresult ts_body_cuIpcOpenMemHandle_v2(int api, CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult ts_body_cuIpcCloseMemHandle(int api, CUdeviceptr dptr);
 /* A (void) OWN entry expands to ts_body_x(api, ) (hooks.h): a macro takes
  * the empty argument. */
 cudaError_t ts_dm_cudaDeviceReset(int api);

@@ -185,7 +185,8 @@ static void copy2d_event(int api, const CUDA_MEMCPY2D *c, CUstream stream, bool 
 /* Host<->device copies the pinned copy engine may convert (shim/copy_engine.h):
  * the engine reports the leading bytes it carried out; the rest (all of it
  * when it declines) is the original call with `rest_args`, on the same stream
- * and after the engine's work. */
+ * and after the engine's work.  dir TS_CE_NONE (cuMemcpy, cuMemcpyAsync:
+ * unified addressing) takes the direction from what the pointers are. */
 static size_t drv_convert(int api, enum ts_copy_engine_dir dir, bool sync, CUstream stream, const void *dst,
                           const void *src, size_t bytes, struct ts_copy_stats *st)
 {
@@ -194,9 +195,10 @@ static size_t drv_convert(int api, enum ts_copy_engine_dir dir, bool sync, CUstr
         .dst = (char *)dst, .src = src, .width = bytes, .height = 1, .dpitch = bytes, .spitch = bytes,
         .stream = stream == NULL && ts_api_per_thread(api) ? CU_STREAM_PER_THREAD : stream, .sync = sync,
     };
-    if (ts_copy_classify(&q, dir) != dir) return 0;
+    enum ts_copy_engine_dir got = ts_copy_classify(&q, dir);
+    if (got == TS_CE_NONE || (dir != TS_CE_NONE && got != dir)) return 0;
     size_t rows, done = 0;
-    ts_copy_run(&q, dir, &rows, &done, st);
+    ts_copy_run(&q, got, &rows, &done, st);
     return done;
 }
 
@@ -219,15 +221,17 @@ static size_t drv_convert(int api, enum ts_copy_engine_dir dir, bool sync, CUstr
 
 static inline CUresult ts_body_cuMemcpy(int api, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
-    DRV_COPY_BODY(cuMemcpy, api, (dst, src, ByteCount),
-                  unified_copy_event(api, dst, src, ByteCount, NULL, false, ns_, r));
+    DRV_CONVERTED_BODY(cuMemcpy, api, TS_CE_NONE, true, NULL, dst, src, ByteCount,
+                       (dst + done, src + done, ByteCount - done),
+                       unified_copy_event(api, dst, src, ByteCount, NULL, false, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpyAsync(int api, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
                                              CUstream hStream)
 {
-    DRV_COPY_BODY(cuMemcpyAsync, api, (dst, src, ByteCount, hStream),
-                  unified_copy_event(api, dst, src, ByteCount, hStream, true, ns_, r));
+    DRV_CONVERTED_BODY(cuMemcpyAsync, api, TS_CE_NONE, false, hStream, dst, src, ByteCount,
+                       (dst + done, src + done, ByteCount - done, hStream),
+                       unified_copy_event(api, dst, src, ByteCount, hStream, true, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpyHtoD_v2(int api, CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
@@ -274,19 +278,98 @@ static inline CUresult ts_body_cuMemcpyDtoDAsync_v2(int api, CUdeviceptr dstDevi
                   copy_event(api, TS_D2D, NULL, ByteCount, hStream, true, ns_, r));
 }
 
+/* A CUDA_MEMCPY2D side as an address: HOST uses the host pointer, DEVICE and
+ * UNIFIED the device one (UNIFIED may be host memory: the engine classifies
+ * it); arrays are never converted. */
+static const char *side_addr(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t pitch)
+{
+    const char *base = type == CU_MEMORYTYPE_HOST ? (const char *)host
+                       : type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED ? (const char *)(uintptr_t)dev
+                                                                                       : NULL;
+    return base ? base + y * pitch + x : NULL;
+}
+
+/* Whether a side's declared memory type allows the engine's direction: a
+ * HOST side must be the host side, a DEVICE side the device side. */
+static bool side_fits(CUmemorytype type, bool is_host_side)
+{
+    return type == CU_MEMORYTYPE_UNIFIED || type == (is_host_side ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE);
+}
+
+/* cuMemcpy2D*: the engine carries out the leading rows when one side is
+ * pageable host memory and the other device memory; returns how many rows.
+ * Height 1 and zero pitches (which the driver reads as "the width") pass
+ * through whole. */
+static size_t drv_convert_2d(int api, const CUDA_MEMCPY2D *c, bool sync, CUstream stream, struct ts_copy_stats *st)
+{
+    if (!c || c->Height < 2 || !c->srcPitch || !c->dstPitch) return 0;
+    if (!ts_copy_wanted((uint64_t)c->WidthInBytes * c->Height)) return 0;
+    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return 0;
+    struct ts_copy_req q = {
+        .dst = (char *)side_addr(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch),
+        .src = side_addr(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch),
+        .width = c->WidthInBytes, .height = c->Height, .dpitch = c->dstPitch, .spitch = c->srcPitch,
+        .stream = stream == NULL && ts_api_per_thread(api) ? CU_STREAM_PER_THREAD : stream, .sync = sync,
+    };
+    if (!q.dst || !q.src) return 0;
+    enum ts_copy_engine_dir dir = TS_CE_NONE;
+    if (c->srcMemoryType == CU_MEMORYTYPE_HOST || c->dstMemoryType == CU_MEMORYTYPE_DEVICE) dir = TS_CE_H2D;
+    if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE || c->dstMemoryType == CU_MEMORYTYPE_HOST)
+        dir = dir == TS_CE_H2D ? TS_CE_NONE : TS_CE_D2H;
+    if (dir == TS_CE_NONE && c->srcMemoryType != CU_MEMORYTYPE_UNIFIED) return 0;   /* host->host, device->device */
+    enum ts_copy_engine_dir got = ts_copy_classify(&q, dir);
+    if (got == TS_CE_NONE || !side_fits(c->srcMemoryType, got == TS_CE_H2D) ||
+        !side_fits(c->dstMemoryType, got == TS_CE_D2H))
+        return 0;
+    size_t rows = 0, unused;
+    ts_copy_run(&q, got, &rows, &unused, st);
+    return rows;
+}
+
+/* The rows the engine did not carry out, as a copy of the descriptor. */
+static const CUDA_MEMCPY2D *rest_2d(const CUDA_MEMCPY2D *c, size_t rows, CUDA_MEMCPY2D *rest)
+{
+    if (!rows) return c;   /* the original descriptor, exactly */
+    *rest = *c;
+    rest->srcY += rows;
+    rest->dstY += rows;
+    rest->Height -= rows;
+    return rest;
+}
+
+#define DRV_CONVERTED_2D_BODY(base, api, sync, stream, pCopy, rest_args, event)                      \
+    size_t rows = 0;                                                                              \
+    CUDA_MEMCPY2D rest_;                                                                          \
+    TS_HOOK_PROLOGUE(CUresult, base, api, rest_args);                                             \
+    TS_OUTER_BEGIN(api);                                                                          \
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                      \
+    struct ts_copy_stats st_ = {0};                                                               \
+    rows = outer_ ? drv_convert_2d(api, pCopy, sync, stream, &st_) : 0;                           \
+    CUresult r = rows && rows == (pCopy)->Height ? CUDA_SUCCESS : real_ rest_args;                \
+    if (outer_) {                                                                                 \
+        uint64_t ns_ = ts_now_ns() - t0_;                                                         \
+        event;                                                                                    \
+        if (st_.chunks) ts_copy_note(api, &st_, ns_);                                             \
+    }                                                                                             \
+    TS_OUTER_END(api, r);                                                                         \
+    return r
+
 static inline CUresult ts_body_cuMemcpy2D_v2(int api, const CUDA_MEMCPY2D *pCopy)
 {
-    DRV_COPY_BODY(cuMemcpy2D_v2, api, (pCopy), copy2d_event(api, pCopy, NULL, false, ns_, r));
+    DRV_CONVERTED_2D_BODY(cuMemcpy2D_v2, api, true, NULL, pCopy, (rest_2d(pCopy, rows, &rest_)),
+                          copy2d_event(api, pCopy, NULL, false, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpy2DUnaligned_v2(int api, const CUDA_MEMCPY2D *pCopy)
 {
-    DRV_COPY_BODY(cuMemcpy2DUnaligned_v2, api, (pCopy), copy2d_event(api, pCopy, NULL, false, ns_, r));
+    DRV_CONVERTED_2D_BODY(cuMemcpy2DUnaligned_v2, api, true, NULL, pCopy, (rest_2d(pCopy, rows, &rest_)),
+                          copy2d_event(api, pCopy, NULL, false, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpy2DAsync_v2(int api, const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 {
-    DRV_COPY_BODY(cuMemcpy2DAsync_v2, api, (pCopy, hStream), copy2d_event(api, pCopy, hStream, true, ns_, r));
+    DRV_CONVERTED_2D_BODY(cuMemcpy2DAsync_v2, api, false, hStream, pCopy, (rest_2d(pCopy, rows, &rest_), hStream),
+                          copy2d_event(api, pCopy, hStream, true, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpyPeer(int api, CUdeviceptr dstDevice, CUcontext dstContext,

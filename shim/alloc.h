@@ -41,9 +41,22 @@
  * Stream-ordered frees of blocks <= 4 MiB go to a per-thread cache (no lock,
  * no atomic read-modify-write) from which allocations of the same size on
  * the same stream by that thread are served; a free finds its block through
- * a lock-free (seqlock) lookup.  When the pool needs memory it drains the
- * calling thread's cache at once and the other threads' caches at their next
- * call (at most 32 MiB each), and at thread exit. */
+ * a lock-free (seqlock) lookup.  When
+ * the pool runs out of memory (OOM retry), on trim and on stream removal it
+ * drains the calling thread's cache at once and the other threads' caches
+ * at their next call (at most 32 MiB each), and at thread exit; growing
+ * drains them only when it waits for pending frees anyway (up to 32 MiB per
+ * thread of cached blocks is the price of the fast path).  A free with
+ * TS_FF_NO_CACHE never enters a cache.
+ *
+ * With cfg.sync_thread_cache, synchronous frees (cudaFree) of blocks <= 4 MiB
+ * go to the thread cache too, stamped with the pool's fence epoch at the
+ * free; an allocation on the same `stream` argument takes such a block only
+ * once a fence check that began after the free found every registered
+ * stream idle or its fences done (safe_epoch > the stamp).  A miss for want
+ * of such a check runs one (ts_fence_refresh, under the lock), which makes
+ * every block cached so far reusable at once: one stream query per
+ * registered stream for up to TC_WAYS pairs. */
 #ifndef TRAINSHIM_ALLOC_H
 #define TRAINSHIM_ALLOC_H
 #include <pthread.h>
@@ -59,6 +72,7 @@ enum ts_alloc_status { TS_ALLOC_OK = 0, TS_ALLOC_OOM = 1, TS_ALLOC_ERROR = 2, TS
 #define TS_AF_CAPTURING 0x1u   /* the stream is capturing: no fence work, no thread cache */
 /* free flags */
 #define TS_FF_STREAM_ORDERED 0x1u /* cudaFreeAsync semantics on `stream` */
+#define TS_FF_NO_CACHE 0x2u       /* never into a thread cache (the pool will not allocate again) */
 
 #define TS_ALLOC_ALIGN 512u
 #define TS_ALLOC_SMALL_MAX (1u << 20)
@@ -70,6 +84,7 @@ typedef struct ts_pool_config {
     uint64_t memory_limit;    /* cap on reserved bytes; 0 = none */
     unsigned va_factor;       /* virtual range = va_factor * capacity; 0 = 4 */
     bool no_thread_cache;     /* serve stream-ordered frees only through the pool */
+    bool sync_thread_cache;   /* synchronous frees too go to the thread cache (see below) */
 } ts_pool_config;
 
 typedef struct ts_alloc_stats {
@@ -101,6 +116,8 @@ ts_pool *ts_pool_create(const ts_pool_config *cfg, const ts_page_provider *prov,
 /* Releases every mapping, handle, segment and the virtual range. */
 void ts_pool_destroy(ts_pool *p);
 int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, uint64_t *ptr);
+/* The thread cache alone (no lock, no driver call): true if it served. */
+bool ts_pool_alloc_cached(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr);
 /* Frees a pointer from ts_pool_alloc; unknown or already free -> TS_ALLOC_INVALID. */
 int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags);
 /* Base and size of the live block holding ptr (cuMemGetAddressRange); 0 if none. */
@@ -136,7 +153,7 @@ typedef struct ts_block {
     uint64_t stream;                  /* allocation stream / stream of a stream-ordered free */
     int state;
     int kind;
-} ts_block;
+} __attribute__((aligned(64))) ts_block;   /* a line of its own: thread caches flip their own blocks */
 
 /* TLSF two-level segregated free index over sizes in 512-byte units. */
 #define TS_IDX_SL_LOG 4
@@ -228,6 +245,7 @@ typedef struct ts_stream_ent {
 } ts_stream_ent;
 typedef struct ts_fence_batch {
     uint64_t seq;                     /* frees up to seq are safe when all fences are done */
+    uint64_t epoch;                   /* fence epoch begun just before its records */
     int nfences;
     uint64_t fences[TS_MAX_STREAMS];
     uint64_t streams[TS_MAX_STREAMS];
@@ -262,6 +280,13 @@ struct ts_pool {
     ts_block *q_head, *q_tail;        /* pending FIFO, oldest first */
     ts_fence_batch *batches;          /* ring of TS_MAX_BATCHES */
     int batch_first, batch_count;
+    /* Fence epochs for thread-cached synchronous frees: fence_epoch is bumped
+     * (under the lock) when a fence check begins; safe_epoch is the epoch of
+     * the latest check that proved every free before it safe.  Read without
+     * the lock by the thread caches: a line of their own. */
+    struct {
+        uint64_t fence_epoch, safe_epoch;
+    } __attribute__((aligned(64))) ep;
     /* thread caches */
     struct ts_tcache *tcaches;
     /* stats (under lock) */
@@ -299,22 +324,63 @@ void ts_fence_poll(ts_pool *p);
 /* Records a batch if frees are pending and none covers them; waits for all
  * batches; drains.  Returns false if fences cannot be used now (capture). */
 bool ts_fence_sync(ts_pool *p);
+/* A fence check for thread-cached synchronous frees even when the FIFO is
+ * empty: completed batches, else every stream idle (advances safe_epoch),
+ * else a batch recorded for a later check.  Never blocks. */
+void ts_fence_refresh(ts_pool *p);
 void ts_fence_fini(ts_pool *p);
 /* Frees the block into the main index: coalesce (and, for arenas, nothing else). */
 void ts_pool_release_block(ts_pool *p, ts_block *b);
 
 /* alloc_tcache.c */
-bool ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr);
+/* 1: served; 0: miss; TS_TC_STALE (below). */
+int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr);
 bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream);
+/* A synchronous free (cfg.sync_thread_cache): stamped with the fence epoch. */
+bool ts_tcache_free_sync(ts_pool *p, ts_block *b, uint64_t stream);
+/* ts_tcache_alloc's answer when it missed only because cached synchronous
+ * frees of that size wait for a fence check. */
+#define TS_TC_STALE 2
 void ts_tcache_flush_all(ts_pool *p);       /* with p->lock held */
 uint64_t ts_tcache_bytes(ts_pool *p);
 uint64_t ts_tcache_hits(ts_pool *p);
 void ts_tcache_detach_all(ts_pool *p);
-/* Slow-path free of a block taken off a thread cache (state TCACHED), p->lock held. */
-void ts_pool_free_cached_locked(ts_pool *p, ts_block *b);
+/* Slow-path free of a block taken off a thread cache (state TCACHED), p->lock
+ * held: sync for a synchronous free (pending on every stream), else
+ * stream-ordered on b->stream. */
+void ts_pool_free_cached_locked(ts_pool *p, ts_block *b, bool sync);
 
 /* provider calls, counted */
 #define TS_PCALL(p, fn, ...) ((p)->driver_calls++, (p)->prov.fn((p)->prov.ctx, __VA_ARGS__))
 
 static inline uint64_t ts_round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+/* ---- IPC exports of expandable-pool blocks (alloc_segment.c, used by
+ * shim/devmem_ipc.c) ---------------------------------------------------- */
+/* A live block of an expandable pool and the pages under it, seen under the
+ * pool's lock. */
+typedef struct ts_seg_block_view {
+    uint64_t base, size;              /* the block */
+    uint64_t stream;                  /* its allocation stream (devmem.c: UINT64_MAX = synchronous) */
+    uint64_t first_page_va, gran;
+    uint64_t npages;
+    int device;
+    const ts_page *pages;             /* npages entries, all mapped */
+} ts_seg_block_view;
+/* Finds the expandable pool whose virtual range holds ptr and, under its
+ * lock, the live block holding ptr; calls fn (still under the lock) and
+ * returns its answer.  TS_IPC_NOT_OURS if no pool holds ptr; no_block if a
+ * pool holds it but no live block does. */
+int ts_seg_with_live_block(uint64_t ptr, int no_block,
+                           int (*fn)(void *arg, ts_pool *p, const ts_seg_block_view *v), void *arg);
+/* Called under the pool's lock when [addr, addr+size) stops being live
+ * memory (a block freed, the pool destroyed) while ts_seg_live_exports > 0. */
+extern void (*ts_seg_export_gone)(ts_pool *p, uint64_t addr, uint64_t size);
+extern unsigned ts_seg_live_exports;  /* atomic: exports alive in the process */
+/* True if the block at addr is exported: its free must reach
+ * ts_seg_pages_put (not a thread cache, which would hand the same address to
+ * the next allocation of that size while the handle still opens it).  One
+ * atomic load when nothing is exported.  Any thread, with or without
+ * p->lock. */
+bool ts_seg_block_exported(ts_pool *p, uint64_t addr);
+extern bool (*ts_seg_export_has)(ts_pool *p, uint64_t addr);
 #endif

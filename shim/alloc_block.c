@@ -17,7 +17,7 @@ ts_block *ts_block_new(ts_block_slab *s)
             s->chunks = c;
             s->cap_chunks = cap;
         }
-        ts_block *chunk = malloc(SLAB_CHUNK * sizeof *chunk);
+        ts_block *chunk = aligned_alloc(_Alignof(ts_block), SLAB_CHUNK * sizeof *chunk);
         if (!chunk)
             return NULL;
         s->chunks[s->nchunks++] = chunk;

@@ -4,15 +4,20 @@
  * and events as fences (kept in a free list: no cuEventCreate per fence).
  * The function table comes from the caller; nothing is resolved here. */
 #include <cuda.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "alloc_provider.h"
+
+/* Declared in devmem_ipc.h (which cannot be included here: it includes
+ * alloc_provider.h again, whose <cuda.h> half has no include guard). */
+bool ts_cuda_pages_exportable;
 
 struct ts_cuda_provider {
     ts_cuda_fns fn;
     ts_page_provider table;
     int device;
-    CUmemAllocationProp prop;
+    CUmemAllocationProp prop;   /* requestedHandleTypes: POSIX fd while the driver takes it */
     CUevent *spare;          /* released events, reused by fence_record */
     size_t nspare, capspare;
 };
@@ -26,9 +31,13 @@ static int c_gran(void *ctx, uint64_t *bytes)
 {
     ts_cuda_provider *c = ctx;
     size_t g = 0;
-    int rc = status(c->fn.cuMemGetAllocationGranularity(&g, &c->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUresult r = c->fn.cuMemGetAllocationGranularity(&g, &c->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    if (r != CUDA_SUCCESS && c->prop.requestedHandleTypes) {
+        c->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;   /* not exportable here */
+        r = c->fn.cuMemGetAllocationGranularity(&g, &c->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    }
     *bytes = g;
-    return rc;
+    return status(r);
 }
 
 static int c_reserve(void *ctx, uint64_t size, uint64_t *va)
@@ -45,13 +54,26 @@ static int c_unreserve(void *ctx, uint64_t va, uint64_t size)
     return status(((ts_cuda_provider *)ctx)->fn.cuMemAddressFree(va, size));
 }
 
+/* Pages are created exportable as POSIX fds (legacy IPC on pooled memory,
+ * shim/devmem_ipc.c) while the driver accepts it: a driver that refuses the
+ * handle type loses it for good; an out-of-memory answer is retried once
+ * without it (that page cannot be exported, the allocation still succeeds,
+ * as it would without the shim). */
 static int c_create(void *ctx, uint64_t size, uint64_t *handle)
 {
     ts_cuda_provider *c = ctx;
     CUmemGenericAllocationHandle h = 0;
-    int rc = status(c->fn.cuMemCreate(&h, size, &c->prop, 0));
+    CUresult r = c->fn.cuMemCreate(&h, size, &c->prop, 0);
+    if (r != CUDA_SUCCESS && c->prop.requestedHandleTypes) {
+        CUmemAllocationProp plain = c->prop;
+        plain.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+        if (r != CUDA_ERROR_OUT_OF_MEMORY)
+            c->prop = plain;
+        h = 0;
+        r = c->fn.cuMemCreate(&h, size, &plain, 0);
+    }
     *handle = h;
-    return rc;
+    return status(r);
 }
 
 static int c_release(void *ctx, uint64_t handle)
@@ -157,6 +179,8 @@ ts_cuda_provider *ts_cuda_provider_create(const ts_cuda_fns *fns, int device)
     c->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     c->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     c->prop.location.id = device;
+    if (ts_cuda_pages_exportable)
+        c->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     c->table = (ts_page_provider){
         .ctx = c, .granularity = c_gran, .reserve = c_reserve, .unreserve = c_unreserve,
         .create = c_create, .release = c_release, .map = c_map, .unmap = c_unmap,

@@ -6,9 +6,27 @@
  * complete, so fence work follows the device's pace, not the call rate.  A
  * stream-ordered free also sits in its stream's own index, from which an
  * allocation on the same stream may take it at once (stream order protects
- * it).  Nothing here touches a stream marked capturing. */
+ * it).  Nothing here touches a stream marked capturing.
+ *
+ * Epochs (thread-cached synchronous frees, which are in no FIFO): every check
+ * that may prove frees safe first bumps p->ep.fence_epoch (seq_cst, so every
+ * free stamped with an older epoch happened before the check's first query);
+ * when the check proves everything before it safe, safe_epoch becomes its
+ * epoch.  A thread-cached block is reusable iff its stamp < safe_epoch. */
 #include <stdlib.h>
 #include "alloc.h"
+
+static uint64_t epoch_begin(ts_pool *p)
+{
+    return __atomic_add_fetch(&p->ep.fence_epoch, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Under the lock (the only writer). */
+static void epoch_safe(ts_pool *p, uint64_t e)
+{
+    if (e > __atomic_load_n(&p->ep.safe_epoch, __ATOMIC_RELAXED))
+        __atomic_store_n(&p->ep.safe_epoch, e, __ATOMIC_RELEASE);
+}
 
 ts_stream_ent *ts_fence_stream(ts_pool *p, uint64_t stream, bool create)
 {
@@ -107,19 +125,22 @@ static void batch_pop(ts_pool *p)
         }
     if (bt->seq > p->safe_seq)
         p->safe_seq = bt->seq;
+    epoch_safe(p, bt->epoch);
     p->batch_first = (p->batch_first + 1) % TS_MAX_BATCHES;
     p->batch_count--;
 }
 
-/* Records fences on every registered stream covering all frees so far. */
-static bool batch_record(ts_pool *p)
+/* Records fences on every registered stream covering all frees so far
+ * (those of the FIFO and, with `epochs`, the thread-cached ones). */
+static bool batch_record(ts_pool *p, bool epochs)
 {
-    if (p->batch_count && batch_at(p, p->batch_count - 1)->seq >= p->seq)
+    if (p->batch_count && batch_at(p, p->batch_count - 1)->seq >= p->seq && !epochs)
         return true;
     if (p->ncapturing || p->batch_count == TS_MAX_BATCHES)
         return false;
     ts_fence_batch *bt = batch_at(p, p->batch_count);
     bt->seq = p->seq;
+    bt->epoch = epoch_begin(p);
     bt->nfences = 0;
     for (int i = 0; i < p->nstreams; i++) {
         uint64_t f = 0;
@@ -188,21 +209,24 @@ void ts_fence_poll(ts_pool *p)
         return;
     if (p->nstreams == 0 && !p->batch_count) {
         /* no stream was ever used: no queued work can touch anything */
+        epoch_safe(p, epoch_begin(p));
         p->safe_seq = p->seq;
         drain(p);
         return;
     }
     while (p->batch_count && batch_complete(p, batch_at(p, 0), false))
         batch_pop(p);
+    uint64_t e = p->q_head ? epoch_begin(p) : 0;
     if (p->q_head && all_streams_idle(p)) {
         /* the outstanding batches cover less than this: drop their fences */
         while (p->batch_count)
             batch_pop(p);
+        epoch_safe(p, e);
         p->safe_seq = p->seq;
         drain(p);
         return;
     }
-    if (!p->batch_count && p->q_head && batch_record(p) && batch_complete(p, batch_at(p, 0), false))
+    if (!p->batch_count && p->q_head && batch_record(p, false) && batch_complete(p, batch_at(p, 0), false))
         batch_pop(p);
     drain(p);
 }
@@ -213,6 +237,7 @@ bool ts_fence_sync(ts_pool *p)
     if (!p->q_head && !p->batch_count)
         return true;
     if (p->nstreams == 0 && !p->batch_count) {
+        epoch_safe(p, epoch_begin(p));
         p->safe_seq = p->seq;
         drain(p);
         return true;
@@ -220,7 +245,7 @@ bool ts_fence_sync(ts_pool *p)
     for (int round = 0; round < 2 && p->q_head; round++) {
         if (p->ncapturing)
             return false;
-        if (!batch_record(p) && !p->batch_count)
+        if (!batch_record(p, false) && !p->batch_count)
             return false;
         while (p->batch_count) {
             if (!batch_complete(p, batch_at(p, 0), true)) {
@@ -232,6 +257,33 @@ bool ts_fence_sync(ts_pool *p)
         drain(p);
     }
     return !p->q_head;
+}
+
+void ts_fence_refresh(ts_pool *p)
+{
+    uint64_t before = __atomic_load_n(&p->ep.safe_epoch, __ATOMIC_RELAXED);
+    if (p->q_head)
+        ts_fence_poll(p);
+    else
+        while (p->batch_count && batch_complete(p, batch_at(p, 0), false))
+            batch_pop(p);
+    if (__atomic_load_n(&p->ep.safe_epoch, __ATOMIC_RELAXED) != before || p->ncapturing)
+        return;
+    uint64_t e = epoch_begin(p);
+    if ((p->nstreams == 0 && !p->batch_count) || all_streams_idle(p)) {
+        while (p->batch_count)
+            batch_pop(p);
+        epoch_safe(p, e);
+        p->safe_seq = p->seq;
+        drain(p);
+        return;
+    }
+    /* busy: fences for a later check (one outstanding batch at a time),
+     * asked once at once (work short enough may be over already) */
+    if (!p->batch_count && batch_record(p, true) && batch_complete(p, batch_at(p, 0), false)) {
+        batch_pop(p);
+        drain(p);
+    }
 }
 
 void ts_fence_fini(ts_pool *p)

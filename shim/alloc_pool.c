@@ -32,7 +32,9 @@ ts_pool *ts_pool_create(const ts_pool_config *cfg, const ts_page_provider *prov,
     if (!prov->fence_record || !prov->fence_query || !prov->fence_wait || !prov->fence_release)
         goto out;
     st = TS_ALLOC_ERROR;
-    p = calloc(1, sizeof *p);
+    p = aligned_alloc(_Alignof(ts_pool), sizeof *p);   /* its shards and epochs are line-aligned */
+    if (p)
+        memset(p, 0, sizeof *p);
     if (!p || !(p->batches = calloc(TS_MAX_BATCHES, sizeof *p->batches)))
         goto out;
     pthread_mutex_init(&p->lock, NULL);
@@ -292,7 +294,9 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
                 continue;
             }
             uint64_t safe = need ? safe_idle_pages(p, need, b->addr, b->size) : 0;
-            /* growing the reserved memory: first let pending frees finish */
+            /* growing the reserved memory: first let pending frees finish
+             * (thread-cached blocks stay: at most TC_MAX_BYTES a thread,
+             * given back on OOM, trim and thread exit) */
             if (need && !synced && (p->q_head || (safe < need && safe < p->idle_count))) {
                 unwind_block(p, b, from_pending, stream);
                 synced = true;
@@ -349,6 +353,21 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
     }
 }
 
+bool ts_pool_alloc_cached(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr)
+{
+    *ptr = 0;
+    if (!p || size == 0 || size > (1ull << 52) || p->cfg.no_thread_cache)
+        return false;
+    uint64_t rsize = ts_round_up(size, TS_ALLOC_ALIGN);
+    int hit = ts_tcache_alloc(p, rsize, stream, ptr);
+    if (hit != TS_TC_STALE)
+        return hit == 1;
+    pthread_mutex_lock(&p->lock);
+    ts_fence_refresh(p);
+    pthread_mutex_unlock(&p->lock);
+    return ts_tcache_alloc(p, rsize, stream, ptr) == 1;
+}
+
 int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, uint64_t *ptr)
 {
     if (!ptr)
@@ -361,9 +380,20 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
     if (size > (1ull << 52))
         return TS_ALLOC_OOM;
     uint64_t rsize = ts_round_up(size, TS_ALLOC_ALIGN);
-    if (!(flags & TS_AF_CAPTURING) && !p->cfg.no_thread_cache && ts_tcache_alloc(p, rsize, stream, ptr))
+    bool tc = !(flags & TS_AF_CAPTURING) && !p->cfg.no_thread_cache;
+    int hit = tc ? ts_tcache_alloc(p, rsize, stream, ptr) : 0;
+    if (hit == 1)
         return TS_ALLOC_OK;
     pthread_mutex_lock(&p->lock);
+    if (hit == TS_TC_STALE) {
+        /* cached synchronous frees of this size wait for a fence check: one
+         * check makes all of them reusable (the next pairs hit again) */
+        ts_fence_refresh(p);
+        pthread_mutex_unlock(&p->lock);
+        if (ts_tcache_alloc(p, rsize, stream, ptr) == 1)
+            return TS_ALLOC_OK;
+        pthread_mutex_lock(&p->lock);
+    }
     ts_stream_ent *e = ts_fence_stream(p, stream, true);
     /* a capturing caller: no fence work anywhere for the duration */
     bool mark = (flags & TS_AF_CAPTURING) && e && !e->capturing;
@@ -416,10 +446,21 @@ static void free_locked(ts_pool *p, ts_block *b, uint64_t stream, bool stream_or
         ts_seg_pages_put(p, b->addr, b->size, b->seq);
 }
 
-void ts_pool_free_cached_locked(ts_pool *p, ts_block *b)
+void ts_pool_free_cached_locked(ts_pool *p, ts_block *b, bool sync)
 {
     ts_map_take(&p->map, b->addr);
-    free_locked(p, b, b->stream, true);
+    free_locked(p, b, b->stream, !sync);
+}
+
+/* Thread-cache free of a block the caller took from LIVE to TCACHED. */
+static inline void free_to_cache(ts_pool *p, ts_block *b, uint64_t stream, bool so)
+{
+    if (so ? ts_tcache_free(p, b, stream) : ts_tcache_free_sync(p, b, stream))
+        return;
+    pthread_mutex_lock(&p->lock);
+    b->stream = stream;
+    ts_pool_free_cached_locked(p, b, !so);
+    pthread_mutex_unlock(&p->lock);
 }
 
 int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
@@ -429,17 +470,19 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
     if (!p)
         return TS_ALLOC_INVALID;
     bool so = flags & TS_FF_STREAM_ORDERED;
-    if (so && !p->cfg.no_thread_cache && p->cfg.mode != TS_ALLOC_OFF) {
-        /* fast path: lock-free lookup; only the owner of a live block frees it */
+    /* an exported block's free must reach ts_seg_pages_put, which kills the
+     * export: a thread cache would hand the same address to the next
+     * allocation of its size while the old handle still opens it */
+    bool cached = p->cfg.mode != TS_ALLOC_OFF && !p->cfg.no_thread_cache && !(flags & TS_FF_NO_CACHE)
+                  && (so || p->cfg.sync_thread_cache) && !ts_seg_block_exported(p, ptr);
+    if (cached) {
+        /* fast path: lock-free lookup; only the owner of a live block frees
+         * it (a plain store, no locked exchange: two threads freeing one
+         * pointer at once is a double free the pool does not arbitrate) */
         ts_block *b = ts_map_find(&p->map, ptr);
         if (b && __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE) {
             __atomic_store_n(&b->state, TS_B_TCACHED, __ATOMIC_RELAXED);
-            if (ts_tcache_free(p, b, stream))
-                return TS_ALLOC_OK;
-            pthread_mutex_lock(&p->lock);
-            b->stream = stream;
-            ts_pool_free_cached_locked(p, b);
-            pthread_mutex_unlock(&p->lock);
+            free_to_cache(p, b, stream, so);
             return TS_ALLOC_OK;
         }
     }
@@ -449,15 +492,10 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
         ts_map_unlock(s);
         return TS_ALLOC_INVALID;
     }
-    if (so && !p->cfg.no_thread_cache && p->cfg.mode != TS_ALLOC_OFF) {
+    if (cached) {
         __atomic_store_n(&b->state, TS_B_TCACHED, __ATOMIC_RELAXED);
         ts_map_unlock(s);
-        if (ts_tcache_free(p, b, stream))
-            return TS_ALLOC_OK;
-        pthread_mutex_lock(&p->lock);
-        b->stream = stream;
-        ts_pool_free_cached_locked(p, b);
-        pthread_mutex_unlock(&p->lock);
+        free_to_cache(p, b, stream, so);
         return TS_ALLOC_OK;
     }
     ts_map_take_locked(s, ptr);

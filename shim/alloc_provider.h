@@ -10,6 +10,7 @@
  * the pool calls it under its own lock. */
 #ifndef TRAINSHIM_ALLOC_PROVIDER_H
 #define TRAINSHIM_ALLOC_PROVIDER_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -88,6 +89,10 @@ void ts_fake_stream_progress(ts_fake_provider *f, uint64_t stream, uint64_t *rec
  * "fence_record".  A probability in [0,1] with a seed fails calls at random. */
 void ts_fake_fail_nth(ts_fake_provider *f, const char *op, uint64_t nth, int rc);
 void ts_fake_fail_random(ts_fake_provider *f, const char *op, double p, uint64_t seed, int rc);
+/* alloc_cuda.c: create pages with requestedHandleTypes = POSIX fd (set before
+ * the provider is created; shim/devmem_ipc.c sets it when the shim loads). */
+extern bool ts_cuda_pages_exportable;
+
 #endif
 
 /* ---- the CUDA driver provider (shim/alloc_cuda.c) -------------------------

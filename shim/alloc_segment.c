@@ -8,8 +8,93 @@
 #include <stdlib.h>
 #include <string.h>
 #include "alloc.h"
+#include "devmem_ipc.h"
 
 void ts_stats_note(ts_pool *p);
+
+/* ---- expandable pools by address, for exporting a block's pages ----------
+ * (shim/devmem_ipc.c).  A fixed table: pools are per device and rare; a pool
+ * that finds no slot only cannot be exported from. */
+#define SEG_MAX_POOLS 64
+static ts_pool *seg_pools[SEG_MAX_POOLS];
+void (*ts_seg_export_gone)(ts_pool *p, uint64_t addr, uint64_t size);
+unsigned ts_seg_live_exports;
+
+static void seg_register(ts_pool *p)
+{
+    for (int i = 0; i < SEG_MAX_POOLS; i++) {
+        ts_pool *none = NULL;
+        if (__atomic_compare_exchange_n(&seg_pools[i], &none, p, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return;
+    }
+}
+
+static void seg_unregister(ts_pool *p)
+{
+    for (int i = 0; i < SEG_MAX_POOLS; i++) {
+        ts_pool *mine = p;
+        if (__atomic_compare_exchange_n(&seg_pools[i], &mine, NULL, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return;
+    }
+}
+
+/* Exports die with the memory they name: p->lock held. */
+static void seg_gone(ts_pool *p, uint64_t addr, uint64_t size)
+{
+    if (__atomic_load_n(&ts_seg_live_exports, __ATOMIC_ACQUIRE) && ts_seg_export_gone)
+        ts_seg_export_gone(p, addr, size);
+}
+
+bool (*ts_seg_export_has)(ts_pool *p, uint64_t addr);
+
+bool ts_seg_block_exported(ts_pool *p, uint64_t addr)
+{
+    return __atomic_load_n(&ts_seg_live_exports, __ATOMIC_ACQUIRE) && ts_seg_export_has
+           && ts_seg_export_has(p, addr);
+}
+
+/* The live block holding ptr (p->lock held): the exact start through the
+ * map, an interior pointer by walking its arena (IPC calls are rare). */
+static ts_block *live_block_at(ts_pool *p, uint64_t ptr)
+{
+    ts_block *b = ts_map_get(&p->map, ptr);
+    if (b && __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE)
+        return b;
+    for (int k = 0; k < 2; k++) {
+        ts_segment *s = &p->arena[k];
+        if (ptr < s->base || ptr - s->base >= s->size)
+            continue;
+        for (b = s->first; b; b = b->next)
+            if (ptr >= b->addr && ptr - b->addr < b->size)
+                return __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE ? b : NULL;
+    }
+    return NULL;
+}
+
+int ts_seg_with_live_block(uint64_t ptr, int no_block,
+                           int (*fn)(void *arg, ts_pool *p, const ts_seg_block_view *v), void *arg)
+{
+    for (int i = 0; i < SEG_MAX_POOLS; i++) {
+        ts_pool *p = __atomic_load_n(&seg_pools[i], __ATOMIC_ACQUIRE);
+        if (!p || ptr < p->va_base || ptr - p->va_base >= p->va_size)
+            continue;
+        pthread_mutex_lock(&p->lock);
+        int rc = no_block;
+        ts_block *b = p->pages ? live_block_at(p, ptr) : NULL;
+        if (b) {
+            uint64_t f = (b->addr - p->va_base) / p->gran, l = (b->addr + b->size - 1 - p->va_base) / p->gran;
+            ts_seg_block_view v = {
+                .base = b->addr, .size = b->size, .stream = b->stream,
+                .first_page_va = p->va_base + f * p->gran, .gran = p->gran,
+                .npages = l - f + 1, .device = p->cfg.device, .pages = &p->pages[f],
+            };
+            rc = fn(arg, p, &v);
+        }
+        pthread_mutex_unlock(&p->lock);
+        return rc;
+    }
+    return TS_IPC_NOT_OURS;
+}
 
 static void idle_append(ts_pool *p, int32_t i)
 {
@@ -80,6 +165,7 @@ int ts_seg_init_arenas(ts_pool *p)
         s->first = b;
         ts_index_insert(&p->index[k], b);
     }
+    seg_register(p);
     return TS_PROV_OK;
 }
 
@@ -87,6 +173,8 @@ void ts_seg_fini_arenas(ts_pool *p)
 {
     if (!p->pages)
         return;
+    seg_unregister(p);
+    seg_gone(p, p->va_base, p->va_size);
     for (uint64_t i = 0; i < p->npages; i++)
         if (p->pages[i].mapped) {
             TS_PCALL(p, unmap, p->va_base + i * p->gran, p->gran);
@@ -202,6 +290,7 @@ void ts_seg_pages_put(ts_pool *p, uint64_t addr, uint64_t size, uint64_t seq)
 {
     uint64_t g = p->gran;
     uint64_t f = (addr - p->va_base) / g, l = (addr + size - 1 - p->va_base) / g;
+    seg_gone(p, addr, size);   /* before the pages can move to another block */
     for (uint64_t i = f; i <= l; i++) {
         ts_page *pg = &p->pages[i];
         if (--pg->refs == 0) {

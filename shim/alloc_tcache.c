@@ -8,12 +8,19 @@
  * needs memory (before growing, on OOM, on trim) it drains the calling
  * thread's cache at once and asks every other cache to drain itself at its
  * owner's next allocator call (flush_req); a thread's cache is drained at
- * thread exit.  So at most 32 MiB per other thread can lag behind an OOM. */
+ * thread exit.  So at most 32 MiB per other thread can lag behind an OOM.
+ *
+ * Synchronous frees (cfg.sync_thread_cache) park here too, stamped with the
+ * pool's fence epoch (alloc_fence.c): they serve an allocation only once
+ * safe_epoch has passed the stamp.  Each cache is a line-aligned allocation
+ * of its own and each block record a line of its own, so two threads' fast
+ * paths never write the same cache line. */
 #include <stdlib.h>
+#include <string.h>
 #include "alloc.h"
 
 #define TC_SLOTS 64
-#define TC_WAYS 4
+#define TC_WAYS 8
 #define TC_MAX_BLOCK (4ull << 20)
 #define TC_MAX_BYTES (32ull << 20)
 #define TC_MAX_POOLS 64
@@ -24,8 +31,16 @@ typedef struct ts_tcache {
     ts_pool *pool;                       /* NULL once the pool is gone */
     struct ts_tcache *next, *prev;       /* the pool's list (under registry) */
     uint64_t bytes, hits;                /* written by the owner, read by stats */
-    ts_block *slot[TC_SLOTS][TC_WAYS];
-} ts_tcache;
+    /* A slot's keys on lines of their own: a lookup reads one line of sizes
+     * and touches no block record until it has found its block. */
+    struct tc_slot {
+        uint64_t size[TC_WAYS];          /* 0: empty way */
+        uint64_t stream[TC_WAYS];
+        uint64_t epoch[TC_WAYS];         /* TC_ASYNC, or a synchronous free's stamp */
+        ts_block *block[TC_WAYS];
+    } slot[TC_SLOTS];
+} __attribute__((aligned(64))) ts_tcache;
+#define TC_ASYNC UINT64_MAX
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t tc_key;
@@ -53,9 +68,10 @@ static void drain_locked(ts_pool *p, ts_tcache *tc)
         return;
     for (int i = 0; i < TC_SLOTS; i++)
         for (int w = 0; w < TC_WAYS; w++)
-            if (tc->slot[i][w]) {
-                ts_pool_free_cached_locked(p, tc->slot[i][w]);
-                tc->slot[i][w] = NULL;
+            if (tc->slot[i].size[w]) {
+                ts_pool_free_cached_locked(p, tc->slot[i].block[w], tc->slot[i].epoch[w] != TC_ASYNC);
+                tc->slot[i].size[w] = 0;
+                tc->slot[i].block[w] = NULL;
             }
     __atomic_store_n(&tc->bytes, 0, __ATOMIC_RELAXED);
 }
@@ -111,9 +127,10 @@ static ts_tcache *get_tc(ts_pool *p, bool create)
     if (tc || !create)
         return tc;
     pthread_once(&tc_once, make_key);
-    tc = calloc(1, sizeof *tc);
+    tc = aligned_alloc(_Alignof(ts_tcache), sizeof *tc);
     if (!tc)
         return NULL;
+    memset(tc, 0, sizeof *tc);
     tc->pool = p;
     pthread_mutex_lock(&registry);
     tc->next = p->tcaches;
@@ -137,31 +154,44 @@ static void honour_flush(ts_pool *p, ts_tcache *tc)
     pthread_mutex_unlock(&p->lock);
 }
 
-bool ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr)
+int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr)
 {
     ts_tcache *tc = get_tc(p, false);
     if (!tc || size > TC_MAX_BLOCK)
-        return false;
+        return 0;
     if (ts_unlikely_flush(tc)) {
         honour_flush(p, tc);
-        return false;
+        return 0;
     }
-    ts_block **ways = tc->slot[slot_of(size, stream)];
+    struct tc_slot *sl = &tc->slot[slot_of(size, stream)];
+    int stale = 0, empty = 0;
     for (int w = 0; w < TC_WAYS; w++) {
-        ts_block *b = ways[w];
-        if (b && b->size == size && b->stream == stream) {
-            ways[w] = NULL;
-            __atomic_store_n(&b->state, TS_B_LIVE, __ATOMIC_RELAXED);
-            __atomic_store_n(&tc->bytes, tc->bytes - size, __ATOMIC_RELAXED);
-            __atomic_store_n(&tc->hits, tc->hits + 1, __ATOMIC_RELAXED);
-            *ptr = b->addr;
-            return true;
+        if (sl->size[w] != size || sl->stream[w] != stream) {
+            empty += !sl->size[w];
+            continue;
         }
+        /* acquire: the check that proved a synchronous free safe happened
+         * before this reuse */
+        if (sl->epoch[w] != TC_ASYNC && sl->epoch[w] >= __atomic_load_n(&p->ep.safe_epoch, __ATOMIC_ACQUIRE)) {
+            stale++;
+            continue;
+        }
+        ts_block *b = sl->block[w];
+        sl->size[w] = 0;
+        sl->block[w] = NULL;
+        __atomic_store_n(&b->state, TS_B_LIVE, __ATOMIC_RELAXED);
+        __atomic_store_n(&tc->bytes, tc->bytes - size, __ATOMIC_RELAXED);
+        __atomic_store_n(&tc->hits, tc->hits + 1, __ATOMIC_RELAXED);
+        *ptr = b->addr;
+        return 1;
     }
-    return false;
+    /* A fence check is worth its driver calls once it frees a full set of
+     * ways (the slot, or the cache, cannot take another block); until then
+     * the pool serves fresh blocks, which their frees add to the set. */
+    return stale && (!empty || tc->bytes + size > TC_MAX_BYTES) ? TS_TC_STALE : 0;
 }
 
-bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream)
+static bool park(ts_pool *p, ts_block *b, uint64_t stream, uint64_t epoch)
 {
     if (b->size > TC_MAX_BLOCK)
         return false;
@@ -174,15 +204,32 @@ bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream)
     }
     if (tc->bytes + b->size > TC_MAX_BYTES)
         return false;
-    ts_block **ways = tc->slot[slot_of(b->size, stream)];
+    struct tc_slot *sl = &tc->slot[slot_of(b->size, stream)];
     for (int w = 0; w < TC_WAYS; w++)
-        if (!ways[w]) {
+        if (!sl->size[w]) {
             b->stream = stream;
-            ways[w] = b;
+            sl->size[w] = b->size;
+            sl->stream[w] = stream;
+            sl->epoch[w] = epoch;
+            sl->block[w] = b;
             __atomic_store_n(&tc->bytes, tc->bytes + b->size, __ATOMIC_RELAXED);
             return true;
         }
     return false;
+}
+
+bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream)
+{
+    return park(p, b, stream, TC_ASYNC);
+}
+
+bool ts_tcache_free_sync(ts_pool *p, ts_block *b, uint64_t stream)
+{
+    /* seq_cst: the program's work queued before this free is ordered before
+     * the stamp, so a check that bumped the epoch past it sees that work */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    uint64_t e = __atomic_load_n(&p->ep.fence_epoch, __ATOMIC_RELAXED);
+    return park(p, b, stream, e);
 }
 
 /* p->lock held: drain this thread's cache now, ask the others. */

@@ -20,7 +20,21 @@
 #include "log.h"
 #include "logfmt.h"
 
-enum { PIPE_DEPTH = 4 };
+enum {
+    PIPE_DEPTH = 4,
+    /* The first piece of a synchronous entry point is a synchronous copy
+     * (transfer_sync): nothing overlaps it, so it is kept small. */
+    FIRST_SYNC_PIECE = 256 << 10,
+    SYNC_AHEAD = 3,   /* chunks a synchronous H2D stages ahead of its transfers (run_h2d) */
+};
+
+/* Bytes of the next piece: a whole chunk, or FIRST_SYNC_PIECE for the
+ * synchronous first piece. */
+static size_t piece_limit(const struct ts_copy_req *q, const struct ts_copy_stats *st)
+{
+    size_t chunk = ts_staging_chunk();
+    return q->sync && st->chunks == 0 && chunk > FIRST_SYNC_PIECE ? FIRST_SYNC_PIECE : chunk;
+}
 
 #define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
 
@@ -75,15 +89,14 @@ struct piece {
     size_t off, len, row, rows;
 };
 
-static bool next_piece(const struct ts_copy_req *q, const struct piece *done, struct piece *p)
+static bool next_piece(const struct ts_copy_req *q, const struct piece *done, struct piece *p, size_t chunk)
 {
-    size_t chunk = ts_staging_chunk();
     if (is_1d(q)) {
         size_t off = done->off + done->len;
         if (off >= q->width) return false;
         *p = (struct piece){.off = off, .len = q->width - off < chunk ? q->width - off : chunk};
     } else {
-        size_t row = done->row + done->rows, per = chunk / q->width;
+        size_t row = done->row + done->rows, per = chunk / q->width ? chunk / q->width : 1;
         if (row >= q->height) return false;
         *p = (struct piece){.row = row, .rows = q->height - row < per ? q->height - row : per};
         p->len = p->rows * q->width;
@@ -104,7 +117,7 @@ static void pack_rows(char *dst, const char *src, size_t pitch, size_t width, si
 static void unpack_rows(char *dst, const char *src, size_t pitch, size_t width, size_t rows)
 {
     if (pitch == width) {
-        ts_copy_pool_memcpy(dst, src, width * rows);
+        ts_copy_pool_memcpy_out(dst, src, width * rows);
         return;
     }
     for (size_t r = 0; r < rows; r++) memcpy(dst + r * pitch, src + r * width, width);
@@ -185,40 +198,59 @@ static CUresult transfer_sync(const struct ts_copy_req *q, const struct piece *p
     return dtoh ? dtoh(staging, (CUdeviceptr)(uintptr_t)(q->src + p->off), p->len) : CUDA_ERROR_NOT_SUPPORTED;
 }
 
-/* The transfer of a buffer was queued but its event could not be recorded:
- * the buffer may only return to the ring once the stream has drained. */
-static void release_untracked(const struct ts_copy_req *q, struct ts_staging_buf *b)
-{
-    ts_fn_cuStreamSynchronize sync = REAL(cuStreamSynchronize);
-    if (sync) sync(q->stream);
-    ts_staging_release(b);
-}
-
+/* H2D.  Chunk i is staged while earlier chunks transfer.  A synchronous
+ * entry point's first piece drained its stream (transfer_sync), so from then
+ * on only its own transfers are queued there: staging more than SYNC_AHEAD
+ * chunks ahead of them gains nothing and leaves a backlog that transfers
+ * alone after the call (the next synchronous call waits for it with the CPU
+ * idle).  So a synchronous copy cycles through SYNC_AHEAD buffers of its
+ * own, waiting for the oldest transfer; an asynchronous one stages as far
+ * ahead as the ring allows (its stream may hold earlier work for long). */
 static void run_h2d(const struct ts_copy_req *q, CUcontext ctx, struct piece *done, struct ts_copy_stats *st)
 {
+    struct ts_staging_buf *held[SYNC_AHEAD];
+    int n_held = 0, oldest = 0;
     struct piece p;
-    while (next_piece(q, done, &p)) {
-        struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
-        if (!b) return;
+    while (next_piece(q, done, &p, piece_limit(q, st))) {
+        bool first_sync = q->sync && st->chunks == 0, own = q->sync && !first_sync;
+        struct ts_staging_buf *b;
+        bool in_held = own && n_held == SYNC_AHEAD;
+        if (in_held) {
+            b = held[oldest];
+            uint64_t t0 = ts_now_ns();
+            CUresult r = ts_staging_wait(b);
+            st->staging_wait_ns += ts_now_ns() - t0;
+            if (r != CUDA_SUCCESS) break;   /* a failed device: the original call reports it */
+            oldest = (oldest + 1) % SYNC_AHEAD;
+        } else {
+            b = ts_staging_acquire(ctx, &st->staging_wait_ns);
+            if (!b) break;
+        }
         char *buf = ts_staging_ptr(b);
         if (is_1d(q)) ts_copy_pool_memcpy(buf, q->src + p.off, p.len);
         else pack_rows(buf, q->src + p.row * q->spitch, q->spitch, q->width, p.rows);
-        if (q->sync && st->chunks == 0) {
+        if (first_sync) {
             CUresult r = transfer_sync(q, &p, buf, true);
             ts_staging_release(b);   /* the copy is complete: nothing reads it any more */
-            if (r != CUDA_SUCCESS) return;
+            if (r != CUDA_SUCCESS) break;
         } else {
             if (queue_transfer(q, &p, buf, true) != CUDA_SUCCESS) {
-                ts_staging_release(b);   /* nothing queued reads it */
-                return;
+                if (!in_held) ts_staging_release(b);   /* nothing queued reads it */
+                break;
             }
-            if (ts_staging_record(b, q->stream) != CUDA_SUCCESS) release_untracked(q, b);
-            else ts_staging_release(b);
+            if (ts_staging_record(b, q->stream) != CUDA_SUCCESS) {
+                /* Cannot track this transfer alone: wait for the stream. */
+                ts_fn_cuStreamSynchronize sync = REAL(cuStreamSynchronize);
+                if (sync) sync(q->stream);
+            }
+            if (own && !in_held) held[n_held++] = b;
+            else if (!own) ts_staging_release(b);
         }
         *done = p;
         st->bytes += p.len;
         st->chunks++;
     }
+    for (int i = 0; i < n_held; i++) ts_staging_release(held[i]);   /* reusable once their events complete */
 }
 
 static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *done, struct ts_copy_stats *st)
@@ -232,7 +264,7 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
     bool stop = false;
     if (q->sync) {
         struct piece p;
-        if (!next_piece(q, done, &p)) return;
+        if (!next_piece(q, done, &p, piece_limit(q, st))) return;
         struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
         if (!b) return;
         char *buf = ts_staging_ptr(b);
@@ -240,7 +272,7 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
             ts_staging_release(b);
             return;
         }
-        if (is_1d(q)) ts_copy_pool_memcpy(q->dst + p.off, buf, p.len);
+        if (is_1d(q)) ts_copy_pool_memcpy_out(q->dst + p.off, buf, p.len);
         else unpack_rows(q->dst + p.row * q->dpitch, buf, q->dpitch, q->width, p.rows);
         ts_staging_release(b);
         *done = issued = p;
@@ -249,7 +281,7 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
     }
     for (;;) {
         struct piece p;
-        while (!stop && count < PIPE_DEPTH && next_piece(q, &issued, &p)) {
+        while (!stop && count < PIPE_DEPTH && next_piece(q, &issued, &p, ts_staging_chunk())) {
             struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
             if (!b) {
                 stop = true;
@@ -292,7 +324,7 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
             return;
         }
         const char *buf = ts_staging_ptr(b);
-        if (is_1d(q)) ts_copy_pool_memcpy(q->dst + cur.off, buf, cur.len);
+        if (is_1d(q)) ts_copy_pool_memcpy_out(q->dst + cur.off, buf, cur.len);
         else unpack_rows(q->dst + cur.row * q->dpitch, buf, q->dpitch, q->width, cur.rows);
         ts_staging_release(b);
         *done = cur;

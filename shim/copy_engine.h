@@ -110,4 +110,7 @@ void ts_hostclass_remove(const void *p);
 /* memcpy(dst, src, n), split over TRAINSHIM_COPY_THREADS helpers plus the
  * caller when n is large. */
 void ts_copy_pool_memcpy(void *dst, const void *src, size_t n);
+/* The same with non-temporal stores to dst (copy-out of a D2H chunk into the
+ * program's buffer: large, not re-read by the engine). */
+void ts_copy_pool_memcpy_out(void *dst, const void *src, size_t n);
 #endif

@@ -16,6 +16,17 @@
  * asks cuStreamQuery on its streams (stream_idle): all idle makes every free
  * so far reusable with no event at all.
  *
+ * Fast path.  Pools turn on the thread caches' synchronous path
+ * (cfg.sync_thread_cache): a cudaFree'd block waits in the freeing thread's
+ * cache, stamped with the pool's fence epoch, and the same thread's
+ * cudaMalloc of that size takes it once a fence check begun after the free
+ * found every stream idle (one check per full set of ways, see alloc.h).
+ * The device is asked once per allocation (real_device) and handed to the
+ * hook's event; a free's event takes the device of the pool that owned the
+ * block.  A synchronous allocation tries the thread cache before asking
+ * cuStreamIsCapturing: a cache hit makes no driver call that a capture could
+ * object to. 
+ *
  * Peers.  cudaDeviceEnablePeerAccess (hooks) calls ts_dev_peer_enabled: the
  * owner's pool grants the peer cuMemSetAccess on its mapped pages, and the
  * set_access wrapper grants every enabled peer on pages mapped later. */
@@ -224,7 +235,8 @@ static struct devpool *create_pool(int dev)
     const struct ts_fraction_or_size *lim = &ts_cfg()->memory_limit;
     uint64_t limit = lim->bytes ? lim->bytes : lim->fraction > 0 && lim->fraction < 1 ? (uint64_t)(lim->fraction * total) : 0;
     if (limit >= total) limit = 0;
-    ts_pool_config cfg = {.mode = chosen_mode(dev), .device = dev, .capacity = total, .memory_limit = limit};
+    ts_pool_config cfg = {.mode = chosen_mode(dev), .device = dev, .capacity = total, .memory_limit = limit,
+                          .sync_thread_cache = true};
     int status = 0;
     d->pool = ts_pool_create(&cfg, &prov, &status);
     if (!d->pool && cfg.mode == TS_ALLOC_EXPANDABLE) {
@@ -321,11 +333,13 @@ static struct devpool *pool_of(int dev)
     return d;
 }
 
-int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr)
+int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int *devp)
 {
     *ptr = 0;
+    *devp = -1;
     if (size == 0 || ts_cfg()->alloc == TS_ALLOC_OFF) return TS_DEV_PASS;
     int dev = real_device();
+    *devp = dev;
     if (dev < 0 || dev >= TS_DEV_MAX) return TS_DEV_PASS;   /* no context: the real call says so */
     struct devpool *d = pool_of(dev);
     if (!d) return TS_DEV_PASS;
@@ -334,15 +348,24 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr)
      * real call's to allow or refuse as the thread's capture mode says; and
      * growing the pool (cuMemAlloc, cuMemCreate...) could invalidate a
      * global-mode capture that the program's own call would not. */
-    if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0 || stream_capturing(async ? stream : 0))
-        return TS_DEV_PASS;
+    if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0) return TS_DEV_PASS;
+    /* A synchronous allocation served by the thread cache makes no driver
+     * call, so a capture begun where the hooks did not see it (the legacy
+     * stream's cuStreamIsCapturing below) has nothing to be invalidated by:
+     * the driver is asked only before the pool's own path. */
+    if (!async && ts_pool_alloc_cached(d->pool, size, TS_DEV_NO_STREAM, ptr)) return TS_DEV_SERVED;
+    if (stream_capturing(async ? stream : 0)) return TS_DEV_PASS;
     int rc = ts_pool_alloc(d->pool, size, async ? stream : TS_DEV_NO_STREAM, 0, ptr);
     if (rc == TS_ALLOC_OK) return TS_DEV_SERVED;
     *ptr = 0;
     if (rc == TS_ALLOC_OOM) return d->limited ? TS_DEV_OOM : TS_DEV_PASS;
-    if (rc == TS_ALLOC_ERROR)
+    if (rc == TS_ALLOC_ERROR) {
+        /* passthrough from now on: what the pool holds idle (its thread
+         * caches included) goes back, so the real calls find that memory */
+        ts_pool_trim(d->pool);
         ts_fallback_passthrough("device allocator failed on a %llu-byte request (device %d)",
                                 (unsigned long long)size, dev);
+    }
     return TS_DEV_PASS;
 }
 
@@ -364,8 +387,9 @@ static bool pool_memory(ts_pool *p, uint64_t ptr)
     return in;
 }
 
-int ts_dev_free(uint64_t ptr, uint64_t stream, bool async)
+int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
 {
+    *devp = -1;
     if (!ptr || !ts_dev_pooling()) return TS_DEV_NOT_OURS;
     unsigned flags = 0;
     if (async && stream_capturing(stream)) {
@@ -377,13 +401,24 @@ int ts_dev_free(uint64_t ptr, uint64_t stream, bool async)
         flags = TS_FF_STREAM_ORDERED;
     else
         stream = TS_DEV_NO_STREAM;   /* reused after fences on every stream, none while one captures */
+    /* passthrough (the pool serves no more allocations): no thread cache
+     * holds the block for a reuse that will not come */
+    if (!ts_active()) flags |= TS_FF_NO_CACHE;
+    /* one lookup per pool: the block's own pool frees it (the usual single
+     * device answers at the first) */
     for (int dev = 0; dev < TS_DEV_MAX; dev++) {
         struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-        if (d && ts_pool_free(d->pool, ptr, stream, flags) == TS_ALLOC_OK) return TS_DEV_FREED;
+        if (d && ts_pool_free(d->pool, ptr, stream, flags) == TS_ALLOC_OK) {
+            *devp = dev;
+            return TS_DEV_FREED;
+        }
     }
     for (int dev = 0; dev < TS_DEV_MAX; dev++) {
         struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-        if (d && pool_memory(d->pool, ptr)) return TS_DEV_INVALID;
+        if (d && pool_memory(d->pool, ptr)) {
+            *devp = dev;
+            return TS_DEV_INVALID;
+        }
     }
     return TS_DEV_NOT_OURS;
 }

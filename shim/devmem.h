@@ -28,14 +28,17 @@ enum ts_dev_answer { TS_DEV_PASS = 0, TS_DEV_SERVED = 1, TS_DEV_OOM = 2 };
 /* async: cudaMallocAsync semantics (the block may come from a stream-ordered
  * free on the same stream).  stream: the real stream handle (0 legacy,
  * 0x2 per-thread). */
-int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr);
+/* *dev: the device of the calling thread's context, asked once here so that
+ * the hook's event need not ask again (-1 when not asked or none). */
+int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int *dev);
 /* async: cudaFreeAsync on `stream` (reusable at once on that stream, on others
  * after a fence); otherwise cudaFree semantics (reusable after fences on every
  * stream the process uses).  TS_DEV_INVALID: inside the pool's memory but not
  * a live block (double free, interior pointer): the hook answers the real
  * "invalid value" code itself. */
 enum ts_dev_free_answer { TS_DEV_NOT_OURS = 0, TS_DEV_FREED = 1, TS_DEV_INVALID = 2 };
-int ts_dev_free(uint64_t ptr, uint64_t stream, bool async);
+/* *dev: the device of the pool that owns ptr (FREED, INVALID), else -1. */
+int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *dev);
 /* True once any pool exists (free hooks must look even when inactive). */
 bool ts_dev_pooling(void);
 /* The live pooled block holding ptr: its base and size. */

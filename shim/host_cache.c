@@ -7,8 +7,12 @@
  *  - a block is reused only for a request of the same size class and the same
  *    flags (portable / mapped / write-combined change what the memory is);
  *  - a freed block is not reused while a queued asynchronous copy may still
- *    read or write it: the free synchronizes the context first, as the real
- *    cuMemFreeHost / cudaFreeHost does (the program pays the same wait);
+ *    read or write it: the free synchronizes the current context and every
+ *    active primary context (a block is portable memory any device's stream
+ *    may be copying), as the real cuMemFreeHost / cudaFreeHost waits for the
+ *    devices (the program pays the same wait).  Contexts the program created
+ *    itself (cuCtxCreate) and that are not current are not seen: the one
+ *    case where a block could be reused early, documented as a limit;
  *  - at most HOST_CACHE_MAX_FREE bytes stay cached; beyond that, and when an
  *    allocation fails, free blocks are really freed.
  * Blocks are registered with hostclass.c as pinned, so the copy engine never
@@ -136,6 +140,41 @@ static void release_blocks(struct block *list)
     }
 }
 
+/* Synchronizes the current context and every active primary context (a
+ * copy on device 1's stream may read a block freed while device 0 is
+ * current).  Inactive devices have no queued work; retaining an active
+ * primary context only takes a reference.  False if a synchronization failed. */
+static bool contexts_idle(void)
+{
+    ts_fn_cuCtxGetCurrent get_ctx = REAL(cuCtxGetCurrent);
+    ts_fn_cuCtxSynchronize sync_cur = REAL(cuCtxSynchronize);
+    ts_fn_cuDeviceGetCount count = REAL(cuDeviceGetCount);
+    ts_fn_cuDeviceGet get_dev = REAL(cuDeviceGet);
+    ts_fn_cuDevicePrimaryCtxGetState state = REAL(cuDevicePrimaryCtxGetState);
+    ts_fn_cuDevicePrimaryCtxRetain retain = REAL(cuDevicePrimaryCtxRetain);
+    ts_fn_cuDevicePrimaryCtxRelease_v2 release = REAL(cuDevicePrimaryCtxRelease_v2);
+    ts_fn_cuCtxSynchronize_v2 sync_ctx = REAL(cuCtxSynchronize_v2);
+    if (!get_ctx || !sync_cur || !count || !get_dev || !state || !retain || !release || !sync_ctx) return false;
+    CUcontext cur = NULL;
+    if (get_ctx(&cur) != CUDA_SUCCESS) cur = NULL;
+    if (cur && sync_cur() != CUDA_SUCCESS) return false;
+    int n = 0;
+    if (count(&n) != CUDA_SUCCESS) return false;
+    for (int i = 0; i < n; i++) {
+        CUdevice dev;
+        unsigned flags = 0;
+        int active = 0;
+        if (get_dev(&dev, i) != CUDA_SUCCESS || state(dev, &flags, &active) != CUDA_SUCCESS) return false;
+        if (!active) continue;
+        CUcontext primary = NULL;
+        if (retain(&primary, dev) != CUDA_SUCCESS) return false;
+        CUresult r = primary == cur ? CUDA_SUCCESS : sync_ctx(primary);
+        release(dev);
+        if (r != CUDA_SUCCESS) return false;
+    }
+    return true;
+}
+
 enum ts_host_cache_put ts_host_cache_put(void *p)
 {
     pthread_mutex_lock(&cache_lock);
@@ -157,8 +196,7 @@ enum ts_host_cache_put ts_host_cache_put(void *p)
     /* Queued work may still read or write the block: wait for it, as the
      * real free would.  If that fails (a failed device) the block leaves the
      * cache and the real free reports what CUDA reports. */
-    ts_fn_cuCtxSynchronize sync = REAL(cuCtxSynchronize);
-    bool idle = sync && sync() == CUDA_SUCCESS;
+    bool idle = contexts_idle();
     pthread_mutex_lock(&cache_lock);
     if (!idle) {
         for (pp = &blocks; *pp; pp = &(*pp)->next)

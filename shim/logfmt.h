@@ -361,6 +361,86 @@ struct ts_rec_pool_oom {
 _Static_assert(sizeof(struct ts_rec_pool_stats) == 144, "pool stats layout");
 _Static_assert(sizeof(struct ts_rec_pool_oom) == 64, "pool oom layout");
 
+/* ---- GPU activity from CUPTI (shim/cupti.c, TRAINSHIM_CUPTI=1).
+ * Numbered apart like the accounting records.  Times of kernels and copies
+ * are CUPTI timestamps (ns); TS_REC_GPU_CLOCK pairs one with the log's
+ * CLOCK_MONOTONIC so the reader can put them on the log's time axis. */
+#define TS_REC_GPU_KERNEL 40  /* one kernel execution (CUPTI CONCURRENT_KERNEL activity) */
+#define TS_REC_GPU_MEMCPY 41  /* one copy as the device ran it (CUPTI MEMCPY activity) */
+#define TS_REC_GPU_NAME 42    /* a kernel name, once per distinct name */
+#define TS_REC_GPU_CLOCK 43   /* a CUPTI timestamp and CLOCK_MONOTONIC taken together */
+#define TS_REC_GPU_STATUS 44  /* CUPTI started, unavailable, or its final counts */
+
+struct ts_rec_gpu_kernel {
+    struct ts_rec_hdr h;
+    uint64_t start_ns;   /* CUPTI timestamps */
+    uint64_t end_ns;
+    uint32_t stream_id;  /* CUPTI stream id (cuStreamGetId) */
+    uint32_t device;
+    uint32_t name_id;    /* a TS_REC_GPU_NAME id; 0: unknown */
+    uint32_t correlation_id;
+};
+
+/* copy_kind: CUpti_ActivityMemcpyKind (1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA,
+ * 6 AtoD, 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP); src_kind / dst_kind:
+ * CUpti_ActivityMemoryKind (1 pageable, 2 pinned, 3 device, 4 array,
+ * 5 managed, 6 device static, 7 managed static), as the driver saw them. */
+struct ts_rec_gpu_memcpy {
+    struct ts_rec_hdr h;
+    uint64_t start_ns;
+    uint64_t end_ns;
+    uint64_t bytes;
+    uint32_t stream_id;
+    uint32_t device;
+    uint8_t copy_kind;
+    uint8_t src_kind;
+    uint8_t dst_kind;
+    uint8_t reserved0;
+    uint32_t correlation_id;
+};
+
+/* TS_REC_GPU_NAME: len bytes of name (no terminator) follow, then zero
+ * padding to the record length.  Ids start at 1 and are unique in a log;
+ * the record precedes every kernel record that uses its id. */
+struct ts_rec_gpu_name {
+    struct ts_rec_hdr h;
+    uint32_t name_id;
+    uint32_t len;
+};
+
+/* TS_REC_GPU_CLOCK: cupti_ns was read between two CLOCK_MONOTONIC reads whose
+ * midpoint is mono_ns, so GPU time t is at mono_ns + (t - cupti_ns) on the
+ * log's axis.  Written when CUPTI starts and again at the final flush. */
+struct ts_rec_gpu_clock {
+    struct ts_rec_hdr h;
+    uint64_t cupti_ns;
+    uint64_t mono_ns;
+};
+
+/* TS_REC_GPU_STATUS.  state: 1 started (activity for kernels and copies is
+ * being recorded), 2 unavailable (libcupti could not be loaded or refused;
+ * detail says why), 3 final (at the last flush: the totals below).
+ * dropped: records CUPTI reported lost (cuptiActivityGetNumDroppedRecords)
+ * plus records lost for want of a free buffer.  detail: detail_len bytes
+ * follow, then zero padding. */
+#define TS_GPU_STATUS_STARTED 1u
+#define TS_GPU_STATUS_UNAVAILABLE 2u
+#define TS_GPU_STATUS_FINAL 3u
+struct ts_rec_gpu_status {
+    struct ts_rec_hdr h;
+    uint32_t state;
+    uint32_t detail_len;
+    uint64_t kernels;     /* kernel records logged so far */
+    uint64_t memcpys;     /* copy records logged so far */
+    uint64_t dropped;
+    uint64_t buffers;     /* activity buffers completed */
+};
+_Static_assert(sizeof(struct ts_rec_gpu_kernel) == 56, "gpu kernel layout");
+_Static_assert(sizeof(struct ts_rec_gpu_memcpy) == 64, "gpu memcpy layout");
+_Static_assert(sizeof(struct ts_rec_gpu_name) == 32, "gpu name layout");
+_Static_assert(sizeof(struct ts_rec_gpu_clock) == 40, "gpu clock layout");
+_Static_assert(sizeof(struct ts_rec_gpu_status) == 64, "gpu status layout");
+
 static inline uint32_t ts_rec_align(uint32_t n)
 {
     return (n + TS_REC_ALIGN - 1) & ~(TS_REC_ALIGN - 1);

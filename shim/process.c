@@ -77,6 +77,11 @@ void ts_log_flush_signal_safe(void) __attribute__((weak));
 void ts_log_fork_prepare(void) __attribute__((weak));
 void ts_log_fork_parent(void) __attribute__((weak));
 void ts_log_fork_child(void) __attribute__((weak));
+/* GPU activity through CUPTI (shim/cupti.c): started at the first hook,
+ * flushed before the log at exit and on signals. */
+void ts_cupti_start(void) __attribute__((weak));
+void ts_cupti_stop(void) __attribute__((weak));
+void ts_cupti_flush_signal(void) __attribute__((weak));
 /* Defined by the trainshim tool only. */
 extern const int ts_tool_process __attribute__((weak));
 
@@ -106,6 +111,8 @@ static bool may_write_log(void) { return !is_passthrough_child && getpid() == ow
 
 static void at_exit_flush(void)
 {
+    if (may_write_log() && ts_cupti_stop)
+        ts_cupti_stop();
     if (may_write_log() && ts_log_shutdown)
         ts_log_shutdown();
 }
@@ -115,8 +122,11 @@ static void flush_on_signal(void)
 {
     if (!may_write_log() || !ts_log_flush_signal_safe)
         return;
-    if (!atomic_flag_test_and_set(&flushed_on_signal))
+    if (!atomic_flag_test_and_set(&flushed_on_signal)) {
+        if (ts_cupti_flush_signal)
+            ts_cupti_flush_signal();
         ts_log_flush_signal_safe();
+    }
 }
 
 static const int term_signals[] = {SIGTERM, SIGINT};
@@ -274,6 +284,8 @@ __attribute__((noinline)) static bool active_slow(void)
         case ST_READY:
             if (atomic_compare_exchange_strong(&state, &s, ST_USED)) {
                 install_handlers(); /* once: only this transition's winner */
+                if (ts_cupti_start)
+                    ts_cupti_start();
                 return true;
             }
             continue; /* s was reloaded */

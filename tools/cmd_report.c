@@ -14,6 +14,7 @@
 #include "core.h"
 #include "logread.h"
 #include "report_acct.h"
+#include "report_gpu.h"
 #include "report_sites.h"
 
 #define HIST_BUCKETS 65 /* bucket b >= 1: sizes in [2^(b-1), 2^b); bucket 0: size 0 */
@@ -652,10 +653,50 @@ static struct acct_json acct_json_of(struct json *j)
     return (struct acct_json){j, aj_open, aj_close, aj_u64, aj_i64, aj_num, aj_str};
 }
 
+/* A TRAINSHIM_* value of the run's configuration (log header: NAME=value
+ * lines, sizes in bytes, booleans 0/1), as a number; false if absent. */
+static bool run_option(const struct tslog *log, const char *name, uint64_t *out)
+{
+    size_t l = strlen(name);
+    for (const char *p = log ? log->config : NULL; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        if (!strncmp(p, name, l) && p[l] == '=') {
+            char *end;
+            unsigned long long v = strtoull(p + l + 1, &end, 10);
+            if (end == p + l + 1)
+                return false;
+            *out = v;
+            return true;
+        }
+        p = nl ? nl + 1 : p + strlen(p);
+    }
+    return false;
+}
+
+/* The COPIES figures plus what the pinned copy engine did: its records'
+ * totals, the run's TRAINSHIM_PINNED_COPY[_MIN], and the pageable H2D/D2H
+ * copies too small for it (from this log's copy records). */
 static struct acct_copy_facts acct_copy_facts_of(const struct stats *s)
 {
-    return (struct acct_copy_facts){s->copy_bytes[TS_H2D], s->h2d_pageable, s->copy_bytes[TS_D2H],
-                                    s->d2h_pageable, s->copy_ns};
+    struct acct_copy_facts f = {.h2d_bytes = s->copy_bytes[TS_H2D], .h2d_pageable = s->h2d_pageable,
+                                .d2h_bytes = s->copy_bytes[TS_D2H], .d2h_pageable = s->d2h_pageable,
+                                .copy_ns = s->copy_ns};
+    f.converted_bytes = s->converted_bytes;
+    f.converted_calls = s->converted_calls;
+    f.converted_blocked_ns = s->converted_blocked_ns;
+    uint64_t on = 0;
+    f.engine_known = run_option(s->log, "TRAINSHIM_PINNED_COPY", &on) &&
+                     run_option(s->log, "TRAINSHIM_PINNED_COPY_MIN", &f.engine_min);
+    f.engine_on = f.engine_known && on;
+    for (size_t i = 0; f.engine_known && i < s->log->n_events; i++) {
+        const struct tslog_event *e = &s->log->events[i];
+        if (e->type == TS_REC_COPY && !e->result && e->host_kind == TS_HOST_PAGEABLE &&
+            (e->dir == TS_H2D || e->dir == TS_D2H) && e->bytes < f.engine_min) {
+            f.small_bytes += e->bytes;
+            f.small_calls++;
+        }
+    }
+    return f;
 }
 
 static void json_run(struct json *j, const struct tslog *log)
@@ -883,6 +924,7 @@ int cmd_report(int argc, char **argv)
             struct acct_json aj = acct_json_of(&j);
             struct acct_copy_facts cf = acct_copy_facts_of(&st[0]);
             acct_log_json(&aj, &acct[0], &cf, duration_ns(&logs[0]));
+            gpu_report_json(&aj, &logs[0]); /* GPU TIMELINE (tools/report_gpu.c) */
         } else {
             j_open(&j, "ranks", '[');
             for (int i = 0; i < n; i++) {
@@ -892,6 +934,7 @@ int cmd_report(int argc, char **argv)
                 struct acct_json aj = acct_json_of(&j);
                 struct acct_copy_facts cf = acct_copy_facts_of(&st[i]);
                 acct_log_json(&aj, &acct[i], &cf, duration_ns(&logs[i]));
+                gpu_report_json(&aj, &logs[i]);
                 j_close(&j, '}');
             }
             j_close(&j, ']');
@@ -923,6 +966,8 @@ int cmd_report(int argc, char **argv)
         }
         acct_logs_text(stdout, logs, acct, n);
     }
+    if (!json)
+        gpu_report_text(stdout, logs, n); /* GPU TIMELINE (tools/report_gpu.c) */
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "trainshim: error: cannot write the report\n");
         rc = 1;

@@ -6,13 +6,17 @@
  * What the times mean, as far as the log allows: a copy's slice is the host
  * time inside its call (the record is made when the call returns); a GEMM
  * or collective starts when it was issued and lasts its sampled GPU time;
- * calls that were not timed are instant events ("i") at the issue time. */
+ * calls that were not timed are instant events ("i") at the issue time.
+ * With CUPTI records (TRAINSHIM_CUPTI=1), kernels and copies as the GPU ran
+ * them are slices too, one thread per (device, CUPTI stream) named
+ * "GPU d stream s", placed after the host-side streams. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
 #include "export.h"
+#include "report_gpu.h"
 
 #define MAX_STREAMS 1024
 
@@ -73,6 +77,53 @@ static void slice(struct writer *w, int pid, int tid, const char *cat, const cha
 
 static const char *const dir_names[] = {"copy", "H2D", "D2H", "D2D", "H2H", "peer", "default"};
 static const char *const host_names[] = {"unknown", "pageable", "pinned", "none"};
+
+#define GPU_TID_BASE 2000 /* above the host-side stream threads (1..MAX_STREAMS) */
+#define MAX_GPU_TRACKS 256
+
+/* Kernels and copies of the CUPTI records: one track per (device, stream). */
+static void write_gpu(struct writer *w, const struct tslog *log, int pid)
+{
+    struct gpu_data d;
+    if (gpu_load(log, &d) != 0)
+        return;
+    static const char *const copy_names[] = {"copy", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                             "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+    static const char *const mem_names[] = {"unknown", "pageable", "pinned", "device", "array",
+                                            "managed", "device static", "managed static"};
+    uint64_t tracks[MAX_GPU_TRACKS];
+    int n = 0;
+    char nb[32];
+    for (size_t i = 0; i < d.n_acts; i++) {
+        const struct gpu_activity *a = &d.acts[i];
+        uint64_t key = (uint64_t)a->device << 32 | a->stream_id;
+        int t;
+        for (t = 0; t < n && tracks[t] != key; t++)
+            ;
+        if (t == n && n < MAX_GPU_TRACKS)
+            tracks[n++] = key;
+        if (t == MAX_GPU_TRACKS)
+            t = MAX_GPU_TRACKS - 1; /* the rest share the last track */
+        double ts = us(w, export_wall_ns(log, a->start_ns));
+        double dur = (double)(a->end_ns - a->start_ns) / 1e3;
+        if (a->is_copy) {
+            slice(w, pid, GPU_TID_BASE + t, "gpu_copy", copy_names[a->copy_kind < 11 ? a->copy_kind : 0], ts,
+                  dur > 0 ? dur : 0.001);
+            fprintf(w->f, ",\"args\":{\"bytes\":%" PRIu64 ",\"src\":\"%s\",\"dst\":\"%s\"}}", a->bytes,
+                    mem_names[a->src_kind < 8 ? a->src_kind : 0], mem_names[a->dst_kind < 8 ? a->dst_kind : 0]);
+        } else {
+            slice(w, pid, GPU_TID_BASE + t, "gpu_kernel", gpu_kernel_name(&d, a->name_id, nb, sizeof nb), ts,
+                  dur > 0 ? dur : 0.001);
+            fputs("}", w->f);
+        }
+    }
+    for (int t = 0; t < n; t++) {
+        char tn[64];
+        snprintf(tn, sizeof tn, "GPU %u stream %u", (unsigned)(tracks[t] >> 32), (unsigned)tracks[t]);
+        meta(w, pid, GPU_TID_BASE + t, "thread_name", tn);
+    }
+    gpu_free(&d);
+}
 
 static void write_log(struct writer *w, const struct tslog *log, int pid)
 {
@@ -136,6 +187,7 @@ static void write_log(struct writer *w, const struct tslog *log, int pid)
             snprintf(tn, sizeof tn, "stream 0x%" PRIx64, sm->ids[i]);
         meta(w, pid, i + 1, "thread_name", tn);
     }
+    write_gpu(w, log, pid);
 
     /* allocated bytes per device, one counter sample per change */
     size_t n = 0;

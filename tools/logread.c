@@ -431,6 +431,12 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
         }
         case TS_REC_POOL_STATS: read_pool_stats(log, rec, h.len); break;
         case TS_REC_POOL_OOM: log->n_pool_oom_records++; break;
+        /* CUPTI activity: read by tools/report_gpu.c from the file itself */
+        case TS_REC_GPU_KERNEL:
+        case TS_REC_GPU_MEMCPY:
+        case TS_REC_GPU_NAME:
+        case TS_REC_GPU_CLOCK:
+        case TS_REC_GPU_STATUS: break;
         case TS_REC_END: {
             struct ts_rec_end e;
             take(&e, sizeof e, rec, h.len);

@@ -121,9 +121,15 @@ void acct_ranks_json(const struct acct_json *j, const struct tslog *logs, const 
                      const struct acct_comm *ms, int n);
 
 /* ---- advice ---------------------------------------------------------------- */
-/* The copy facts the ADVICE section needs from the COPIES analysis. */
+/* The copy facts the ADVICE section needs from the COPIES analysis and the
+ * pinned copy engine's records (TS_REC_COPY_CONVERT) and configuration. */
 struct acct_copy_facts {
     uint64_t h2d_bytes, h2d_pageable, d2h_bytes, d2h_pageable, copy_ns;
+    bool engine_known;      /* the log has the run's TRAINSHIM_PINNED_COPY[_MIN] */
+    bool engine_on;         /* TRAINSHIM_PINNED_COPY was on */
+    uint64_t engine_min;    /* TRAINSHIM_PINNED_COPY_MIN of the run (bytes) */
+    uint64_t converted_bytes, converted_calls, converted_blocked_ns;
+    uint64_t small_bytes, small_calls;   /* pageable H2D/D2H copies below engine_min */
 };
 #define ACCT_MAX_ADVICE 8
 /* Writes up to ACCT_MAX_ADVICE lines (each grounded in a measured number)

@@ -304,6 +304,64 @@ void acct_ranks_json(const struct acct_json *j, const struct tslog *logs, const 
 }
 
 /* ---- advice --------------------------------------------------------------------- */
+/* Bytes in KiB/MiB/GiB with one decimal: the copy line must fit 256 bytes. */
+static const char *short_size(uint64_t b, char *buf, size_t n)
+{
+    if (b >= (1ull << 30))
+        snprintf(buf, n, "%.1f GiB", (double)b / (double)(1ull << 30));
+    else if (b >= (1ull << 20))
+        snprintf(buf, n, "%.1f MiB", (double)b / (double)(1ull << 20));
+    else
+        snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+    return buf;
+}
+
+/* The pageable-copy line, when at least 10% of H2D/D2H bytes used pageable
+ * host memory: what trainshim's pinned copy engine converted and what it
+ * did not (below TRAINSHIM_PINNED_COPY_MIN; above it: during capture, staging
+ * exhausted or unallocatable, other side not device memory), or that the
+ * engine was off.  Returns 1 if it wrote the line. */
+static int copy_advice(const struct acct_copy_facts *cp, char *line)
+{
+    uint64_t pg = cp->h2d_pageable + cp->d2h_pageable, all = cp->h2d_bytes + cp->d2h_bytes;
+    if (!pg || !all || (double)pg < 0.10 * (double)all)
+        return 0;
+    char a[24], b[24], c[24], d[24], e[24], f[24];
+    double share = 100.0 * (double)pg / (double)all;
+    if (!cp->engine_known && !cp->converted_calls) {   /* a log without the engine's configuration */
+        snprintf(line, 256,
+                 "%.1f%% of host<->device copy bytes (%llu of %llu) used pageable host memory: pin the host "
+                 "buffers (e.g. DataLoader pin_memory=True) so copies run asynchronously",
+                 share, (unsigned long long)pg, (unsigned long long)all);
+        return 1;
+    }
+    if (!cp->converted_calls && cp->engine_known && !cp->engine_on) {
+        snprintf(line, 256,
+                 "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory and TRAINSHIM_PINNED_COPY "
+                 "was off: turn it on, or pin the host buffers (e.g. DataLoader pin_memory=True)",
+                 share, short_size(pg, a, sizeof a), short_size(all, b, sizeof b));
+        return 1;
+    }
+    uint64_t conv = cp->converted_bytes < pg ? cp->converted_bytes : pg;
+    uint64_t left = pg - conv, small = cp->small_bytes < left ? cp->small_bytes : left, other = left - small;
+    if (!left) {
+        snprintf(line, 256,
+                 "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory; trainshim converted all of it "
+                 "(%llu calls, host blocked %.1f ms): pinned buffers (pin_memory=True) would skip its staging copy",
+                 share, short_size(pg, a, sizeof a), short_size(all, b, sizeof b),
+                 (unsigned long long)cp->converted_calls, (double)cp->converted_blocked_ns / 1e6);
+        return 1;
+    }
+    snprintf(line, 256,
+             "pageable host memory: %s of %s H2D/D2H bytes; trainshim converted %s (%llu calls); not converted: "
+             "%s in %llu copies below TRAINSHIM_PINNED_COPY_MIN=%s, %s above it (capture/fallback): pin those",
+             short_size(pg, a, sizeof a), short_size(all, b, sizeof b), short_size(conv, c, sizeof c),
+             (unsigned long long)cp->converted_calls, short_size(small, d, sizeof d),
+             (unsigned long long)cp->small_calls, short_size(cp->engine_min, e, sizeof e),
+             short_size(other, f, sizeof f));
+    return 1;
+}
+
 int acct_advice(const struct acct_compute *c, const struct acct_comm *m, const struct acct_copy_facts *cp,
                 uint64_t run_ns, char lines[][256])
 {
@@ -347,14 +405,8 @@ int acct_advice(const struct acct_compute *c, const struct acct_comm *m, const s
                      100.0 * (double)m->est_ns / (double)run_ns, (double)m->est_ns / 1e6, ts_nccl_op_name(top),
                      op_busbw(&m->ops[top]));
     }
-    if (cp && n < ACCT_MAX_ADVICE) {
-        uint64_t pg = cp->h2d_pageable + cp->d2h_pageable, all = cp->h2d_bytes + cp->d2h_bytes;
-        if (pg && all && (double)pg >= 0.10 * (double)all)
-            snprintf(lines[n++], 256,
-                     "%.1f%% of host<->device copy bytes (%llu of %llu) used pageable host memory: pin the host "
-                     "buffers (e.g. DataLoader pin_memory=True) so copies run asynchronously",
-                     100.0 * (double)pg / (double)all, (unsigned long long)pg, (unsigned long long)all);
-    }
+    if (cp && n < ACCT_MAX_ADVICE)
+        n += copy_advice(cp, lines[n]);
     if (c && n < ACCT_MAX_ADVICE) {
         double mfu = acct_steady_mfu(c);
         if (!isnan(mfu) && mfu < 0.3)

@@ -6,6 +6,9 @@
  *                 same stream): served by the per-thread cache
  *   pool locked : the same with the thread cache off (the pool's lock and
  *                 free index: the path before the thread cache existed)
+ *   sync frees  : cudaMalloc/cudaFree pattern (synchronous frees, which the
+ *                 thread cache holds until a fence check: one check per
+ *                 TC_WAYS pairs; the fake provider completes fences at once)
  * Times are per-thread CPU time (CLOCK_THREAD_CPUTIME_ID), so a machine
  * shared with other jobs does not inflate them; wall-clock figures are
  * printed beside them.
@@ -20,6 +23,7 @@ static const uint64_t sizes[8] = {512, 4096, 20000, 65536, 131072, 500000, 1 << 
 static long pairs = 2000000;
 static ts_pool *pool;
 static int kind;   /* 0 pool, 1 malloc */
+static unsigned free_flags = TS_FF_STREAM_ORDERED;
 static pthread_barrier_t barrier;
 
 static double now(clockid_t c)
@@ -37,7 +41,7 @@ static void *run(void *arg)
     for (int i = 0; i < 8; i++) {
         uint64_t p;
         if (kind == 0 && ts_pool_alloc(pool, sizes[i], stream, 0, &p) == TS_ALLOC_OK)
-            ts_pool_free(pool, p, stream, TS_FF_STREAM_ORDERED);
+            ts_pool_free(pool, p, stream, free_flags);
     }
     pthread_barrier_wait(&barrier);
     double t0 = now(CLOCK_THREAD_CPUTIME_ID), w0 = now(CLOCK_MONOTONIC);
@@ -51,7 +55,7 @@ static void *run(void *arg)
                 exit(1);
             }
             sink += p;
-            ts_pool_free(pool, p, stream, TS_FF_STREAM_ORDERED);
+            ts_pool_free(pool, p, stream, free_flags);
         } else {
             void *p = malloc(sz);
             sink += (uintptr_t)p;
@@ -67,13 +71,15 @@ static void *run(void *arg)
 }
 
 static double worst_wall;
-static double measure(int nthreads, int which, bool tcache)
+static double measure(int nthreads, int which, bool tcache, bool sync)
 {
     ts_fake_provider *f = NULL;
     kind = which;
     if (which == 0) {
         f = ts_fake_create(64ull << 30, 2 << 20);
-        ts_pool_config cfg = {.mode = TS_ALLOC_EXPANDABLE, .capacity = 64ull << 30, .no_thread_cache = !tcache};
+        ts_pool_config cfg = {.mode = TS_ALLOC_EXPANDABLE, .capacity = 64ull << 30, .no_thread_cache = !tcache,
+                              .sync_thread_cache = sync};
+        free_flags = sync ? 0 : TS_FF_STREAM_ORDERED;
         int st;
         pool = ts_pool_create(&cfg, ts_fake_provider_table(f), &st);
         if (!pool) {
@@ -110,16 +116,17 @@ int main(int argc, char **argv)
         pairs = atol(argv[1]);
     printf("bench_alloc: ns per alloc+free pair, thread CPU time [wall clock] (8 sizes 512 B - 3 MiB,\n"
            "             %ld pairs per thread; with 2 threads the slower thread)\n", pairs);
-    printf("%-28s %18s %18s\n", "", "1 thread", "2 threads");
-    struct { const char *name; int which; bool tcache; } rows[] = {
-        {"pool + thread cache", 0, true},
-        {"pool, locked path", 0, false},
-        {"glibc malloc+free (baseline)", 1, false},
+    printf("%-32s %18s %18s\n", "", "1 thread", "2 threads");
+    struct { const char *name; int which; bool tcache, sync; } rows[] = {
+        {"pool + thread cache", 0, true, false},
+        {"pool + thread cache, sync frees", 0, true, true},
+        {"pool, locked path", 0, false, false},
+        {"glibc malloc+free (baseline)", 1, false, false},
     };
-    for (int i = 0; i < 3; i++) {
-        double c1 = measure(1, rows[i].which, rows[i].tcache), w1 = worst_wall;
-        double c2 = measure(2, rows[i].which, rows[i].tcache), w2 = worst_wall;
-        printf("%-28s %8.1f [%7.1f] %8.1f [%7.1f]\n", rows[i].name, c1, w1, c2, w2);
+    for (int i = 0; i < 4; i++) {
+        double c1 = measure(1, rows[i].which, rows[i].tcache, rows[i].sync), w1 = worst_wall;
+        double c2 = measure(2, rows[i].which, rows[i].tcache, rows[i].sync), w2 = worst_wall;
+        printf("%-32s %8.1f [%7.1f] %8.1f [%7.1f]\n", rows[i].name, c1, w1, c2, w2);
     }
     return 0;
 }

@@ -1,18 +1,26 @@
 /* bench_copy: figures of the pinned copy engine (issue 5), in one run.
  *
- *   1. this machine's memcpy bandwidth, 1 thread and all threads (the limit
- *      of staging, which is a host memcpy);
+ *   1. this machine's memcpy bandwidth, 1 thread and all threads, and the
+ *      emulator bound (all-threads memcpy / 2, see EMU_BOUND_WHY below);
  *   2. the engine's H2D and D2H throughput (cudaMemcpy from/to pageable
- *      memory, 64 MiB and 512 MiB) under the shim, and as a fraction of (1);
- *   3. host time blocked per cudaMemcpyAsync H2D call (pageable, 8 MiB), with
- *      and without the shim;
- *   4. simulated: the emulator's bandwidth model set to a typical PCIe link
+ *      memory, 64 MiB and 512 MiB) under the shim, as a fraction of memcpy
+ *      1 thread, memcpy all threads and the emulator bound; the emulator
+ *      without the shim beside it;
+ *   3. the staging side alone: host time blocked per cudaMemcpyAsync H2D
+ *      call (pageable, 8 MiB), with and without the shim, as the rate the
+ *      program sees;
+ *   4. the defaults: throughput against TRAINSHIM_COPY_CHUNK and
+ *      TRAINSHIM_COPY_THREADS, and host time per small async copy converted
+ *      or not (TRAINSHIM_PINNED_COPY_MIN);
+ *   5. simulated: the emulator's bandwidth model set to a typical PCIe link
  *      (EMU_PINNED_GBPS=25, EMU_PAGEABLE_GBPS=8), end-to-end H2D/D2H
  *      throughput with and without the shim.
  *
  * The program re-runs itself as a child for every measurement that needs
  * the emulator (with or without LD_PRELOAD=<build>/libtrainshim.so, with the
- * bandwidth model or not), since both are fixed at process start. */
+ * bandwidth model or not), since both are fixed at process start.  Timings
+ * are wall-clock: they mean something only on an otherwise idle machine, so
+ * the load average is printed before and after. */
 #include <cuda_runtime_api.h>
 #include <limits.h>
 #include <pthread.h>
@@ -20,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,6 +81,19 @@ static double memcpy_gbps(size_t n, int threads, int reps)
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s = %d\n", #x, (int)e_); exit(2); } } while (0)
 
 /* Throughput (GB/s) of synchronous pageable copies of n bytes, h2d or d2h. */
+/* CPU seconds (user + system, all threads) of this process so far. */
+static double cpu_s(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec * 1e-6 + (double)u.ru_stime.tv_sec +
+           (double)u.ru_stime.tv_usec * 1e-6;
+}
+
+/* CPU seconds per GB of the last child_throughput (load-independent: what
+ * the copies cost, not how long they waited for a CPU). */
+static double child_cpu_per_gb;
+
 static double child_throughput(int h2d, size_t n, int reps)
 {
     char *h = malloc(n);
@@ -82,13 +104,14 @@ static double child_throughput(int h2d, size_t n, int reps)
     if (h2d) CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
     else CK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
     CK(cudaDeviceSynchronize());
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     for (int r = 0; r < reps; r++) {
         if (h2d) CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
         else CK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
     }
     CK(cudaDeviceSynchronize());
     double g = (double)n * reps / (now_s() - t0) / 1e9;
+    child_cpu_per_gb = (cpu_s() - c0) / ((double)n * reps / 1e9);
     CK(cudaFree(d));
     free(h);
     return g;
@@ -131,17 +154,19 @@ static int child_main(int argc, char **argv)
     else if (strcmp(argv[2], "d2h") == 0) v = child_throughput(0, n, reps);
     else if (strcmp(argv[2], "blocked") == 0) v = child_blocked(n, reps);
     else return 2;
-    printf("%.6f\n", v);
+    printf("%.6f %.6f\n", v, child_cpu_per_gb);
     return 0;
 }
 
 /* ---- parent --------------------------------------------------------------- */
 static char self[PATH_MAX], shim[PATH_MAX], logdir[] = "/tmp/bench_copy.XXXXXX", logpath[PATH_MAX];
 
-/* Extra NAME=value for the next children (NULL: none). */
-static const char *extra_env;
+/* Extra NAME=value settings for the next children (NULL-terminated). */
+static const char *extra_env[4];
 
 /* Runs this program as a child measurement; returns its figure (or -1). */
+static double last_cpu_per_gb;   /* of the last measure() of a throughput */
+
 static double measure(int with_shim, int simulated, const char *what, size_t n, int reps)
 {
     int fds[2];
@@ -161,7 +186,7 @@ static double measure(int with_shim, int simulated, const char *what, size_t n, 
             unsetenv("EMU_PINNED_GBPS");
             unsetenv("EMU_PAGEABLE_GBPS");
         }
-        if (extra_env) putenv((char *)extra_env);
+        for (int i = 0; i < 4 && extra_env[i]; i++) putenv((char *)extra_env[i]);
         char nbuf[32], rbuf[16];
         snprintf(nbuf, sizeof nbuf, "%zu", n);
         snprintf(rbuf, sizeof rbuf, "%d", reps);
@@ -175,8 +200,35 @@ static double measure(int with_shim, int simulated, const char *what, size_t n, 
     int st = 0;
     waitpid(pid, &st, 0);
     if (got <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return -1;
-    return atof(buf);
+    char *end;
+    double v = strtod(buf, &end);
+    last_cpu_per_gb = strtod(end, NULL);
+    return v;
 }
+
+static double loadavg1(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+static void set_env(const char *a, const char *b)
+{
+    extra_env[0] = a;
+    extra_env[1] = b;
+    extra_env[2] = NULL;
+}
+
+#define EMU_BOUND_WHY \
+    "on the emulator the \"DMA\" of each staged chunk is itself a CPU memcpy on a stream worker thread, so " \
+    "every converted byte is copied twice on the CPU and the two copies share the memory bandwidth of all " \
+    "threads (the engine can beat it a little: its staging chunks stay in cache between the two copies); " \
+    "on a real GPU the DMA costs no CPU and the bound is the staging memcpy alone (memcpy all-T)"
 
 int main(int argc, char **argv)
 {
@@ -201,41 +253,77 @@ int main(int argc, char **argv)
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1) ncpu = 1;
     if (ncpu > 64) ncpu = 64;
+    printf("load average at start %.2f on %d CPUs (wall-clock figures assume an idle machine; EMU_JITTER_US=0)\n",
+           loadavg1(), ncpu);
 
     double bw1 = memcpy_gbps(256u * MIB, 1, 2), bwn = memcpy_gbps(256u * MIB, ncpu, 2);
-    printf("memcpy bandwidth (256 MiB): 1 thread %.2f GB/s, %d threads %.2f GB/s\n", bw1, ncpu, bwn);
-    double best = bw1 > bwn ? bw1 : bwn;
+    double bound = bwn / 2;
+    printf("memcpy bandwidth (256 MiB, best of 3): 1 thread (1T) %.2f GB/s, %d threads (all-T) %.2f GB/s\n", bw1,
+           ncpu, bwn);
+    printf("emulator bound %.2f GB/s = all-T memcpy / 2: %s\n", bound, EMU_BOUND_WHY);
 
+    printf("\nengine throughput, cudaMemcpy of pageable host memory under the shim (defaults):\n");
+    printf("  %-3s %7s %9s %12s %14s %16s %22s %14s\n", "dir", "size", "GB/s", "of memcpy 1T", "of memcpy all-T",
+           "of emulator bound", "emulator alone, GB/s", "CPU-s per GB");
     static const size_t sizes[] = {64u * MIB, 512u * MIB};
+    set_env(NULL, NULL);
     for (int k = 0; k < 2; k++) {
         size_t n = sizes[k];
         int reps = n >= 512u * MIB ? 2 : 8;
         for (int dir = 0; dir < 2; dir++) {
             const char *what = dir ? "d2h" : "h2d";
-            double on = measure(1, 0, what, n, reps), off = measure(0, 0, what, n, reps);
-            printf("engine %s %3zu MiB: %.2f GB/s = %.0f%% of memcpy (%.0f%% of 1-thread memcpy); "
-                   "emulator without shim %.2f GB/s\n",
-                   dir ? "D2H" : "H2D", n / MIB, on, 100 * on / best, 100 * on / bw1, off);
+            double on = measure(1, 0, what, n, reps), cpu = last_cpu_per_gb, off = measure(0, 0, what, n, reps);
+            printf("  %-3s %3zu MiB %9.2f %11.0f%% %14.0f%% %16.0f%% %22.2f %14.3f\n", dir ? "D2H" : "H2D", n / MIB,
+                   on, 100 * on / bw1, 100 * on / bwn, 100 * on / bound, off, cpu);
         }
     }
+    printf("  (emulator alone: pageable H2D is staged into a fresh malloc per call, D2H is one memcpy; CPU-s per "
+           "GB: all threads' CPU time in the timed copies, against an ideal of 2 memcpys per byte = %.3f at the "
+           "1T rate: it does not depend on the machine's load, GB/s does)\n",
+           bw1 > 0 ? 2 / bw1 : 0);
 
     size_t bn = 8u * MIB;
     double blk_on = measure(1, 0, "blocked", bn, 20), blk_off = measure(0, 0, "blocked", bn, 20);
-    printf("host time blocked per cudaMemcpyAsync H2D (8 MiB pageable): with shim %.0f us, without %.0f us\n",
-           blk_on, blk_off);
+    printf("\nstaging side: host time blocked per cudaMemcpyAsync H2D of 8 MiB pageable (stream drained between "
+           "calls):\n  with shim %.0f us (%.2f GB/s staged as the program sees it, %.0f%% of memcpy all-T); "
+           "without %.0f us (%.2f GB/s)\n",
+           blk_on, blk_on > 0 ? bn / blk_on / 1e3 : 0, blk_on > 0 ? 100 * bn / blk_on / 1e3 / bwn : 0, blk_off,
+           blk_off > 0 ? bn / blk_off / 1e3 : 0);
+
+    /* Defaults by measurement: chunk size and helper threads, 64 MiB each way. */
+    printf("\ndefaults: 64 MiB cudaMemcpy GB/s under the shim against TRAINSHIM_COPY_CHUNK / TRAINSHIM_COPY_THREADS "
+           "(helpers are capped at CPUs - 1 = %d here):\n", ncpu - 1);
+    static const char *const chunks[] = {"TRAINSHIM_COPY_CHUNK=1MiB", "TRAINSHIM_COPY_CHUNK=2MiB",
+                                         "TRAINSHIM_COPY_CHUNK=4MiB", "TRAINSHIM_COPY_CHUNK=8MiB"};
+    static const char *const threads[] = {"TRAINSHIM_COPY_THREADS=0", "TRAINSHIM_COPY_THREADS=1",
+                                          "TRAINSHIM_COPY_THREADS=4"};
+    printf("  %-26s", "");
+    for (int t = 0; t < 3; t++) printf(" %26s", threads[t] + 10);
+    printf("\n");
+    for (int c = 0; c < 4; c++) {
+        printf("  %-26s", chunks[c] + 10);
+        for (int t = 0; t < 3; t++) {
+            set_env(chunks[c], threads[t]);
+            double h = measure(1, 0, "h2d", 64u * MIB, 4), d = measure(1, 0, "d2h", 64u * MIB, 4);
+            printf("   H2D %5.2f  D2H %5.2f      ", h, d);
+        }
+        printf("\n");
+    }
+    set_env(NULL, NULL);
+
     double sblk_on = measure(1, 1, "blocked", bn, 10), sblk_off = measure(0, 1, "blocked", bn, 10);
-    printf("simulated PCIe (EMU_PINNED_GBPS=25 EMU_PAGEABLE_GBPS=8): host time blocked per cudaMemcpyAsync "
+    printf("\nsimulated PCIe (EMU_PINNED_GBPS=25 EMU_PAGEABLE_GBPS=8): host time blocked per cudaMemcpyAsync "
            "H2D (8 MiB): with shim %.0f us, without %.0f us\n", sblk_on, sblk_off);
 
     /* Where conversion starts to pay (TRAINSHIM_PINNED_COPY_MIN): host time
      * per async H2D call, every size converted vs none. */
-    static const size_t small[] = {64u << 10, 256u << 10, 1u << 20};
-    for (int k = 0; k < 3; k++) {
-        extra_env = "TRAINSHIM_PINNED_COPY_MIN=1";
+    static const size_t small[] = {64u << 10, 128u << 10, 256u << 10, 1u << 20};
+    for (int k = 0; k < 4; k++) {
+        set_env("TRAINSHIM_PINNED_COPY_MIN=1", NULL);
         double conv = measure(1, 1, "blocked", small[k], 50);
-        extra_env = "TRAINSHIM_PINNED_COPY=off";
+        set_env("TRAINSHIM_PINNED_COPY=off", NULL);
         double pass = measure(1, 1, "blocked", small[k], 50);
-        extra_env = NULL;
+        set_env(NULL, NULL);
         printf("simulated PCIe: host time per cudaMemcpyAsync H2D of %4zu KiB: converted %.0f us, passed through %.0f us\n",
                small[k] >> 10, conv, pass);
     }
@@ -248,6 +336,7 @@ int main(int argc, char **argv)
                "with shim %.2f GB/s, without %.2f GB/s (x%.2f)\n",
                dir ? "D2H" : "H2D", on, off, off > 0 ? on / off : 0);
     }
+    printf("load average at end %.2f\n", loadavg1());
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", logdir);
     if (system(cmd) != 0) fprintf(stderr, "bench_copy: could not remove %s\n", logdir);

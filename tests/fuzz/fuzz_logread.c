@@ -10,6 +10,7 @@
 
 #include "../../tools/logread.c"
 #include "../../tools/cmd_report.c"
+#include "report_gpu.h"
 
 static FILE *devnull;
 
@@ -41,6 +42,11 @@ static void one(const uint8_t *data, size_t size)
         abort(); /* a rejected input always says why */
     }
     tslog_free(&log);
+    /* the GPU TIMELINE reads the CUPTI records from the bytes itself */
+    struct gpu_data g;
+    memset(&g, 0, sizeof g);
+    gpu_parse(data, size, &g);
+    gpu_free(&g);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

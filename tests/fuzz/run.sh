@@ -13,13 +13,16 @@ CLANG=${CLANG:-$(command -v clang-14 || command -v clang)}
 out=$B/fuzz
 mkdir -p "$out/corpus" "$out/artifacts"
 # the harness includes tools/logread.c and tools/cmd_report.c; the report's
-# other parts (tools/report_*.c, tools/symbolize.c) are linked beside it
+# other parts (tools/report_*.c, tools/symbolize.c) are linked beside it, and
+# the shim's core library for the names the report shares with it
 extra=$(ls tools/report_*.c tools/symbolize.c 2>/dev/null || true)
+[ -f "$B/libtscore.a" ] || { echo "fuzz: $B/libtscore.a missing: run make first" >&2; exit 1; }
 # shellcheck disable=SC2086
 "$CLANG" -std=gnu11 -g -O1 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -Ishim -Itools -I"${CUDA_HOME:-/usr/local/cuda}/include" -o "$out/fuzz_logread" \
-  tests/fuzz/fuzz_logread.c $extra $(pkg-config --libs libdw 2>/dev/null || true)
+  tests/fuzz/fuzz_logread.c $extra "$B/libtscore.a" -ldl -lpthread -lm -lrt \
+  $(pkg-config --libs libunwind libdw 2>/dev/null || true)
 cp -n tests/fuzz/corpus/* tests/golden/*.tslog "$out/corpus/" 2>/dev/null || true
 exec "$out/fuzz_logread" -max_total_time="$SECS" -max_len=65536 -timeout=10 \
   -artifact_prefix="$out/artifacts/" -print_final_stats=1 "$@" "$out/corpus"

@@ -7,6 +7,8 @@
  *    the first data (a freed block is not reused under a queued copy);
  *  - the same for a queued D2H copy into a freed block: a new block's
  *    contents are not overwritten by it;
+ *  - the same across devices: freed while device 0 is current, read by a
+ *    queued copy on device 1's stream (EMU_DEVICES=2);
  *  - flags: a block allocated mapped / portable / write-combined reports its
  *    own flags (cudaHostGetFlags), never those of an earlier block of the
  *    same size; mapped blocks have a device pointer;
@@ -77,6 +79,51 @@ static void case_free_under_d2h(cudaStream_t s)
     }
     CHECK(cudaFree(d));
     printf("free under a queued D2H copy: ok\n");
+}
+
+/* Two devices: a portable block is read by a queued copy on device 1's
+ * stream, then freed while device 0 is current, and a same-size block is
+ * allocated (the cache's candidate for the freed one) and overwritten:
+ * device 1 must still get the first data.  Needs EMU_DEVICES >= 2 (the
+ * script sets it); with one device it says so, identically with and
+ * without the shim. */
+static void case_free_other_device(void)
+{
+    int n = 0;
+    CHECK(cudaGetDeviceCount(&n));
+    if (n < 2) {
+        printf("free under another device's copy: needs 2 devices, have %d\n", n);
+        return;
+    }
+    void *d1;
+    cudaStream_t s1;
+    unsigned char *out = malloc(N);
+    CHECK(cudaSetDevice(1));
+    CHECK(cudaMalloc(&d1, N));
+    CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    for (int r = 0; r < ROUNDS; r++) {
+        unsigned char *a, *b;
+        CHECK(cudaSetDevice(1));
+        CHECK(cudaHostAlloc((void **)&a, N, cudaHostAllocPortable));
+        memset(a, 0x60 + r, N);
+        CHECK(cudaMemcpyAsync(d1, a, N, cudaMemcpyHostToDevice, s1));   /* reads a when it runs */
+        CHECK(cudaSetDevice(0));
+        CHECK(cudaFreeHost(a));
+        CHECK(cudaHostAlloc((void **)&b, N, cudaHostAllocPortable));
+        memset(b, 0xEE, N);   /* b may be a's memory: device 1's copy must be done by now */
+        CHECK(cudaSetDevice(1));
+        CHECK(cudaStreamSynchronize(s1));
+        CHECK(cudaMemcpy(out, d1, N, cudaMemcpyDeviceToHost));
+        size_t bad = N;
+        for (size_t i = 0; i < N; i++) if (out[i] != 0x60 + r) { bad = i; break; }
+        EXPECT(bad == N, "round %d: device 1 byte %zu = %#x", r, bad, bad < N ? out[bad] : 0);
+        CHECK(cudaFreeHost(b));
+    }
+    CHECK(cudaStreamDestroy(s1));
+    CHECK(cudaFree(d1));
+    CHECK(cudaSetDevice(0));
+    free(out);
+    printf("free under another device's queued copy: ok\n");
 }
 
 static void case_flags(void)
@@ -150,6 +197,7 @@ int main(void)
     emuResetCounters();
     case_free_under_h2d(s);
     case_free_under_d2h(s);
+    case_free_other_device();
     case_flags();
     case_errors_and_sizes();
     case_driver();

@@ -3,7 +3,8 @@
 # checks its own results: no reuse under a queued copy, flags, errors) prints
 # the same with and without LD_PRELOAD=libtrainshim.so, with slow emulated
 # copies (EMU_PINNED_GBPS=2) so that a block reused under a queued copy would
-# show; with the shim the emulator sees fewer real pinned allocations (the
+# show (two devices: a block freed while device 0 is current must wait for
+# device 1's queued copy); with the shim the emulator sees fewer real pinned allocations (the
 # cache served them), with TRAINSHIM_HOST_CACHE=off (and no staging ring:
 # TRAINSHIM_PINNED_COPY=off) the same number.
 set -u
@@ -12,7 +13,7 @@ prog=$B/tests/integration/test_copy_hostcache
 shim=$PWD/$B/libtrainshim.so
 for f in "$prog" "$shim"; do [ -e "$f" ] || { echo "FAIL: $f not built"; exit 1; }; done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-export EMU_JITTER_US=${EMU_JITTER_US:-50} EMU_PINNED_GBPS=2 TRAINSHIM_LOG="$tmp/trainshim.%p.log"
+export EMU_JITTER_US=${EMU_JITTER_US:-50} EMU_PINNED_GBPS=2 EMU_DEVICES=2 TRAINSHIM_LOG="$tmp/trainshim.%p.log"
 fail=0
 run() {
   local name=$1; shift

@@ -4,6 +4,7 @@
 # report's copies.converted_bytes equals the bytes copied both ways and
 # copies.host_blocked_ns is the host time in copies; the text report has the
 # "converted to pinned" line.  With conversion off the keys are absent.
+# The ADVICE line on pageable copies says what was converted and what not.
 set -u
 B=${B:-build}
 prog=$B/tests/integration/test_copy_semantics
@@ -33,5 +34,23 @@ PY
 "$tool" report "$tmp/on.log" | grep -q "^converted to pinned" || { echo "FAIL: no 'converted to pinned' line in the text report"; fail=1; }
 TRAINSHIM_LOG="$tmp/off.log" TRAINSHIM_PINNED_COPY=off LD_PRELOAD="$shim" "$prog" counters > /dev/null 2>&1 || { echo "FAIL: run with conversion off failed"; fail=1; }
 "$tool" report --format json "$tmp/off.log" | grep -q converted_bytes && { echo "FAIL: converted_bytes reported with conversion off"; fail=1; }
-[ $fail = 0 ] && echo "ok: report shows $((2 * total)) converted bytes"
+# ADVICE (shown for runs with GEMMs): what the engine converted and what not,
+# from the records: 8 calls of 1 MiB converted, 10 of 64 KiB below the
+# threshold; all converted with the threshold at 1 byte; conversion off.
+advice() {  # advice <name> <env...>: the report's pageable-copy ADVICE line
+  local name=$1; shift
+  env "$@" TRAINSHIM_LOG="$tmp/$name.log" LD_PRELOAD="$shim" "$prog" advice > "$tmp/$name.out" 2>&1 \
+    || { echo "FAIL: advice run $name failed:"; cat "$tmp/$name.out"; fail=1; }
+  "$tool" report "$tmp/$name.log" | grep -i 'pageable host memory'
+}
+want="pageable host memory: 8.6 MiB of 8.6 MiB H2D/D2H bytes; trainshim converted 8.0 MiB (8 calls); not converted: 640.0 KiB in 10 copies below TRAINSHIM_PINNED_COPY_MIN=256.0 KiB, 0.0 KiB above it (capture/fallback): pin those"
+got=$(advice adv_on)
+[ "$got" = "- $want" ] || { echo "FAIL: advice with conversion on:"; echo "  got:  $got"; echo "  want: - $want"; fail=1; }
+got=$(advice adv_all TRAINSHIM_PINNED_COPY_MIN=1)
+case $got in *"trainshim converted all of it (18 calls, host blocked "*) ;;
+  *) echo "FAIL: advice with every copy converted: $got"; fail=1;; esac
+got=$(advice adv_off TRAINSHIM_PINNED_COPY=off)
+case $got in *"(8.6 MiB of 8.6 MiB) used pageable host memory and TRAINSHIM_PINNED_COPY was off"*) ;;
+  *) echo "FAIL: advice with conversion off: $got"; fail=1;; esac
+[ $fail = 0 ] && echo "ok: report shows $((2 * total)) converted bytes; ADVICE says what was converted"
 exit $fail

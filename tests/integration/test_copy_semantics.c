@@ -8,15 +8,21 @@
  *   test_copy_semantics counters   only copies above the conversion threshold
  *                                  (pageable host side), then the emulator's
  *                                  byte counters on stderr
+ *   test_copy_semantics advice     a GEMM and pageable copies above and below
+ *                                  the threshold (for the report's ADVICE)
  *
  * Cases: the source overwritten right after an H2D call returns; the
  * destination read right after a D2H call returns (Async too); copies
  * interleaved with kernels on one stream and across streams with events and
- * cudaStreamWaitEvent; many threads; sizes around the threshold (256 KiB)
- * and the chunk size (4 MiB); unaligned pointers; zero bytes; 2D pitches;
- * cudaMemcpyDefault; _ptds/_ptsz twins; the driver's cuMemcpyHtoD/DtoH
- * families; invalid arguments (error codes printed, so compared). */
+ * cudaStreamWaitEvent; many threads; sizes around the threshold (256 KiB),
+ * the chunk size (2 MiB) and the small first piece of a synchronous copy;
+ * unaligned pointers; zero bytes; 2D pitches; cudaMemcpyDefault; _ptds/
+ * _ptsz twins; the driver's cuMemcpyHtoD/DtoH families, cuMemcpy/
+ * cuMemcpyAsync (unified) and cuMemcpy2D/2DAsync/
+ * 2DUnaligned (HOST or UNIFIED host side, offsets, pitches); invalid
+ * arguments (error codes printed, so compared). */
 #include <cuda.h>
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -31,6 +37,14 @@ cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaM
 cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                                  cudaStream_t stream);
 
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h);
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n);
+CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n);
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream h);
+CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *c);
+CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream h);
+
 static int failures;
 #define CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
         printf("FAIL %s:%d: %s = %d\n", __FILE__, __LINE__, #call, (int)e_); failures++; } } while (0)
@@ -39,7 +53,8 @@ static int failures;
 #define EXPECT(cond, ...) do { if (!(cond)) { printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
         printf(__VA_ARGS__); printf("\n"); failures++; } } while (0)
 
-enum { KIB = 1024, MIB = 1024 * 1024, THRESHOLD = 256 * KIB, CHUNK = 4 * MIB };
+/* THRESHOLD and CHUNK: the defaults of TRAINSHIM_PINNED_COPY_MIN and TRAINSHIM_COPY_CHUNK */
+enum { KIB = 1024, MIB = 1024 * 1024, THRESHOLD = 256 * KIB, CHUNK = 2 * MIB };
 
 /* Sizes around every boundary the engine has. */
 static const size_t sizes[] = {
@@ -237,6 +252,162 @@ static void case_twins_default_driver(void)
     printf("ptds/ptsz, cudaMemcpyDefault, driver copies: ok\n");
 }
 
+#define DP(p) ((CUdeviceptr)(uintptr_t)(p))
+
+/* The driver's unified copies (cuMemcpy, cuMemcpyAsync and their per-thread
+ * twins): the direction comes from the pointers; the source overwritten and
+ * the destination read right after each call. */
+static void case_driver_unified(CUstream s)
+{
+    for (size_t k = 0; k < NSIZES; k++) {
+        size_t n = sizes[k] + (k & 1);   /* odd sizes too */
+        unsigned char *h = malloc(n), *out = malloc(n);
+        void *d;
+        CHECK(cudaMalloc(&d, n));
+        /* each pair on one stream (or streams that order with each other) */
+        int variant = (int)(k % 4);
+        fill(h, n, 80 + (unsigned)k);
+        if (variant == 0) CHECKDRV(cuMemcpy(DP(d), DP(h), n));
+        else if (variant == 1) CHECKDRV(cuMemcpyAsync(DP(d), DP(h), n, s));
+        else if (variant == 2) CHECKDRV(cuMemcpy_ptds(DP(d), DP(h), n));
+        else CHECKDRV(cuMemcpyAsync(DP(d), DP(h), n, 0));
+        memset(h, 0xEE, n);
+        memset(out, 0x11, n);
+        if (variant == 0) CHECKDRV(cuMemcpyAsync(DP(out), DP(d), n, 0));
+        else if (variant == 1) CHECKDRV(cuMemcpyAsync(DP(out), DP(d), n, s));
+        else if (variant == 2) CHECKDRV(cuMemcpyAsync_ptsz(DP(out), DP(d), n, 0));
+        else CHECKDRV(cuMemcpy(DP(out), DP(d), n));
+        size_t bad = first_bad(out, n, 80 + (unsigned)k, 0);
+        EXPECT(bad == n, "cuMemcpy variant %d size %zu: byte %zu wrong", variant, n, bad);
+        /* per-thread twins of the HtoD/DtoH family */
+        fill(h, n, 90 + (unsigned)k);
+        CHECKDRV(cuMemcpyHtoD_v2_ptds(DP(d), h, n));
+        memset(h, 0xEE, n);
+        memset(out, 0x11, n);
+        CHECKDRV(cuMemcpyDtoHAsync_v2_ptsz(out, DP(d), n, 0));
+        bad = first_bad(out, n, 90 + (unsigned)k, 0);
+        EXPECT(bad == n, "HtoD_ptds/DtoHAsync_ptsz size %zu: byte %zu wrong", n, bad);
+        CHECK(cudaStreamSynchronize((cudaStream_t)s));
+        CHECK(cudaFree(d));
+        free(h);
+        free(out);
+    }
+    printf("driver cuMemcpy/cuMemcpyAsync and per-thread twins: ok\n");
+}
+
+/* One side of a CUDA_MEMCPY2D: host (HOST or UNIFIED) or device memory at
+ * (x, y) of a pitched buffer. */
+static void set_side(CUDA_MEMCPY2D *c, bool src, CUmemorytype type, void *base, size_t x, size_t y, size_t pitch)
+{
+    if (src) {
+        c->srcMemoryType = type, c->srcXInBytes = x, c->srcY = y, c->srcPitch = pitch;
+        if (type == CU_MEMORYTYPE_HOST) c->srcHost = base;
+        else c->srcDevice = DP(base);
+    } else {
+        c->dstMemoryType = type, c->dstXInBytes = x, c->dstY = y, c->dstPitch = pitch;
+        if (type == CU_MEMORYTYPE_HOST) c->dstHost = base;
+        else c->dstDevice = DP(base);
+    }
+}
+
+/* The driver's 2D copies: host side HOST or UNIFIED, X/Y offsets, pitches,
+ * sync, Async and Unaligned; host rows overwritten / read at once. */
+static void case_driver_2d(CUstream s)
+{
+    static const size_t shapes[][6] = {   /* width, height, host pitch extra, device pitch extra, x, y */
+        {1000, 700, 24, 0, 5, 3}, {4096, 300, 0, 512, 0, 0}, {333, 4000, 3, 61, 7, 1},
+        {CHUNK / 2 + 1, 5, 1, 0, 0, 2}, {256 * KIB, 3, 64, 64, 1, 1},
+    };
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        size_t w = shapes[k][0], hgt = shapes[k][1], x = shapes[k][4], y = shapes[k][5];
+        size_t hp = w + x + shapes[k][2], dp = w + x + shapes[k][3], hn = hp * (hgt + y), dn = dp * (hgt + y);
+        unsigned char *h = malloc(hn), *out = malloc(hn);
+        void *d;
+        CHECK(cudaMalloc(&d, dn));
+        fill(h, hn, 100 + (unsigned)k);
+        CUmemorytype ht = k % 2 ? CU_MEMORYTYPE_UNIFIED : CU_MEMORYTYPE_HOST;
+        CUmemorytype dt = k % 3 == 2 ? CU_MEMORYTYPE_UNIFIED : CU_MEMORYTYPE_DEVICE;
+        CUDA_MEMCPY2D c;
+        memset(&c, 0, sizeof c);
+        c.WidthInBytes = w, c.Height = hgt;
+        set_side(&c, true, ht, h, x, y, hp);
+        set_side(&c, false, dt, d, x, y, dp);
+        /* each pair ordered: same stream, or the legacy and per-thread
+         * default streams (which synchronize with each other) */
+        int variant = (int)(k % 4);
+        if (variant == 0) CHECKDRV(cuMemcpy2D_v2(&c));
+        else if (variant == 1) CHECKDRV(cuMemcpy2DAsync_v2(&c, s));
+        else if (variant == 2) CHECKDRV(cuMemcpy2DUnaligned_v2(&c));
+        else CHECKDRV(cuMemcpy2D_v2_ptds(&c));
+        memset(h, 0, hn);   /* the source may be reused at once */
+        memset(out, 0x77, hn);
+        memset(&c, 0, sizeof c);
+        c.WidthInBytes = w, c.Height = hgt;
+        set_side(&c, true, dt, d, x, y, dp);
+        set_side(&c, false, ht, out, x, y, hp);
+        if (variant == 0) CHECKDRV(cuMemcpy2DAsync_v2(&c, 0));
+        else if (variant == 1) CHECKDRV(cuMemcpy2DAsync_v2(&c, s));
+        else if (variant == 2) CHECKDRV(cuMemcpy2DAsync_v2_ptsz(&c, 0));
+        else CHECKDRV(cuMemcpy2DUnaligned_v2(&c));
+        size_t bad = SIZE_MAX;
+        for (size_t i = 0; i < hn && bad == SIZE_MAX; i++) {
+            size_t r = i / hp, col = i % hp;
+            bool in = r >= y && r < y + hgt && col >= x && col < x + w;
+            if (out[i] != (in ? pattern(i, 100 + (unsigned)k) : 0x77)) bad = i;
+        }
+        EXPECT(bad == SIZE_MAX, "driver 2D shape %zu variant %d: byte %zu wrong", k, variant, bad);
+        CHECK(cudaStreamSynchronize((cudaStream_t)s));
+        CHECK(cudaFree(d));
+        free(h);
+        free(out);
+    }
+    printf("driver 2D copies (HOST/UNIFIED, offsets, pitches, Async, Unaligned, twins): ok\n");
+}
+
+/* Zero bytes and invalid arguments of the driver's families: the codes are
+ * printed (and compared by the script). */
+static void case_driver_invalid(void)
+{
+    size_t n = 2 * THRESHOLD, w = 4096, hgt = 2 * THRESHOLD / 4096;
+    unsigned char *h = malloc(n);
+    void *d;
+    CHECK(cudaMalloc(&d, n));
+    memset(h, 1, n);
+    CUDA_MEMCPY2D c;
+    CUresult e[12];
+    e[0] = cuMemcpy(DP(d), DP(h), 0);
+    e[1] = cuMemcpyAsync(DP(h), DP(d), 0, 0);
+    e[2] = cuMemcpy(0, DP(h), n);                            /* NULL destination */
+    e[3] = cuMemcpyHtoD_v2(0, h, n);
+    e[4] = cuMemcpy2D_v2(NULL);
+    memset(&c, 0, sizeof c);
+    c.WidthInBytes = w, c.Height = hgt;
+    set_side(&c, true, CU_MEMORYTYPE_HOST, h, 0, 0, w / 2);   /* pitch < width */
+    set_side(&c, false, CU_MEMORYTYPE_DEVICE, d, 0, 0, w);
+    e[5] = cuMemcpy2D_v2(&c);
+    set_side(&c, true, CU_MEMORYTYPE_HOST, d, 0, 0, w);       /* HOST type, device pointer */
+    e[6] = cuMemcpy2DAsync_v2(&c, 0);
+    set_side(&c, true, CU_MEMORYTYPE_HOST, h, 0, 0, w);
+    set_side(&c, false, CU_MEMORYTYPE_DEVICE, h, 0, 0, w);    /* DEVICE type, host pointer */
+    e[7] = cuMemcpy2DUnaligned_v2(&c);
+    set_side(&c, false, CU_MEMORYTYPE_DEVICE, d, 0, 0, w);
+    c.srcMemoryType = CU_MEMORYTYPE_ARRAY;                    /* an array side (NULL): never converted */
+    e[8] = cuMemcpy2D_v2(&c);
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    /* (A range past the end of an allocation is left out, as above.) */
+    c.Height = 0;
+    e[9] = cuMemcpy2D_v2(&c);
+    c.Height = hgt;
+    c.WidthInBytes = 0;
+    e[10] = cuMemcpy2DAsync_v2(&c, 0);
+    e[11] = cuCtxSynchronize();
+    printf("driver errors:");
+    for (int i = 0; i < 12; i++) printf(" %d", (int)e[i]);
+    printf("\n");
+    CHECK(cudaFree(d));
+    free(h);
+}
+
 /* 2D: host rows with a pitch, device rows with another. */
 static void case_2d(cudaStream_t s)
 {
@@ -417,6 +588,25 @@ static void run_counters(void)
         CHECK(cudaMemcpyAsync(out, d, n, cudaMemcpyDeviceToHost, s));
         EXPECT(first_bad(out, n, (unsigned)k, 0) == n, "counters size %zu", n);
         total += 2 * n;
+        /* the driver's families: unified, per-thread twins, 2D (HOST and UNIFIED host side) */
+        CHECKDRV(cuMemcpy(DP(d), DP(h), n));
+        CHECKDRV(cuMemcpyAsync_ptsz(DP(out), DP(d), n, 0));   /* ordered after the legacy stream */
+        CHECKDRV(cuMemcpyHtoDAsync_v2(DP(d), h, n, (CUstream)s));
+        CHECK(cudaStreamSynchronize(s));
+        CHECKDRV(cuMemcpyDtoH_v2_ptds(out, DP(d), n));
+        size_t w = 4096, rows = n / w;
+        CUDA_MEMCPY2D c;
+        memset(&c, 0, sizeof c);
+        c.WidthInBytes = w, c.Height = rows;
+        set_side(&c, true, CU_MEMORYTYPE_HOST, h, 0, 0, w);
+        set_side(&c, false, CU_MEMORYTYPE_DEVICE, d, 0, 0, w);
+        CHECKDRV(cuMemcpy2DAsync_v2(&c, (CUstream)s));
+        CHECK(cudaStreamSynchronize(s));
+        set_side(&c, true, CU_MEMORYTYPE_DEVICE, d, 0, 0, w);
+        set_side(&c, false, CU_MEMORYTYPE_UNIFIED, out, 0, 0, w);
+        CHECKDRV(cuMemcpy2D_v2(&c));
+        EXPECT(first_bad(out, n, (unsigned)k, 0) == n, "driver counters size %zu", n);
+        total += 2 * n + w * rows;
         CHECK(cudaStreamSynchronize(s));
         CHECK(cudaFree(d));
         free(h);
@@ -431,6 +621,44 @@ static void run_counters(void)
     CHECK(cudaStreamDestroy(s));
 }
 
+/* For the report's ADVICE line (test_copy_report.sh): one GEMM (the report
+ * shows ADVICE only for runs with GEMM or NCCL records), 8 pageable copies
+ * of 1 MiB (converted) and 10 of 64 KiB (below the threshold). */
+static void run_advice(void)
+{
+    size_t big = MIB, small = 64 * KIB;
+    unsigned char *h = malloc(big);
+    void *d;
+    float *m;
+    CHECK(cudaMalloc(&d, big));
+    CHECK(cudaMalloc((void **)&m, 3 * 16 * sizeof(float)));
+    CHECK(cudaMemset(m, 0, 3 * 16 * sizeof(float)));
+    cublasHandle_t hd;
+    if (cublasCreate(&hd) != CUBLAS_STATUS_SUCCESS) {
+        printf("FAIL: cublasCreate\n");
+        failures++;
+        return;
+    }
+    float one = 1, zero = 0;
+    if (cublasSgemm(hd, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, m, 4, m + 16, 4, &zero, m + 32, 4) !=
+        CUBLAS_STATUS_SUCCESS) {
+        printf("FAIL: cublasSgemm\n");
+        failures++;
+    }
+    fill(h, big, 5);
+    for (int i = 0; i < 4; i++) {
+        CHECK(cudaMemcpy(d, h, big, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy(h, d, big, cudaMemcpyDeviceToHost));
+    }
+    for (int i = 0; i < 10; i++) CHECK(cudaMemcpy(d, h, small, cudaMemcpyHostToDevice));
+    EXPECT(first_bad(h, big, 5, 0) == big, "advice copies");
+    CHECK(cudaDeviceSynchronize());
+    cublasDestroy(hd);
+    CHECK(cudaFree(m));
+    CHECK(cudaFree(d));
+    free(h);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -441,6 +669,10 @@ int main(int argc, char **argv)
     }
     CHECK(cudaSetDevice(0));
     CHECK(cudaFree(0));
+    if (argc > 1 && strcmp(argv[1], "advice") == 0) {
+        run_advice();
+        return failures ? 1 : 0;
+    }
     if (argc > 1 && strcmp(argv[1], "counters") == 0) {
         run_counters();
         return failures ? 1 : 0;
@@ -456,6 +688,9 @@ int main(int argc, char **argv)
     case_twins_default_driver();
     case_2d(s);
     case_zero_and_invalid();
+    case_driver_unified((CUstream)s);
+    case_driver_2d((CUstream)s);
+    case_driver_invalid();
     case_capture();
     case_threads();
     CHECK(cudaStreamDestroy(s));

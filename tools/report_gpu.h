@@ -1,0 +1,58 @@
+/* report_gpu.h: the GPU TIMELINE part of `trainshim report` and the GPU
+ * tracks of the chrome-trace export (tools/report_gpu.c), from the CUPTI
+ * activity records of a log (TS_REC_GPU_*, written with TRAINSHIM_CUPTI=1).
+ *
+ * Like the call-stack records (tools/report_sites.c), these are read from
+ * the log file itself, apart from tools/logread.c: robust to any input, a
+ * bad record ends the reading. */
+#ifndef TRAINSHIM_REPORT_GPU_H
+#define TRAINSHIM_REPORT_GPU_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "logread.h"
+#include "report_acct.h"
+
+/* One kernel or copy, times on the log's CLOCK_MONOTONIC axis. */
+struct gpu_activity {
+    uint64_t start_ns, end_ns;
+    uint64_t bytes;      /* copies */
+    uint32_t stream_id, device;
+    uint32_t name_id;    /* kernels; 0 unknown */
+    uint8_t is_copy;
+    uint8_t copy_kind, src_kind, dst_kind; /* CUPTI enums (shim/logfmt.h) */
+};
+
+struct gpu_name {
+    uint32_t id;
+    char *name;
+};
+
+struct gpu_data {
+    struct gpu_activity *acts; /* sorted by start */
+    size_t n_acts, n_kernels, n_copies;
+    struct gpu_name *names;    /* sorted by id */
+    size_t n_names;
+    bool have_clock;           /* a TS_REC_GPU_CLOCK was read (else CUPTI time = log time) */
+    int64_t clock_offset_ns;   /* log time - CUPTI time */
+    uint32_t status;           /* the last TS_GPU_STATUS_* seen, 0 none */
+    char detail[400];          /* of an "unavailable" status */
+    uint64_t dropped;          /* records CUPTI reported lost */
+};
+
+/* Reads the GPU records of log->file.  0 (no records is not an error), or
+ * -1 when the file cannot be read again (e.g. standard input). */
+int gpu_load(const struct tslog *log, struct gpu_data *d);
+/* The same from bytes in memory (for fuzzing: robust to any input). */
+int gpu_parse(const unsigned char *data, size_t size, struct gpu_data *d);
+void gpu_free(struct gpu_data *d);
+/* The kernel name of an id ("kernel#<id>" in buf when unknown). */
+const char *gpu_kernel_name(const struct gpu_data *d, uint32_t id, char *buf, size_t n);
+
+/* The GPU TIMELINE section (text: one part per log when there are several),
+ * or the "gpu" JSON member of one log.  Both say how to turn CUPTI on when
+ * a log has no GPU records. */
+void gpu_report_text(FILE *f, const struct tslog *logs, int n);
+void gpu_report_json(const struct acct_json *j, const struct tslog *log);
+#endif
