@@ -234,17 +234,38 @@ cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream)
     return r;
 }
 
-/* Captures in progress: a synchronous allocation then goes to the real call,
- * which allows or refuses it as the thread's capture mode says (a global-mode
- * capture refuses it and is invalidated, which the pool cannot imitate). */
+/* Captures in progress.  A synchronous allocation then goes to the real
+ * call, which allows or refuses it as the thread's capture mode says (a
+ * global-mode capture refuses it and is invalidated, which the pool cannot
+ * imitate); and only then does the pool ask cuStreamIsCapturing (devmem.c),
+ * so every entry point that begins a capture is hooked, runtime and driver,
+ * plain and ToGraph.  Only the outermost call counts (the runtime's begin
+ * reaches the driver's through the hooks).  A begin counts before the real
+ * call, so the count never lags a capture that has started; a failed begin
+ * takes it back.  An end counts when the capture is over, invalidated or
+ * unjoined included; an end that fails otherwise (wrong thread, not
+ * capturing) leaves the capture, and the count, as they were. */
+#define DM_CAPTURE_BEGIN(ret, base, api, args, ok)                                   \
+    TS_HOOK_PROLOGUE(ret, base, api, args);                                          \
+    TS_OUTER_BEGIN(api);                                                             \
+    if (outer_) ts_dev_capture_begin();                                              \
+    ret r = real_ args;                                                              \
+    if (outer_ && r != (ok)) ts_dev_capture_end();                                   \
+    TS_OUTER_END(api, r);                                                            \
+    return r
+
 cudaError_t ts_body_cudaStreamBeginCapture(int api, cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaStreamBeginCapture, api, (stream, mode));
-    TS_OUTER_BEGIN(api);
-    cudaError_t r = real_(stream, mode);
-    if (r == cudaSuccess) ts_dev_capture_begin();
-    TS_OUTER_END(api, r);
-    return r;
+    DM_CAPTURE_BEGIN(cudaError_t, cudaStreamBeginCapture, api, (stream, mode), cudaSuccess);
+}
+
+cudaError_t ts_body_cudaStreamBeginCaptureToGraph(int api, cudaStream_t stream, cudaGraph_t graph,
+                                                  const cudaGraphNode_t *dependencies,
+                                                  const cudaGraphEdgeData *dependencyData, size_t numDependencies,
+                                                  enum cudaStreamCaptureMode mode)
+{
+    DM_CAPTURE_BEGIN(cudaError_t, cudaStreamBeginCaptureToGraph, api,
+                     (stream, graph, dependencies, dependencyData, numDependencies, mode), cudaSuccess);
 }
 
 cudaError_t ts_body_cudaStreamEndCapture(int api, cudaStream_t stream, cudaGraph_t *pGraph)
@@ -253,7 +274,7 @@ cudaError_t ts_body_cudaStreamEndCapture(int api, cudaStream_t stream, cudaGraph
     TS_OUTER_BEGIN(api);
     cudaError_t r = real_(stream, pGraph);
     /* these end the capture (with or without a graph) */
-    if (r == cudaSuccess || r == cudaErrorStreamCaptureInvalidated || r == cudaErrorStreamCaptureUnjoined)
+    if (outer_ && (r == cudaSuccess || r == cudaErrorStreamCaptureInvalidated || r == cudaErrorStreamCaptureUnjoined))
         ts_dev_capture_end();
     TS_OUTER_END(api, r);
     return r;
@@ -293,12 +314,15 @@ CUresult ts_body_cuStreamDestroy_v2(int api, CUstream hStream)
 
 CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode)
 {
-    TS_HOOK_PROLOGUE(CUresult, cuStreamBeginCapture_v2, api, (hStream, mode));
-    TS_OUTER_BEGIN(api);
-    CUresult r = real_(hStream, mode);
-    if (outer_ && r == CUDA_SUCCESS) ts_dev_capture_begin();
-    TS_OUTER_END(api, r);
-    return r;
+    DM_CAPTURE_BEGIN(CUresult, cuStreamBeginCapture_v2, api, (hStream, mode), CUDA_SUCCESS);
+}
+
+CUresult ts_body_cuStreamBeginCaptureToGraph(int api, CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+                                             const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                             CUstreamCaptureMode mode)
+{
+    DM_CAPTURE_BEGIN(CUresult, cuStreamBeginCaptureToGraph, api,
+                     (hStream, hGraph, dependencies, dependencyData, numDependencies, mode), CUDA_SUCCESS);
 }
 
 CUresult ts_body_cuStreamEndCapture(int api, CUstream hStream, CUgraph *phGraph)

@@ -41,4 +41,12 @@ CUresult ts_body_cuStreamCreateWithPriority(int api, CUstream *phStream, unsigne
 CUresult ts_body_cuStreamDestroy_v2(int api, CUstream hStream);
 CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode);
 CUresult ts_body_cuStreamEndCapture(int api, CUstream hStream, CUgraph *phGraph);
+CUresult ts_body_cuStreamBeginCaptureToGraph(int api, CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+                                             const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                             CUstreamCaptureMode mode);
+cudaError_t ts_body_cudaStreamBeginCaptureToGraph(int api, cudaStream_t stream, cudaGraph_t graph,
+                                                  const cudaGraphNode_t *dependencies,
+                                                  const cudaGraphEdgeData *dependencyData, size_t numDependencies,
+                                                  enum cudaStreamCaptureMode mode);
+
 #endif

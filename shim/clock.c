@@ -67,11 +67,18 @@ static uint64_t rate_of(const struct pair *a, const struct pair *b)
         return 0;
     return (uint64_t)((((u128)(b->ns - a->ns)) << 32) / (b->tsc - a->tsc));
 }
+/* counts in ns at rate */
+static uint64_t counts_of(uint64_t ns, uint64_t rate) { return (uint64_t)(((u128)ns << 32) / rate); }
+/* rate * num / den */
+static uint64_t rate_times(uint64_t rate, uint64_t num, uint64_t den) { return (uint64_t)((u128)rate * num / den); }
 #define HAVE_MATH 1
 #else
+/* no 128-bit arithmetic: the counter is never used (counter_invariant) */
 #define HAVE_MATH 0
 static inline uint64_t scale(uint64_t d, uint64_t mult) { (void)mult; return d; }
 static uint64_t rate_of(const struct pair *a, const struct pair *b) { (void)a; (void)b; return 0; }
+static uint64_t counts_of(uint64_t ns, uint64_t rate) { (void)rate; return ns; }
+static uint64_t rate_times(uint64_t rate, uint64_t num, uint64_t den) { (void)num; (void)den; return rate; }
 #endif
 
 /* Is there a counter whose rate never changes (P-states, C-states) and that
@@ -203,7 +210,7 @@ uint64_t ts_clock_calibrate(void)
     uint64_t rate = rate_of(&w_hist[0], &p);
     if (!rate)
         return RETRY_NS;
-    uint64_t margin = (uint64_t)(((u128)MARGIN_NS << 32) / rate);
+    uint64_t margin = counts_of(MARGIN_NS, rate);
     uint64_t anchor = p.tsc + margin;
     if (anchor <= tl)
         return RETRY_NS;
@@ -216,7 +223,7 @@ uint64_t ts_clock_calibrate(void)
          * until the monotonic clock catches up, about one period later */
         uint64_t lag = line - target, span = w_period;
         ns = line;
-        mult = lag >= span / 2 ? rate / 2 : (uint64_t)((u128)rate * (span - lag) / span);
+        mult = lag >= span / 2 ? rate / 2 : rate_times(rate, span - lag, span);
     }
     /* preempted past the margin: the anchor is no longer in the future */
     if (ts_clock_counter_read() + margin / 4 >= anchor)

@@ -27,9 +27,12 @@
  * cuStreamIsCapturing: a cache hit makes no driver call that a capture could
  * object to. 
  *
- * Peers.  cudaDeviceEnablePeerAccess (hooks) calls ts_dev_peer_enabled: the
- * owner's pool grants the peer cuMemSetAccess on its mapped pages, and the
- * set_access wrapper grants every enabled peer on pages mapped later. */
+ * Peers.  A pool grants every device that can reach its device peer to
+ * peer (cuDeviceCanAccessPeer) access to each page it maps, in the same
+ * cuMemSetAccess call pattern as the owner's: cross-device copies of pooled
+ * memory work as they do for cudaMalloc memory.  cudaDeviceEnablePeerAccess
+ * (hooks) calls ts_dev_peer_enabled, which grants a device missing from that
+ * set on the mapped pages, and the set_access wrapper on later ones. */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -58,7 +61,9 @@ struct devpool {
 static struct devpool *pools[TS_DEV_MAX];   /* published with release stores */
 static bool pool_failed[TS_DEV_MAX];        /* creation failed: pass through */
 static bool any_pool;
-static int captures;                        /* runtime captures in progress */
+static int captures;                        /* captures in progress, begun through the hooks */
+static uint64_t capture_changes;            /* counted begins and ends so far */
+static bool capture_unseen;                 /* proof of a capture begun elsewhere: always ask */
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Streams created through the hooks, with their device, for pools created
@@ -86,14 +91,51 @@ static int real_device(void)
     return (int)d;
 }
 
+/* A capture the hooks did not count is going on (its begin went through an
+ * entry point the shim cannot see, e.g. a driver proc address the shim could
+ * not wrap): from now on the allocation paths ask the driver every time. */
+static void note_capture_unseen(const char *how)
+{
+    if (!__atomic_exchange_n(&capture_unseen, true, __ATOMIC_ACQ_REL))
+        ts_warn("a CUDA stream capture began where trainshim could not see it (%s); "
+                "stream-ordered allocations now ask the driver about captures every time", how);
+}
+
 /* True when work cannot be enqueued on `stream` without joining a capture. */
 static bool stream_capturing(uint64_t stream)
 {
     ts_fn_cuStreamIsCapturing is = (ts_fn_cuStreamIsCapturing)ts_real(TS_API_cuStreamIsCapturing);
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     if (!is) return false;
-    if (is((CUstream)(uintptr_t)stream, &st) != CUDA_SUCCESS) return true;   /* e.g. implicit capture */
-    return st != CU_STREAM_CAPTURE_STATUS_NONE;
+    uint64_t changes = __atomic_load_n(&capture_changes, __ATOMIC_SEQ_CST);
+    int counted = __atomic_load_n(&captures, __ATOMIC_SEQ_CST);
+    CUresult r = is((CUstream)(uintptr_t)stream, &st);
+    bool capturing = r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;   /* error: e.g. implicit capture */
+    /* The count rises before a hooked begin reaches the driver and falls
+     * after its end: a capture seen while none was counted, with no begin
+     * or end counted meanwhile, was begun elsewhere. */
+    bool seen = r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT || (r == CUDA_SUCCESS && capturing);
+    if (seen && counted == 0 && __atomic_load_n(&capture_changes, __ATOMIC_SEQ_CST) == changes && ts_active())
+        note_capture_unseen("found capturing with none counted");
+    return capturing;
+}
+
+/* stream_capturing on the allocation and free paths, which may skip the
+ * driver call while no capture is in progress anywhere in the process:
+ * every begin goes through the hooks (hooks/devmem_hooks.c), which count it
+ * before it starts.  Not while the hooks pass through (they count nothing
+ * then), nor once a capture was found that they did not count.  The fence
+ * paths (fence_record, stream_idle) keep asking: they are rare, they touch
+ * every stream the pool knows, and what they would do to a capturing stream
+ * (record an event, query it) would break a capture the count missed; a
+ * question skipped here matters only to an allocation or free on the
+ * capturing stream itself. */
+static bool stream_capturing_if_any(uint64_t stream)
+{
+    if (ts_likely(__atomic_load_n(&captures, __ATOMIC_ACQUIRE) == 0) &&
+        !__atomic_load_n(&capture_unseen, __ATOMIC_RELAXED) && ts_active())
+        return false;
+    return stream_capturing(stream);
 }
 
 /* Fence 0 is the pseudo stream's: complete from the start. */
@@ -112,20 +154,41 @@ static void fence_release(void *ctx, uint64_t f)
 {
     if (f) inner_release(ctx, f);
 }
+/* One cuMemSetAccess for every device in mask. */
 static int grant_peers(uint64_t mask, uint64_t va, uint64_t size)
 {
     ts_fn_cuMemSetAccess set = (ts_fn_cuMemSetAccess)ts_real(TS_API_cuMemSetAccess);
     if (!set) return TS_PROV_ERROR;
-    for (int peer = 0; mask; peer++, mask >>= 1) {
+    CUmemAccessDesc d[64];
+    size_t n = 0;
+    for (int peer = 0; mask && peer < 64; peer++, mask >>= 1) {
         if (!(mask & 1)) continue;
-        CUmemAccessDesc d;
-        memset(&d, 0, sizeof d);
-        d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        d.location.id = peer;
-        d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-        if (set((CUdeviceptr)va, (size_t)size, &d, 1) != CUDA_SUCCESS) return TS_PROV_ERROR;
+        memset(&d[n], 0, sizeof d[n]);
+        d[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        d[n].location.id = peer;
+        d[n].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        n++;
     }
-    return TS_PROV_OK;
+    return !n || set((CUdeviceptr)va, (size_t)size, d, n) == CUDA_SUCCESS ? TS_PROV_OK : TS_PROV_ERROR;
+}
+
+/* The devices that can reach dev's memory peer to peer.  They get access to
+ * every page the pool maps, without waiting for cudaDeviceEnablePeerAccess:
+ * a plain cudaMemcpy between two devices' cudaMalloc memory works without
+ * it, and the device that performs such a copy touches the other device's
+ * memory, which VMM pages allow only after cuMemSetAccess for that device. */
+static uint64_t peer_capable(int dev)
+{
+    ts_fn_cuDeviceGetCount count = (ts_fn_cuDeviceGetCount)ts_real(TS_API_cuDeviceGetCount);
+    ts_fn_cuDeviceCanAccessPeer can = (ts_fn_cuDeviceCanAccessPeer)ts_real(TS_API_cuDeviceCanAccessPeer);
+    int n = 0;
+    uint64_t mask = 0;
+    if (!count || !can || count(&n) != CUDA_SUCCESS) return 0;
+    for (int peer = 0; peer < n && peer < 64; peer++) {
+        int ok = 0;
+        if (peer != dev && can(&ok, peer, dev) == CUDA_SUCCESS && ok) mask |= 1ull << peer;
+    }
+    return mask;
 }
 
 /* Newly mapped pages: the owner's access, then every enabled peer's. */
@@ -231,6 +294,7 @@ static struct devpool *create_pool(int dev)
     inner_set_access = prov.set_access;
     prov.set_access = set_access;
     provider_ctx[dev] = prov.ctx;
+    __atomic_fetch_or(&peer_mask[dev], peer_capable(dev), __ATOMIC_ACQ_REL);
 
     const struct ts_fraction_or_size *lim = &ts_cfg()->memory_limit;
     uint64_t limit = lim->bytes ? lim->bytes : lim->fraction > 0 && lim->fraction < 1 ? (uint64_t)(lim->fraction * total) : 0;
@@ -354,7 +418,7 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
      * stream's cuStreamIsCapturing below) has nothing to be invalidated by:
      * the driver is asked only before the pool's own path. */
     if (!async && ts_pool_alloc_cached(d->pool, size, TS_DEV_NO_STREAM, ptr)) return TS_DEV_SERVED;
-    if (stream_capturing(async ? stream : 0)) return TS_DEV_PASS;
+    if (stream_capturing_if_any(async ? stream : 0)) return TS_DEV_PASS;
     int rc = ts_pool_alloc(d->pool, size, async ? stream : TS_DEV_NO_STREAM, 0, ptr);
     if (rc == TS_ALLOC_OK) return TS_DEV_SERVED;
     *ptr = 0;
@@ -392,7 +456,7 @@ int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
     *devp = -1;
     if (!ptr || !ts_dev_pooling()) return TS_DEV_NOT_OURS;
     unsigned flags = 0;
-    if (async && stream_capturing(stream)) {
+    if (async && stream_capturing_if_any(stream)) {
         /* Only graph allocations (the real call's) may be freed in capture:
          * a pooled block is refused as the driver refuses its own pool's. */
         return ts_dev_lookup(ptr, NULL, NULL) ? TS_DEV_INVALID : TS_DEV_NOT_OURS;
@@ -506,13 +570,17 @@ bool ts_dev_last_oom(int dev, ts_oom_report *out)
 
 void ts_dev_capture_begin(void)
 {
-    __atomic_fetch_add(&captures, 1, __ATOMIC_ACQ_REL);
+    __atomic_fetch_add(&capture_changes, 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&captures, 1, __ATOMIC_SEQ_CST);
 }
 
 void ts_dev_capture_end(void)
 {
-    /* never below 0: a capture begun before the shim was active */
+    /* never below 0: an end with nothing counted ends a capture begun where
+     * the hooks did not see it (before the shim was active, or elsewhere) */
+    __atomic_fetch_add(&capture_changes, 1, __ATOMIC_SEQ_CST);
     int c = __atomic_load_n(&captures, __ATOMIC_ACQUIRE);
+    if (c == 0) note_capture_unseen("ended with none counted");
     while (c > 0 && !__atomic_compare_exchange_n(&captures, &c, c - 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     }
 }

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 #include "core.h"
 
@@ -95,13 +96,6 @@ static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
 static __thread bool tls_opening;
 
 /* ------------------------------------------------------------ small helpers */
-static inline uint64_t clock_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static inline uint32_t my_tid(void)
 {
     if (ts_unlikely(!tls_tid))
@@ -130,10 +124,14 @@ static bool write_all(int fd, const void *p, size_t n)
     return true;
 }
 
-/* Set the check of every record in a committed range about to be written,
- * and count them.  The check is computed here, by whoever writes the range,
- * not on the logging thread's fast path: its bytes are committed and never
- * change again, and nothing reads them before they are written. */
+/* Convert the times of every record in a committed range about to be
+ * written from clock readings (shim/clock.h) to CLOCK_MONOTONIC ns, set
+ * their checks, and count them.  Done here, by whoever writes the range
+ * (writer thread, owner, exit or signal flush: arithmetic only), not on the
+ * logging thread's fast path: the bytes are committed and never change
+ * again, and nothing reads them before they are written.  An ALLOC_STACK
+ * record carries its ALLOC record's time in its body (shim/stacks.c copies
+ * the reading): converted the same way, the two stay equal. */
 static uint64_t seal_records(char *p, uint32_t n)
 {
     uint64_t k = 0;
@@ -141,6 +139,11 @@ static uint64_t seal_records(char *p, uint32_t n)
         struct ts_rec_hdr *h = (struct ts_rec_hdr *)(p + off);
         if (h->len < sizeof *h || h->len > n - off)
             break; /* cannot happen: only whole records are committed */
+        h->time_ns = ts_clock_to_ns(h->time_ns);
+        if (h->type == TS_REC_ALLOC_STACK && h->len >= sizeof(struct ts_rec_alloc_stack)) {
+            struct ts_rec_alloc_stack *s = (struct ts_rec_alloc_stack *)h;
+            s->alloc_time_ns = ts_clock_to_ns(s->alloc_time_ns);
+        }
         h->check = ts_rec_check(h, h->len);
         off += h->len;
         k++;
@@ -377,19 +380,34 @@ static void flush_all(bool wait_for_claim, bool recycle)
         ;
 }
 
+/* Flushes every FLUSH_PERIOD_MS or when woken, and keeps the log's clock
+ * calibrated (before flushing, so the records written are converted with
+ * the newest calibration). */
 static void *writer_main(void *arg)
 {
     (void)arg;
+    uint64_t cal_due = 0;
     while (!atomic_load(&g_writer_stop)) {
+        uint64_t now = ts_clock_mono_ns();
+        if (now >= cal_due) {
+            cal_due = now + ts_clock_calibrate();
+            now = ts_clock_mono_ns();
+        }
+        uint64_t wait = FLUSH_PERIOD_MS * 1000000ull;
+        if (cal_due > now && cal_due - now < wait)
+            wait = cal_due - now;
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += FLUSH_PERIOD_MS * 1000000L;
+        dl.tv_sec += (time_t)(wait / 1000000000ull);
+        dl.tv_nsec += (long)(wait % 1000000000ull);
         if (dl.tv_nsec >= 1000000000L) {
             dl.tv_sec++;
             dl.tv_nsec -= 1000000000L;
         }
         while (sem_timedwait(&g_wake, &dl) != 0 && errno == EINTR)
             ;
+        if (ts_clock_mono_ns() >= cal_due)
+            cal_due = ts_clock_mono_ns() + ts_clock_calibrate();
         flush_all(false, true);
     }
     return NULL;
@@ -524,7 +542,7 @@ static bool write_file_start(void)
     bool ok = h && write_all(g_fd, &pre, sizeof pre) && write_seal(&h->h);
     free(h);
     if (ok && g_api_rec) {
-        g_api_rec->time_ns = clock_ns(CLOCK_MONOTONIC);
+        g_api_rec->time_ns = ts_clock_now_ns();
         ok = write_seal(g_api_rec);
     }
     return ok;
@@ -542,6 +560,7 @@ static void do_open(void)
     cap = cap < BUF_MIN ? BUF_MIN : cap > BUF_MAX ? BUF_MAX : cap;
     g_buf_cap = (uint32_t)(cap & ~(uint64_t)(TS_REC_ALIGN - 1));
 
+    ts_clock_start(); /* before any record, the file's first included */
     char want[PATH_MAX];
     if (ts_log_expand_path(tmpl, want, sizeof want) != 0) {
         ts_warn("TRAINSHIM_LOG template '%s' expands to an empty or too long path; no event log", tmpl);
@@ -578,6 +597,8 @@ static void do_open(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (g_writer_running)
         pthread_setname_np(g_writer, "trainshim-log");
+    else
+        ts_clock_counter = false; /* nobody would calibrate it: CLOCK_MONOTONIC (no reading taken yet is in a buffer) */
     atomic_store_explicit(&g_state, ST_OPEN, memory_order_release);
 }
 
@@ -617,7 +638,7 @@ struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type)
     r->flags = 0;
     r->tid = b->tid;
     r->check = 0;
-    r->time_ns = clock_ns(CLOCK_MONOTONIC);
+    r->time_ns = ts_clock_read(); /* converted when written (seal_records) */
     return r;
 }
 
@@ -646,7 +667,7 @@ int ts_log_write_record(struct ts_rec_hdr *rec)
     }
     /* longer than a buffer: straight to the file */
     rec->tid = my_tid();
-    rec->time_ns = clock_ns(CLOCK_MONOTONIC);
+    rec->time_ns = ts_clock_now_ns();
     rec->check = 0;
     rec->check = ts_rec_check(rec, len);
     int rc = -1;
@@ -701,7 +722,7 @@ void ts_log_shutdown(void)
     e.h.len = sizeof e;
     e.h.type = TS_REC_END;
     e.h.tid = my_tid();
-    e.h.time_ns = clock_ns(CLOCK_MONOTONIC);
+    e.h.time_ns = ts_clock_now_ns();
     e.records_written = atomic_load(&g_written);
     e.records_dropped = atomic_load(&g_dropped);
     e.h.check = ts_rec_check(&e, sizeof e);

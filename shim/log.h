@@ -11,6 +11,9 @@
 
 /* Fast path: reserve len bytes (a multiple of 8, a fixed-size record) in the
  * calling thread's buffer and fill the record header's len/type/tid/time.
+ * The time is a reading of the log's clock (shim/clock.h), converted to
+ * CLOCK_MONOTONIC ns when the record is written out: copy it only into a
+ * field that conversion also covers (ALLOC_STACK's alloc_time_ns).
  * Returns NULL when nothing may be logged (logging off, failed, after
  * shutdown, in a fork child).  The caller fills the body, then calls
  * ts_log_commit(rec) which publishes it (its check is set when it is

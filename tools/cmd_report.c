@@ -899,6 +899,7 @@ int cmd_report(int argc, char **argv)
             fprintf(stderr, "trainshim: error: %s: out of memory\n", logs[i].file);
             rc = 1;
         }
+        gpu_log_advice(&logs[i], acct[i].gpu_advice, sizeof acct[i].gpu_advice);
     }
     if (rc)
         goto out;
@@ -950,24 +951,25 @@ int cmd_report(int argc, char **argv)
         text_run(stdout, &logs[0]);
         text_stats(stdout, &st[0], &logs[0]);
         sites_text(stdout, &logs[0]); /* TOP ALLOCATION SITES, MEMORY TIMELINE: with stacks only */
+        acct_log_text(stdout, &acct[0]);
+        gpu_report_text(stdout, logs, 1); /* GPU TIMELINE (tools/report_gpu.c) */
         struct acct_copy_facts cf = acct_copy_facts_of(&st[0]);
-        acct_log_text(stdout, &acct[0], &cf, duration_ns(&logs[0]));
+        acct_advice_text(stdout, &acct[0], &cf, duration_ns(&logs[0]));
     } else {
         text_rank_table(stdout, logs, st, n);
         printf("\n== TOTAL (%d logs; peak allocated is the sum of the ranks' peaks, the largest is %llu B) ==\n",
                n, (unsigned long long)max_peak);
         text_stats(stdout, total, NULL);
         for (int i = 0; i < n; i++) {
-            if (!acct[i].has_gemm && !acct[i].has_nccl)
-                continue;
             printf("\n== RANK %d ==", logs[i].rank >= 0 ? logs[i].rank : i);
+            sites_text(stdout, &logs[i]); /* with stacks only */
+            acct_log_text(stdout, &acct[i]);
             struct acct_copy_facts cf = acct_copy_facts_of(&st[i]);
-            acct_log_text(stdout, &acct[i], &cf, duration_ns(&logs[i]));
+            acct_advice_text(stdout, &acct[i], &cf, duration_ns(&logs[i]));
         }
         acct_logs_text(stdout, logs, acct, n);
+        gpu_report_text(stdout, logs, n); /* GPU TIMELINE, per rank */
     }
-    if (!json)
-        gpu_report_text(stdout, logs, n); /* GPU TIMELINE (tools/report_gpu.c) */
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "trainshim: error: cannot write the report\n");
         rc = 1;

@@ -142,14 +142,19 @@ struct acct_log {
     struct acct_compute c;
     struct acct_comm m;
     bool has_gemm, has_nccl;
+    /* an ADVICE line measured elsewhere (the GPU TIMELINE's idle gaps,
+     * tools/report_gpu.c), empty when none; the caller fills it */
+    char gpu_advice[256];
 };
 /* Analyzes once (peaks from TRAINSHIM_PEAK_TFLOPS in the report's
  * environment, else the run's, else the device table).  0 or -1 (memory). */
 int acct_log_analyze(const struct tslog *log, struct acct_log *a);
 void acct_log_free(struct acct_log *a);
-/* COMPUTE and COMMUNICATION when the log has such records, then ADVICE when
- * there is any. */
-void acct_log_text(FILE *f, const struct acct_log *a, const struct acct_copy_facts *cp, uint64_t run_ns);
+/* COMPUTE and COMMUNICATION when the log has such records. */
+void acct_log_text(FILE *f, const struct acct_log *a);
+/* ADVICE when there is any (copies, GEMMs, collectives, the GPU's idle
+ * gaps): the report's last section. */
+void acct_advice_text(FILE *f, const struct acct_log *a, const struct acct_copy_facts *cp, uint64_t run_ns);
 /* "compute", "nccl" (when present) and "advice" (when not empty) members. */
 void acct_log_json(const struct acct_json *j, const struct acct_log *a, const struct acct_copy_facts *cp,
                    uint64_t run_ns);

@@ -437,18 +437,28 @@ void acct_log_free(struct acct_log *a)
     acct_comm_free(&a->m);
 }
 
-void acct_log_text(FILE *f, const struct acct_log *a, const struct acct_copy_facts *cp, uint64_t run_ns)
+/* Every ADVICE line of one log: the accounting's own, then the GPU's. */
+static int log_advice(const struct acct_log *a, const struct acct_copy_facts *cp, uint64_t run_ns,
+                      char lines[][256])
 {
-    char lines[ACCT_MAX_ADVICE][256];
-    /* Until the golden reports of logs without GEMM/NCCL records are
-     * regenerated, ADVICE appears only with them (see the h10 report). */
-    if (!a->has_gemm && !a->has_nccl)
-        return;
+    int n = acct_advice(a->has_gemm ? &a->c : NULL, a->has_nccl ? &a->m : NULL, cp, run_ns, lines);
+    if (a->gpu_advice[0] && n < ACCT_MAX_ADVICE)
+        snprintf(lines[n++], 256, "%s", a->gpu_advice);
+    return n;
+}
+
+void acct_log_text(FILE *f, const struct acct_log *a)
+{
     if (a->has_gemm)
         acct_compute_text(f, &a->c);
     if (a->has_nccl)
         acct_comm_text(f, &a->m);
-    int n = acct_advice(a->has_gemm ? &a->c : NULL, a->has_nccl ? &a->m : NULL, cp, run_ns, lines);
+}
+
+void acct_advice_text(FILE *f, const struct acct_log *a, const struct acct_copy_facts *cp, uint64_t run_ns)
+{
+    char lines[ACCT_MAX_ADVICE][256];
+    int n = log_advice(a, cp, run_ns, lines);
     if (n)
         fprintf(f, "\n== ADVICE ==\n");
     for (int i = 0; i < n; i++)
@@ -459,13 +469,11 @@ void acct_log_json(const struct acct_json *j, const struct acct_log *a, const st
                    uint64_t run_ns)
 {
     char lines[ACCT_MAX_ADVICE][256];
-    if (!a->has_gemm && !a->has_nccl)
-        return;
     if (a->has_gemm)
         acct_compute_json(j, &a->c);
     if (a->has_nccl)
         acct_comm_json(j, &a->m);
-    int n = acct_advice(a->has_gemm ? &a->c : NULL, a->has_nccl ? &a->m : NULL, cp, run_ns, lines);
+    int n = log_advice(a, cp, run_ns, lines);
     if (!n)
         return;
     j->open(j->ctx, "advice", '[');

@@ -508,6 +508,21 @@ static bool idle_advice(const struct summary *s, char *buf, size_t n)
     return true;
 }
 
+bool gpu_log_advice(const struct tslog *log, char *buf, size_t n)
+{
+    struct gpu_data d;
+    struct summary s;
+    bool found = false;
+    if (gpu_load(log, &d) != 0)
+        return false;
+    if (d.n_acts && analyze(log, &d, &s) == 0) {
+        found = idle_advice(&s, buf, n);
+        summary_free(&s);
+    }
+    gpu_free(&d);
+    return found;
+}
+
 static void gemm_source_text(FILE *f, const struct summary *s)
 {
     fprintf(f, "GEMM GPU time   COMPUTE uses sampled events (");

@@ -54,5 +54,8 @@ const char *gpu_kernel_name(const struct gpu_data *d, uint32_t id, char *buf, si
  * or the "gpu" JSON member of one log.  Both say how to turn CUPTI on when
  * a log has no GPU records. */
 void gpu_report_text(FILE *f, const struct tslog *logs, int n);
+/* The idle-gap advice line of a log (for the report's ADVICE section);
+ * false when its gaps do not call for one or it has no GPU records. */
+bool gpu_log_advice(const struct tslog *log, char *buf, size_t n);
 void gpu_report_json(const struct acct_json *j, const struct tslog *log);
 #endif

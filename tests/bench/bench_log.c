@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "core.h"
 #include "log.h"
 
@@ -67,6 +68,33 @@ static void *base_loop(void *arg)
     return NULL;
 }
 
+/* ns per timestamp: the log's clock reading (shim/clock.h) beside
+ * clock_gettime(CLOCK_MONOTONIC), which each record used to cost; and the
+ * conversion each record costs when it is written out. */
+static void time_clocks(double *mono, double *reading, double *convert)
+{
+    const long n = 2000000;
+    uint64_t acc = 0;
+    *mono = *reading = *convert = 1e30;
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now_s();
+        for (long i = 0; i < n; i++)
+            acc += ts_clock_mono_ns();
+        double t1 = now_s();
+        for (long i = 0; i < n; i++)
+            acc += ts_clock_read();
+        double t2 = now_s();
+        for (long i = 0; i < n; i++)
+            acc += ts_clock_to_ns(acc + (uint64_t)i);
+        double t3 = now_s();
+        double m = (t1 - t0) * 1e9 / n, c = (t2 - t1) * 1e9 / n, v = (t3 - t2) * 1e9 / n;
+        *mono = m < *mono ? m : *mono;
+        *reading = c < *reading ? c : *reading;
+        *convert = v < *convert ? v : *convert;
+    }
+    sink += acc;
+}
+
 /* ns per event per thread, wall and CPU, best of REPS */
 static void run(int threads, void *(*fn)(void *), double *wall, double *cpu)
 {
@@ -119,6 +147,12 @@ int main(int argc, char **argv)
     printf("  cost of logging  %9.1f ns %9.1f ns per event (target < 100)\n", log_wall - base_wall,
            log_cpu - base_cpu);
     printf("  final flush      %9.1f ms\n", drain * 1e3);
+    double mono, reading, convert;
+    time_clocks(&mono, &reading, &convert);
+    printf("timestamp per record (log clock: %s)\n", ts_clock_counter ? "CPU counter" : "CLOCK_MONOTONIC");
+    printf("  clock_gettime(CLOCK_MONOTONIC) %6.1f ns (baseline)\n", mono);
+    printf("  log clock reading              %6.1f ns (logging thread)\n", reading);
+    printf("  conversion to CLOCK_MONOTONIC  %6.1f ns (writer, when written)\n", convert);
     unlink(path);
     rmdir(dir);
     return 0;

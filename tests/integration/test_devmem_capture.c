@@ -11,9 +11,15 @@
  *     stream: the capture is not invalidated;
  *   - a synchronous cudaMalloc inside a global-mode capture gets the real
  *     answer, and so does a cuMemAlloc inside a capture begun through the
- *     driver API (cuStreamBeginCapture). */
+ *     driver API (cuStreamBeginCapture);
+ *   - cuMemAllocAsync/cuMemFreeAsync inside a driver-API capture
+ *     (cuStreamBeginCapture_v2) are graph allocations, valid at every
+ *     replay;
+ *   - the ToGraph begins answer as without the shim.
+ * test_devmem_capture_count checks that the shim counts these captures. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +96,41 @@ int main(void)
     if (g3) cuGraphDestroy(g3);
     cudaGetLastError();
     if (dr == CUDA_SUCCESS) CHECK(cuMemFree(dq) == CUDA_SUCCESS, "free dq");
+
+    /* graph allocations through the driver API */
+    printf("cu begin v2 %d\n", (int)cuStreamBeginCapture_v2((CUstream)s3, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CUdeviceptr ga = 0;
+    printf("cu graph alloc %d\n", (int)cuMemAllocAsync(&ga, N, (CUstream)s3));
+    printf("cu graph memset %d\n", (int)cuMemsetD8Async(ga, 9, N, (CUstream)s3));
+    printf("cu graph copy %d\n", (int)cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)p, ga, N, (CUstream)s3));
+    printf("cu graph free %d\n", (int)cuMemFreeAsync(ga, (CUstream)s3));
+    CUgraph g4 = NULL;
+    printf("cu end v2 %d\n", (int)cuStreamEndCapture((CUstream)s3, &g4));
+    CUgraphExec x4 = NULL;
+    printf("cu instantiate %d\n", (int)cuGraphInstantiate(&x4, g4, 0));
+    for (int i = 0; i < 2; i++) {
+        CHECK(cudaMemsetAsync(p, 1, N, s3) == cudaSuccess, "reset p");
+        printf("cu launch %d %d\n", i, (int)cuGraphLaunch(x4, (CUstream)s3));
+        CHECK(cudaStreamSynchronize(s3) == cudaSuccess, "sync cu replay");
+        unsigned char h[16];
+        CHECK(cudaMemcpy(h, p + N / 2, 16, cudaMemcpyDeviceToHost) == cudaSuccess, "read p");
+        printf("cu replay %d p = %d\n", i, h[0]);
+    }
+    if (x4) cuGraphExecDestroy(x4);
+    if (g4) cuGraphDestroy(g4);
+
+    /* ToGraph begins */
+    cudaGraph_t into = NULL;
+    CHECK(cudaGraphCreate(&into, 0) == cudaSuccess, "graph create");
+    cudaError_t tr = cudaStreamBeginCaptureToGraph(s3, into, NULL, NULL, 0, cudaStreamCaptureModeRelaxed);
+    printf("rt begin to graph %d\n", (int)tr);
+    if (tr == cudaSuccess) printf("rt end to graph %d\n", (int)cudaStreamEndCapture(s3, &into));
+    cudaGetLastError();
+    CUresult cr = cuStreamBeginCaptureToGraph((CUstream)s3, (CUgraph)into, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_RELAXED);
+    printf("cu begin to graph %d\n", (int)cr);
+    CUgraph into2 = NULL;
+    if (cr == CUDA_SUCCESS) printf("cu end to graph %d\n", (int)cuStreamEndCapture((CUstream)s3, &into2));
+    cudaGraphDestroy(into);
 
     CHECK(cudaFreeAsync(p, s) == cudaSuccess, "free p");
     CHECK(cudaStreamSynchronize(s) == cudaSuccess, "final sync");

@@ -77,6 +77,24 @@ int main(int argc, char **argv)
     /* a pageable copy may return before its data lands (cuda docs) */
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync device 0");
 
+    /* a plain cross-device cudaMemcpy, without peer access, issued from
+     * either device: CUDA copies cudaMalloc memory between devices; pooled
+     * VMM pages must then be accessible to the other device too */
+    float *c = NULL;
+    CHECK(cudaSetDevice(1) == cudaSuccess, "device 1 for c");
+    CHECK(cudaMalloc((void **)&c, bytes) == cudaSuccess, "c on device 1");
+    for (int from = 0; from < 2; from++) {
+        CHECK(cudaSetDevice(from) == cudaSuccess, "device %d issues", from);
+        CHECK(cudaMemset(c, 0, bytes) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess, "clear c");
+        cudaError_t ec = cudaMemcpy(c, a, bytes, from ? cudaMemcpyDeviceToDevice : cudaMemcpyDefault);
+        cudaError_t es = cudaDeviceSynchronize();
+        memset(back, 0, bytes);
+        cudaError_t eb = cudaMemcpy(back, c, bytes, cudaMemcpyDeviceToHost);
+        printf("cross-device memcpy from device %d: %d %d %d same %d\n", from, (int)ec, (int)es, (int)eb,
+               !memcmp(back, ones, bytes));
+    }
+    CHECK(cudaSetDevice(1) == cudaSuccess && cudaFree(c) == cudaSuccess, "free c");
+
     CHECK(cudaSetDevice(1) == cudaSuccess, "device 1");
     cudaError_t er = cudaDeviceEnablePeerAccess(0, 0);
     printf("enable-peer %d\n", (int)er);

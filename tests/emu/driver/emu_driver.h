@@ -63,6 +63,15 @@ CUresult emu_entry(struct emu_entry_slot **slot, const char *name);
  * instead of EMU_ENTRY (both count the call and apply fault injection first). */
 bool emu_driver_initialized(void);   /* cuInit was called (core.c) */
 CUresult emu_require_ctx(void);      /* the context check (exec_context.c) */
+/* Entry points on a stream whose cuda.h return list names
+ * CUDA_ERROR_INVALID_CONTEXT (synchronize, query, wait, host functions,
+ * event records, launches, stream queries): an explicit stream carries its
+ * own context, so a thread with no current context may use it; the handles
+ * that name a stream of the current context (0, CU_STREAM_LEGACY,
+ * CU_STREAM_PER_THREAD) need one.  EMU_ENTRY_STREAM(name, stream). */
+CUresult emu_require_stream_ctx(CUstream s);   /* exec_context.c */
+#define EMU_ENTRY_STREAM(name, s) do { EMU_ENTRY(name); CUresult emu_sctx_rc_ = emu_require_stream_ctx(s); \
+        if (__builtin_expect(emu_sctx_rc_ != CUDA_SUCCESS, 0)) return emu_sctx_rc_; } while (0)
 #define EMU_ENTRY_INIT(name) do { EMU_ENTRY(name); \
         if (__builtin_expect(!emu_driver_initialized(), 0)) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
 #define EMU_ENTRY_CTX(name) do { EMU_ENTRY(name); CUresult emu_ctx_rc_ = emu_require_ctx(); \
@@ -165,6 +174,28 @@ void emu_managed_touch(uintptr_t p, size_t len, int to_device);
  * into managed memory, the pages from p to the end of that allocation move
  * to the device (the emulator cannot see which ones a CPU kernel reads). */
 void emu_managed_kernel_arg(uintptr_t p);
+
+/* Access of one device, for ops the executor runs on behalf of device dev
+ * (the stream's device; for cuMemcpyPeer the source's and destination's
+ * devices), checked when the op runs.  The host cannot give a page one
+ * protection per device, so these checks tell what that device was granted;
+ * a refused access is the same fault as an unmapped one (emu_fault_access in
+ * exec_fault.c).
+ * emu_mem_access_ok: copies and memsets.  [p, p+len) where it is cuMemMap'ed
+ * memory needs cuMemSetAccess for dev, and pool memory of another device
+ * cuMemPoolSetAccess for dev: read, or read-write if write (peer access
+ * covers neither).  cuMemAlloc memory, host, managed and unallocated
+ * addresses pass (copies between devices need no peer access).
+ * emu_kernel_arg_access_ok: a kernel's pointer-sized argument p (the
+ * emulator cannot see what a CPU kernel touches: it is taken to touch the
+ * memory p points at, as for managed memory): VMM and pool memory need at
+ * least read access for dev as above; cuMemAlloc memory of another device
+ * needs peer access (cuCtxEnablePeerAccess) from dev. */
+bool emu_mem_access_ok(int dev, uintptr_t p, size_t len, bool write);
+bool emu_kernel_arg_access_ok(int dev, uintptr_t p);
+/* Peer access enabled from dev to peer's cuMemAlloc memory (exec_context.c;
+ * true for dev == peer). */
+bool emu_peer_enabled(int dev, int peer);
 
 /* Primary context reset (cuDevicePrimaryCtxReset_v2, after the device's work
  * has drained): releases every allocation of device dev, as destroying the

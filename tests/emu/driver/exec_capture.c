@@ -272,13 +272,13 @@ static CUresult begin_capture(CUstream h, int mode, bool pt)
 }
 
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
-{ EMU_ENTRY(cuStreamBeginCapture_v2); return begin_capture(hStream, (int)mode, false); }
+{ EMU_ENTRY_INIT(cuStreamBeginCapture_v2); return begin_capture(hStream, (int)mode, false); }
 CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
-{ EMU_ENTRY(cuStreamBeginCapture_v2_ptsz); return begin_capture(hStream, (int)mode, true); }
+{ EMU_ENTRY_INIT(cuStreamBeginCapture_v2_ptsz); return begin_capture(hStream, (int)mode, true); }
 CUresult cuStreamBeginCapture(CUstream hStream)
-{ EMU_ENTRY(cuStreamBeginCapture); return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, false); }
+{ EMU_ENTRY_INIT(cuStreamBeginCapture); return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, false); }
 CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
-{ EMU_ENTRY(cuStreamBeginCapture_ptsz); return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, true); }
+{ EMU_ENTRY_INIT(cuStreamBeginCapture_ptsz); return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, true); }
 
 static CUresult end_capture(CUstream h, CUgraph *phGraph, bool pt)
 {
@@ -320,9 +320,9 @@ static CUresult end_capture(CUstream h, CUgraph *phGraph, bool pt)
 }
 
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
-{ EMU_ENTRY(cuStreamEndCapture); return end_capture(hStream, phGraph, false); }
+{ EMU_ENTRY_INIT(cuStreamEndCapture); return end_capture(hStream, phGraph, false); }
 CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
-{ EMU_ENTRY(cuStreamEndCapture_ptsz); return end_capture(hStream, phGraph, true); }
+{ EMU_ENTRY_INIT(cuStreamEndCapture_ptsz); return end_capture(hStream, phGraph, true); }
 
 /* -------------------------------------------------------------- queries */
 static CUresult capture_info(CUstream h, bool pt, CUstreamCaptureStatus *status, cuuint64_t *id,
@@ -348,50 +348,50 @@ static CUresult capture_info(CUstream h, bool pt, CUstreamCaptureStatus *status,
 }
 
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{ EMU_ENTRY(cuStreamIsCapturing); return capture_info(hStream, false, captureStatus, NULL, NULL, NULL, NULL, NULL); }
+{ EMU_ENTRY_INIT(cuStreamIsCapturing); return capture_info(hStream, false, captureStatus, NULL, NULL, NULL, NULL, NULL); }
 CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{ EMU_ENTRY(cuStreamIsCapturing_ptsz); return capture_info(hStream, true, captureStatus, NULL, NULL, NULL, NULL, NULL); }
+{ EMU_ENTRY_INIT(cuStreamIsCapturing_ptsz); return capture_info(hStream, true, captureStatus, NULL, NULL, NULL, NULL, NULL); }
 
 CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
                                    CUgraph *graph_out, const CUgraphNode **dependencies_out,
                                    const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
 {
-    EMU_ENTRY(cuStreamGetCaptureInfo_v3);
+    EMU_ENTRY_INIT(cuStreamGetCaptureInfo_v3);
     return capture_info(hStream, false, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
 }
 CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
                                         CUgraph *graph_out, const CUgraphNode **dependencies_out,
                                         const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
 {
-    EMU_ENTRY(cuStreamGetCaptureInfo_v3_ptsz);
+    EMU_ENTRY_INIT(cuStreamGetCaptureInfo_v3_ptsz);
     return capture_info(hStream, true, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
 }
 CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
                                    CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out)
 {
-    EMU_ENTRY(cuStreamGetCaptureInfo_v2);
+    EMU_ENTRY_INIT(cuStreamGetCaptureInfo_v2);
     return capture_info(hStream, false, captureStatus_out, id_out, graph_out, dependencies_out, NULL, numDependencies_out);
 }
 CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
                                         CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out)
 {
-    EMU_ENTRY(cuStreamGetCaptureInfo_v2_ptsz);
+    EMU_ENTRY_INIT(cuStreamGetCaptureInfo_v2_ptsz);
     return capture_info(hStream, true, captureStatus_out, id_out, graph_out, dependencies_out, NULL, numDependencies_out);
 }
 CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out)
 {
-    EMU_ENTRY(cuStreamGetCaptureInfo);
+    EMU_ENTRY_INIT(cuStreamGetCaptureInfo);
     return capture_info(hStream, false, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
 }
 CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out)
 {
-    EMU_ENTRY(cuStreamGetCaptureInfo_ptsz);
+    EMU_ENTRY_INIT(cuStreamGetCaptureInfo_ptsz);
     return capture_info(hStream, true, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
 }
 
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
-    EMU_ENTRY(cuThreadExchangeStreamCaptureMode);
+    EMU_ENTRY_INIT(cuThreadExchangeStreamCaptureMode);
     if (!mode || (int)*mode < CU_STREAM_CAPTURE_MODE_GLOBAL || (int)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
         return CUDA_ERROR_INVALID_VALUE;
     int old = thread_mode;
@@ -414,7 +414,7 @@ static struct emu_graph_exec *exec_of(CUgraphExec h)
 
 CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 {
-    EMU_ENTRY(cuGraphCreate);
+    EMU_ENTRY_INIT(cuGraphCreate);
     if (!phGraph || flags) return CUDA_ERROR_INVALID_VALUE;
     struct emu_graph *g = graph_alloc();
     struct op_list *l = list_new();
@@ -427,7 +427,7 @@ CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 
 CUresult cuGraphDestroy(CUgraph hGraph)
 {
-    EMU_ENTRY(cuGraphDestroy);
+    EMU_ENTRY_INIT(cuGraphDestroy);
     struct emu_graph *g = graph_of(hGraph);
     if (!g) return CUDA_ERROR_INVALID_VALUE;
     list_unref(g->ops);
@@ -454,11 +454,11 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long
 }
 
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
-{ EMU_ENTRY(cuGraphInstantiateWithFlags); return instantiate(phGraphExec, hGraph, flags); }
+{ EMU_ENTRY_INIT(cuGraphInstantiateWithFlags); return instantiate(phGraphExec, hGraph, flags); }
 CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
                             char *logBuffer, size_t bufferSize)
 {
-    EMU_ENTRY(cuGraphInstantiate);
+    EMU_ENTRY_INIT(cuGraphInstantiate);
     (void)phErrorNode;
     if (logBuffer && bufferSize) logBuffer[0] = 0;
     return instantiate(phGraphExec, hGraph, 0);
@@ -466,7 +466,7 @@ CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNod
 CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
                                char *logBuffer, size_t bufferSize)
 {
-    EMU_ENTRY(cuGraphInstantiate_v2);
+    EMU_ENTRY_INIT(cuGraphInstantiate_v2);
     (void)phErrorNode;
     if (logBuffer && bufferSize) logBuffer[0] = 0;
     return instantiate(phGraphExec, hGraph, 0);
@@ -474,7 +474,7 @@ CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraph
 
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
-    EMU_ENTRY(cuGraphExecDestroy);
+    EMU_ENTRY_INIT(cuGraphExecDestroy);
     struct emu_graph_exec *x = exec_of(hGraphExec);
     if (!x) return CUDA_ERROR_INVALID_VALUE;
     list_unref(x->ops);   /* launches still queued hold their own reference */
@@ -495,9 +495,9 @@ static CUresult graph_launch(CUgraphExec hGraphExec, CUstream h, bool pt)
 }
 
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
-{ EMU_ENTRY(cuGraphLaunch); return graph_launch(hGraphExec, hStream, false); }
+{ EMU_ENTRY_INIT(cuGraphLaunch); return graph_launch(hGraphExec, hStream, false); }
 CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{ EMU_ENTRY(cuGraphLaunch_ptsz); return graph_launch(hGraphExec, hStream, true); }
+{ EMU_ENTRY_INIT(cuGraphLaunch_ptsz); return graph_launch(hGraphExec, hStream, true); }
 
 /* Uploading is a no-op here (nothing to copy to a device), but the handles
  * are checked as the real call does. */
@@ -508,6 +508,6 @@ static CUresult graph_upload(CUgraphExec hGraphExec, CUstream h, bool pt)
     return CUDA_SUCCESS;
 }
 CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
-{ EMU_ENTRY(cuGraphUpload); return graph_upload(hGraphExec, hStream, false); }
+{ EMU_ENTRY_INIT(cuGraphUpload); return graph_upload(hGraphExec, hStream, false); }
 CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{ EMU_ENTRY(cuGraphUpload_ptsz); return graph_upload(hGraphExec, hStream, true); }
+{ EMU_ENTRY_INIT(cuGraphUpload_ptsz); return graph_upload(hGraphExec, hStream, true); }

@@ -48,6 +48,13 @@ CUresult emu_require_ctx(void)
     return current_ctx() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
+CUresult emu_require_stream_ctx(CUstream s)
+{
+    if (!emu_driver_initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) return CUDA_SUCCESS;
+    return current_ctx() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
 static struct emu_ctx *ctx_of(CUcontext c)
 {
     for (int i = 0; i < EMU_MAX_DEVICES; i++)

@@ -59,6 +59,7 @@ struct copy_op {
     int src_kind, dst_kind;            /* enum emu_mem_kind, for activity records */
     uint32_t stream_id, correlation_id;
     int dev;
+    int src_access_dev, dst_access_dev;   /* the devices that read src and write dst */
 };
 
 /* CUpti_ActivityMemcpyKind of each copy kind (HTOD 1, DTOH 2, DTOD 8, HTOH 9, PTOP 10). */
@@ -87,13 +88,18 @@ static void run_copy(void *p)
     struct copy_op *c = p;
     const struct copy_geom *g = &c->g;
     size_t bytes = g->width * g->height * g->depth;
+    size_t sext = extent(g->width, g->height, g->depth, g->spitch, g->sslice);
+    size_t dext = extent(g->width, g->height, g->depth, g->dpitch, g->dslice);
+    /* Access rights are those of when the copy runs, as on a GPU (a grant
+     * made after the enqueue but before the copy executes counts). */
+    if (!emu_mem_access_ok(c->src_access_dev, (uintptr_t)c->src, sext, false) ||
+        !emu_mem_access_ok(c->dst_access_dev, (uintptr_t)c->dst, dext, true))
+        emu_fault_access();
     uint64_t start = emu_activity_hook() ? emu_now_ns() : 0;
     double gbps = kind_gbps(c->kind);
     if (gbps > 0) sleep_ns((uint64_t)((double)bytes / gbps));   /* bytes / (GB/s) = ns */
-    if (c->src_managed)
-        emu_managed_touch((uintptr_t)c->src, extent(g->width, g->height, g->depth, g->spitch, g->sslice), !to_host(c->kind));
-    if (c->dst_managed)
-        emu_managed_touch((uintptr_t)c->dst, extent(g->width, g->height, g->depth, g->dpitch, g->dslice), !to_host(c->kind));
+    if (c->src_managed) emu_managed_touch((uintptr_t)c->src, sext, !to_host(c->kind));
+    if (c->dst_managed) emu_managed_touch((uintptr_t)c->dst, dext, !to_host(c->kind));
     if (g->height == 1 && g->depth == 1) {
         memmove(c->dst, c->src, bytes);
     } else {
@@ -133,15 +139,23 @@ static CUresult check_side(const void *p, size_t ext, enum emu_mem_kind *kind)
     return CUDA_SUCCESS;
 }
 
+/* The devices of a cuMemcpyPeer* call: the source is read by the source
+ * context's device, the destination written by the destination context's
+ * (the copy is staged between them when they differ).  Other copies are
+ * performed by their stream's device, which needs access to both sides
+ * (cuMemSetAccess for VMM memory: a cuMemcpyAsync between two devices'
+ * cuMemMap'ed memory needs both granted to the stream's device). */
+struct peer_devs { int src, dst; };
+
 /* Cross-stream ordering of one copy: it waits for `after` (if set), and
  * seq receives its sequence number on its stream (0: nothing was queued). */
 struct copy_order { struct emu_dep after; bool has_after; uint64_t seq; };
 
 /* The one copy path.  sync: a non-Async entry point (host-synchronous where
- * the documentation says so); peer: a cuMemcpyPeer* call; ord: NULL, or
- * cross-stream ordering (synchronous peer copies). */
+ * the documentation says so); peer: the devices of a cuMemcpyPeer* call, or
+ * NULL; ord: NULL, or cross-stream ordering (synchronous peer copies). */
 static CUresult copy_3d_ordered(void *dst, const void *src, struct copy_geom g, struct emu_stream *st,
-                                bool sync, bool peer, struct copy_order *ord)
+                                bool sync, const struct peer_devs *peer, struct copy_order *ord)
 {
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
     if (g.width == 0 || g.height == 0 || g.depth == 0) return CUDA_SUCCESS;
@@ -157,7 +171,7 @@ static CUresult copy_3d_ordered(void *dst, const void *src, struct copy_geom g, 
     int kind;
     if (is_dev(sk) && is_dev(dk)) {
         int a = emu_addr_device((uintptr_t)src), b = emu_addr_device((uintptr_t)dst);
-        kind = peer || (a >= 0 && b >= 0 && a != b) ? PEER : D2D;
+        kind = (peer && peer->src != peer->dst) || (a >= 0 && b >= 0 && a != b) ? PEER : D2D;
     } else if (is_dev(dk)) {
         kind = sk == EMU_MEM_PINNED ? H2D_PINNED : H2D_PAGEABLE;
     } else if (is_dev(sk)) {
@@ -173,7 +187,9 @@ static CUresult copy_3d_ordered(void *dst, const void *src, struct copy_geom g, 
                           .src_kind = sk == EMU_MEM_INVALID ? EMU_MEM_PAGEABLE : (int)sk,
                           .dst_kind = dk == EMU_MEM_INVALID ? EMU_MEM_PAGEABLE : (int)dk,
                           .stream_id = (uint32_t)st->id, .dev = st->dev,
-                          .correlation_id = emu_activity_next_correlation()};
+                          .correlation_id = emu_activity_next_correlation(),
+                          .src_access_dev = peer ? peer->src : st->dev,
+                          .dst_access_dev = peer ? peer->dst : st->dev};
     if (kind == H2D_PAGEABLE && !capturing) {
         /* The caller may reuse its buffer as soon as we return. */
         size_t row = g.width, slice = g.width * g.height;
@@ -204,13 +220,13 @@ static CUresult copy_3d_ordered(void *dst, const void *src, struct copy_geom g, 
 }
 
 static CUresult copy_3d(void *dst, const void *src, struct copy_geom g, struct emu_stream *st,
-                        bool sync, bool peer)
+                        bool sync, const struct peer_devs *peer)
 {
     return copy_3d_ordered(dst, src, g, st, sync, peer, NULL);
 }
 
 static CUresult copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                        size_t height, struct emu_stream *st, bool sync, bool peer)
+                        size_t height, struct emu_stream *st, bool sync, const struct peer_devs *peer)
 {
     struct copy_geom g = {width, height, 1, dpitch, spitch, 0, 0};
     return copy_3d(dst, src, g, st, sync, peer);
@@ -225,7 +241,7 @@ static CUresult copy_1d(void *dst, const void *src, size_t n, struct emu_stream 
 {
     if (dst_dev) CHECK(emu_check_device_range((uintptr_t)dst, n ? n : 1));
     if (src_dev) CHECK(emu_check_device_range((uintptr_t)src, n ? n : 1));
-    return copy_2d(dst, n, src, n, n, 1, st, sync, false);
+    return copy_2d(dst, n, src, n, n, 1, st, sync, NULL);
 }
 
 #define SYNC_PAIR(name, dsttype, srctype, dd, sd)                                          \
@@ -282,7 +298,8 @@ static CUresult copy_peer_serialized(CUdeviceptr dst, int ddev, CUdeviceptr src,
         ord.has_after = true;
     }
     struct copy_geom g = {n, 1, 1, n, n, 0, 0};
-    CHECK(copy_3d_ordered(PTR(dst), PTR(src), g, st, true, sdev != ddev, &ord));
+    struct peer_devs pd = {sdev, ddev};
+    CHECK(copy_3d_ordered(PTR(dst), PTR(src), g, st, true, &pd, &ord));
     if (!ord.seq) return CUDA_SUCCESS;
     struct emu_dep copy_done = {st, ord.seq};
     for (int i = 0; i < nothers; i++) CHECK(legacy_mark(others[i], &copy_done, NULL));
@@ -297,7 +314,8 @@ static CUresult copy_peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUco
     CHECK(emu_check_device_range(dst, n ? n : 1));
     CHECK(emu_check_device_range(src, n ? n : 1));
     if (sync) return copy_peer_serialized(dst, ddev, src, sdev, n, st);
-    return copy_2d(PTR(dst), n, PTR(src), n, n, 1, st, sync, ddev != sdev);
+    struct peer_devs pd = {sdev, ddev};
+    return copy_2d(PTR(dst), n, PTR(src), n, n, 1, st, sync, &pd);
 }
 CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)
 { EMU_ENTRY_CTX(cuMemcpyPeer); return copy_peer(d, dc, s, sc, n, SYNC_STREAM(false), true); }
@@ -342,7 +360,7 @@ static CUresult copy_2d_desc(const CUDA_MEMCPY2D *c, struct emu_stream *st, bool
                    extent(c->WidthInBytes, c->Height, 1, spitch, 0), &s));
     CHECK(side_ptr(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0, dpitch, 0,
                    extent(c->WidthInBytes, c->Height, 1, dpitch, 0), &d));
-    return copy_2d((void *)(uintptr_t)d, dpitch, s, spitch, c->WidthInBytes, c->Height, st, sync, false);
+    return copy_2d((void *)(uintptr_t)d, dpitch, s, spitch, c->WidthInBytes, c->Height, st, sync, NULL);
 }
 
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
@@ -383,7 +401,7 @@ static CUresult copy_3d_desc(const CUDA_MEMCPY3D *c, struct emu_stream *st, bool
     struct copy_geom g;
     const char *s, *d;
     COPY_3D_FROM(c);
-    return copy_3d((void *)(uintptr_t)d, s, g, st, sync, false);
+    return copy_3d((void *)(uintptr_t)d, s, g, st, sync, NULL);
 }
 
 static CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER *c, struct emu_stream *st, bool sync)
@@ -396,7 +414,8 @@ static CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER *c, struct emu_stream *st,
     struct copy_geom g;
     const char *s, *d;
     COPY_3D_FROM(c);
-    return copy_3d((void *)(uintptr_t)d, s, g, st, sync, sdev != ddev);
+    struct peer_devs pd = {sdev, ddev};
+    return copy_3d((void *)(uintptr_t)d, s, g, st, sync, &pd);
 }
 
 CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
@@ -417,11 +436,14 @@ CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream h)
 { EMU_ENTRY_CTX(cuMemcpy3DPeerAsync_ptsz); return copy_3d_peer(p, emu_stream_resolve(h, true), false); }
 
 /* ---------------------------------------------------------------- memsets */
-struct memset_op { char *dst; size_t pitch, width, height; int elsize; uint32_t value; bool managed; };
+struct memset_op { char *dst; size_t pitch, width, height; int elsize; uint32_t value; bool managed; int dev; };
 
 static void run_memset(void *p)
 {
     struct memset_op *m = p;
+    /* The stream's device writes: VMM memory needs its read-write grant. */
+    if (!emu_mem_access_ok(m->dev, (uintptr_t)m->dst, m->pitch * (m->height - 1) + m->width * (size_t)m->elsize, true))
+        emu_fault_access();
     if (m->managed) emu_managed_touch((uintptr_t)m->dst, m->pitch * (m->height - 1) + m->width * (size_t)m->elsize, 1);
     for (size_t r = 0; r < m->height; r++) {
         char *row = m->dst + r * m->pitch;
@@ -455,7 +477,7 @@ static CUresult memset_2d(CUdeviceptr dst, size_t pitch, uint32_t value, size_t 
     if (kind != EMU_MEM_PINNED) CHECK(emu_check_device_range(dst, ext));
     struct memset_op *m = malloc(sizeof *m);
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
-    *m = (struct memset_op){PTR(dst), pitch, width, height, elsize, value, kind == EMU_MEM_MANAGED};
+    *m = (struct memset_op){PTR(dst), pitch, width, height, elsize, value, kind == EMU_MEM_MANAGED, st->dev};
     bool wait = sync && kind == EMU_MEM_PINNED &&
                 __atomic_load_n(&st->capture, __ATOMIC_ACQUIRE) == NULL;
     uint64_t seq;

@@ -123,13 +123,13 @@ static CUresult event_record(CUevent hEvent, CUstream h, unsigned flags, bool pt
 }
 
 CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
-{ EMU_ENTRY(cuEventRecord); return event_record(hEvent, hStream, 0, false); }
+{ EMU_ENTRY_STREAM(cuEventRecord, hStream); return event_record(hEvent, hStream, 0, false); }
 CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{ EMU_ENTRY(cuEventRecord_ptsz); return event_record(hEvent, hStream, 0, true); }
+{ EMU_ENTRY_STREAM(cuEventRecord_ptsz, hStream); return event_record(hEvent, hStream, 0, true); }
 CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
-{ EMU_ENTRY(cuEventRecordWithFlags); return event_record(hEvent, hStream, flags, false); }
+{ EMU_ENTRY_STREAM(cuEventRecordWithFlags, hStream); return event_record(hEvent, hStream, flags, false); }
 CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
-{ EMU_ENTRY(cuEventRecordWithFlags_ptsz); return event_record(hEvent, hStream, flags, true); }
+{ EMU_ENTRY_STREAM(cuEventRecordWithFlags_ptsz, hStream); return event_record(hEvent, hStream, flags, true); }
 
 /* Snapshot of the latest record. */
 struct record_state { struct emu_stream *st; uint64_t seq; struct emu_capture *capture; };
@@ -148,7 +148,7 @@ static bool in_live_capture(const struct record_state *r)
 
 CUresult cuEventQuery(CUevent hEvent)
 {
-    EMU_ENTRY(cuEventQuery);
+    EMU_ENTRY_INIT(cuEventQuery);
     struct emu_event *e = event_of(hEvent);
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     struct record_state r = latest(e);
@@ -160,7 +160,7 @@ CUresult cuEventQuery(CUevent hEvent)
 
 CUresult cuEventSynchronize(CUevent hEvent)
 {
-    EMU_ENTRY(cuEventSynchronize);
+    EMU_ENTRY_INIT(cuEventSynchronize);
     struct emu_event *e = event_of(hEvent);
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     struct record_state r = latest(e);
@@ -193,9 +193,9 @@ static CUresult elapsed(float *ms, CUevent hStart, CUevent hEnd)
 }
 
 CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{ EMU_ENTRY(cuEventElapsedTime); return elapsed(pMilliseconds, hStart, hEnd); }
+{ EMU_ENTRY_INIT(cuEventElapsedTime); return elapsed(pMilliseconds, hStart, hEnd); }
 CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{ EMU_ENTRY(cuEventElapsedTime_v2); return elapsed(pMilliseconds, hStart, hEnd); }
+{ EMU_ENTRY_INIT(cuEventElapsedTime_v2); return elapsed(pMilliseconds, hStart, hEnd); }
 
 /* ------------------------------------------------------- cuStreamWaitEvent */
 static CUresult wait_event(CUstream h, CUevent hEvent, unsigned flags, bool pt)
@@ -224,12 +224,12 @@ static CUresult wait_event(CUstream h, CUevent hEvent, unsigned flags, bool pt)
 }
 
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{ EMU_ENTRY(cuStreamWaitEvent); return wait_event(hStream, hEvent, Flags, false); }
+{ EMU_ENTRY_STREAM(cuStreamWaitEvent, hStream); return wait_event(hStream, hEvent, Flags, false); }
 CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{ EMU_ENTRY(cuStreamWaitEvent_ptsz); return wait_event(hStream, hEvent, Flags, true); }
+{ EMU_ENTRY_STREAM(cuStreamWaitEvent_ptsz, hStream); return wait_event(hStream, hEvent, Flags, true); }
 
 CUresult cuEventDestroy(CUevent hEvent)
-{ EMU_ENTRY(cuEventDestroy); return event_destroy(hEvent); }
+{ EMU_ENTRY_INIT(cuEventDestroy); return event_destroy(hEvent); }
 
 CUresult cuEventDestroy_v2(CUevent hEvent)
-{ EMU_ENTRY(cuEventDestroy_v2); return event_destroy(hEvent); }
+{ EMU_ENTRY_INIT(cuEventDestroy_v2); return event_destroy(hEvent); }

@@ -1,7 +1,9 @@
 /* exec_fault.c: the fault guard.  Stream ops run with a thread-local jump
  * buffer armed; a SIGSEGV/SIGBUS whose address lies in device memory
  * abandons the op and becomes the sticky CUDA_ERROR_ILLEGAL_ADDRESS, as a
- * kernel fault does on a GPU.  Any other fault goes to whatever handler was
+ * kernel fault does on a GPU; emu_fault_access takes the same exit for an
+ * access refused by a check (per-device rights the host protection cannot
+ * express).  Any other fault goes to whatever handler was
  * installed before ours (or the default action), so a program's own handlers
  * and real crashes behave as without the emulator. */
 #define __CUDA_API_VERSION_INTERNAL 1
@@ -107,6 +109,16 @@ void emu_fault_thread_exit(void)
      * and a sanitizer's exit hook then finds no stack of ours to unmap. */
     if (sigaltstack(&off, NULL) == 0) munmap(own_altstack, ALTSTACK_BYTES);
     own_altstack = NULL;
+}
+
+void emu_fault_access(void)
+{
+    if (in_guard && guard_jmp) {
+        in_guard = 0;
+        siglongjmp(*guard_jmp, 1);
+    }
+    emu_set_sticky(CUDA_ERROR_ILLEGAL_ADDRESS);
+    emu_counter_add("faults.illegal_address", 1);
 }
 
 bool emu_guarded_run(emu_op_fn fn, void *arg)

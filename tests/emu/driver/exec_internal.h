@@ -52,7 +52,6 @@ struct emu_stream {
 /* core.c */
 void emu_clear_sticky(void);
 /* exec_context.c */
-bool emu_peer_enabled(int dev, int peer);
 /* Device of a context handle, or -1 if it is not a live context. */
 int emu_ctx_device(CUcontext c);
 /* The primary context of dev (created on first use). */
@@ -82,6 +81,12 @@ void emu_jitter_sleep(void);
 uint64_t emu_now_ns(void);
 /* Runs fn(arg) under the fault guard; returns false if it faulted. */
 bool emu_guarded_run(emu_op_fn fn, void *arg);
+/* An access the device refuses, found by a check rather than a SIGSEGV
+ * (emu_vmm_access_ok, emu_kernel_arg_access_ok): inside a stream op it
+ * abandons the op exactly as a fault does (sticky CUDA_ERROR_ILLEGAL_ADDRESS,
+ * faults.illegal_address) and does not return; outside one it only sets the
+ * sticky error. */
+void emu_fault_access(void);
 /* Called once per worker thread: alternate signal stack, handler check. */
 void emu_fault_thread_init(void);
 void emu_fault_thread_exit(void);

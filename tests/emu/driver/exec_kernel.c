@@ -370,6 +370,15 @@ static void run_kernel(void *p)
     if (l->captured) emu_counter_add_ref(EMU_COUNTER("kernels.launched"), 1);
     emu_activity_fn hook = emu_activity_hook();
     uint64_t start = hook ? emu_now_ns() : 0;
+    /* What the kernel touches is estimated from its pointer-sized arguments
+     * (the memory each points at): one the device may not access (VMM memory
+     * without its cuMemSetAccess grant, another device's cuMemAlloc memory
+     * without peer access) faults the kernel before it runs. */
+    for (uint64_t m = l->ptr_args; m; m &= m - 1) {
+        uintptr_t v;
+        memcpy(&v, l->args[__builtin_ctzll(m)], sizeof v);
+        if (!emu_kernel_arg_access_ok(l->dev, v)) emu_fault_access();
+    }
     for (uint64_t m = l->ptr_args; m; m &= m - 1) {
         uintptr_t v;
         memcpy(&v, l->args[__builtin_ctzll(m)], sizeof v);
@@ -473,17 +482,17 @@ static CUresult launch(struct emu_func *f, unsigned gx, unsigned gy, unsigned gz
 
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shmem, CUstream h, void **params, void **extra)
-{ EMU_ENTRY(cuLaunchKernel); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, extra, false); }
+{ EMU_ENTRY_STREAM(cuLaunchKernel, h); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, extra, false); }
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shmem, CUstream h, void **params, void **extra)
-{ EMU_ENTRY(cuLaunchKernel_ptsz); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, extra, true); }
+{ EMU_ENTRY_STREAM(cuLaunchKernel_ptsz, h); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, extra, true); }
 
 CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                    unsigned by, unsigned bz, unsigned shmem, CUstream h, void **params)
-{ EMU_ENTRY(cuLaunchCooperativeKernel); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, NULL, false); }
+{ EMU_ENTRY_STREAM(cuLaunchCooperativeKernel, h); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, NULL, false); }
 CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                         unsigned by, unsigned bz, unsigned shmem, CUstream h, void **params)
-{ EMU_ENTRY(cuLaunchCooperativeKernel_ptsz); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, NULL, true); }
+{ EMU_ENTRY_STREAM(cuLaunchCooperativeKernel_ptsz, h); return launch(func_of(f), gx, gy, gz, bx, by, bz, shmem, h, params, NULL, true); }
 
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra, bool pt)
 {
@@ -493,6 +502,6 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, 
                   c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra, pt);
 }
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
-{ EMU_ENTRY(cuLaunchKernelEx); return launch_ex(config, f, kernelParams, extra, false); }
+{ EMU_ENTRY_STREAM(cuLaunchKernelEx, config ? config->hStream : CU_STREAM_PER_THREAD); return launch_ex(config, f, kernelParams, extra, false); }
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
-{ EMU_ENTRY(cuLaunchKernelEx_ptsz); return launch_ex(config, f, kernelParams, extra, true); }
+{ EMU_ENTRY_STREAM(cuLaunchKernelEx_ptsz, config ? config->hStream : CU_STREAM_PER_THREAD); return launch_ex(config, f, kernelParams, extra, true); }

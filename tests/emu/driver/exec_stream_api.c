@@ -52,9 +52,9 @@ static CUresult stream_sync(CUstream h, bool pt)
     return emu_stream_sync_resolved(st);
 }
 CUresult cuStreamSynchronize(CUstream hStream)
-{ EMU_ENTRY(cuStreamSynchronize); return stream_sync(hStream, false); }
+{ EMU_ENTRY_STREAM(cuStreamSynchronize, hStream); return stream_sync(hStream, false); }
 CUresult cuStreamSynchronize_ptsz(CUstream hStream)
-{ EMU_ENTRY(cuStreamSynchronize_ptsz); return stream_sync(hStream, true); }
+{ EMU_ENTRY_STREAM(cuStreamSynchronize_ptsz, hStream); return stream_sync(hStream, true); }
 
 static CUresult stream_query(CUstream h, bool pt)
 {
@@ -68,9 +68,9 @@ static CUresult stream_query(CUstream h, bool pt)
                ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 CUresult cuStreamQuery(CUstream hStream)
-{ EMU_ENTRY(cuStreamQuery); return stream_query(hStream, false); }
+{ EMU_ENTRY_STREAM(cuStreamQuery, hStream); return stream_query(hStream, false); }
 CUresult cuStreamQuery_ptsz(CUstream hStream)
-{ EMU_ENTRY(cuStreamQuery_ptsz); return stream_query(hStream, true); }
+{ EMU_ENTRY_STREAM(cuStreamQuery_ptsz, hStream); return stream_query(hStream, true); }
 
 CUresult cuCtxSynchronize(void)
 {
@@ -95,9 +95,9 @@ static CUresult get_priority(CUstream h, int *p, bool pt)
     return CUDA_SUCCESS;
 }
 CUresult cuStreamGetPriority(CUstream hStream, int *priority)
-{ EMU_ENTRY(cuStreamGetPriority); return get_priority(hStream, priority, false); }
+{ EMU_ENTRY_STREAM(cuStreamGetPriority, hStream); return get_priority(hStream, priority, false); }
 CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
-{ EMU_ENTRY(cuStreamGetPriority_ptsz); return get_priority(hStream, priority, true); }
+{ EMU_ENTRY_STREAM(cuStreamGetPriority_ptsz, hStream); return get_priority(hStream, priority, true); }
 
 static CUresult get_flags(CUstream h, unsigned *f, bool pt)
 {
@@ -108,9 +108,9 @@ static CUresult get_flags(CUstream h, unsigned *f, bool pt)
     return CUDA_SUCCESS;
 }
 CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
-{ EMU_ENTRY(cuStreamGetFlags); return get_flags(hStream, flags, false); }
+{ EMU_ENTRY_STREAM(cuStreamGetFlags, hStream); return get_flags(hStream, flags, false); }
 CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
-{ EMU_ENTRY(cuStreamGetFlags_ptsz); return get_flags(hStream, flags, true); }
+{ EMU_ENTRY_STREAM(cuStreamGetFlags_ptsz, hStream); return get_flags(hStream, flags, true); }
 
 static CUresult get_device(CUstream h, CUdevice *d, bool pt)
 {
@@ -121,9 +121,9 @@ static CUresult get_device(CUstream h, CUdevice *d, bool pt)
     return CUDA_SUCCESS;
 }
 CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
-{ EMU_ENTRY(cuStreamGetDevice); return get_device(hStream, device, false); }
+{ EMU_ENTRY_STREAM(cuStreamGetDevice, hStream); return get_device(hStream, device, false); }
 CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device)
-{ EMU_ENTRY(cuStreamGetDevice_ptsz); return get_device(hStream, device, true); }
+{ EMU_ENTRY_STREAM(cuStreamGetDevice_ptsz, hStream); return get_device(hStream, device, true); }
 
 static CUresult get_ctx(CUstream h, CUcontext *c, bool pt)
 {
@@ -134,9 +134,9 @@ static CUresult get_ctx(CUstream h, CUcontext *c, bool pt)
     return CUDA_SUCCESS;
 }
 CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
-{ EMU_ENTRY(cuStreamGetCtx); return get_ctx(hStream, pctx, false); }
+{ EMU_ENTRY_STREAM(cuStreamGetCtx, hStream); return get_ctx(hStream, pctx, false); }
 CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
-{ EMU_ENTRY(cuStreamGetCtx_ptsz); return get_ctx(hStream, pctx, true); }
+{ EMU_ENTRY_STREAM(cuStreamGetCtx_ptsz, hStream); return get_ctx(hStream, pctx, true); }
 
 static CUresult get_id(CUstream h, unsigned long long *id, bool pt)
 {
@@ -147,9 +147,9 @@ static CUresult get_id(CUstream h, unsigned long long *id, bool pt)
     return CUDA_SUCCESS;
 }
 CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
-{ EMU_ENTRY(cuStreamGetId); return get_id(hStream, streamId, false); }
+{ EMU_ENTRY_INIT(cuStreamGetId); return get_id(hStream, streamId, false); }
 CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId)
-{ EMU_ENTRY(cuStreamGetId_ptsz); return get_id(hStream, streamId, true); }
+{ EMU_ENTRY_INIT(cuStreamGetId_ptsz); return get_id(hStream, streamId, true); }
 
 /* ---------------------------------------------------------- host functions */
 struct host_fn_op { CUhostFn fn; void *user; };
@@ -168,9 +168,9 @@ static CUresult launch_host_func(CUstream h, CUhostFn fn, void *user, bool pt)
     return rc;
 }
 CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
-{ EMU_ENTRY(cuLaunchHostFunc); return launch_host_func(hStream, fn, userData, false); }
+{ EMU_ENTRY_STREAM(cuLaunchHostFunc, hStream); return launch_host_func(hStream, fn, userData, false); }
 CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
-{ EMU_ENTRY(cuLaunchHostFunc_ptsz); return launch_host_func(hStream, fn, userData, true); }
+{ EMU_ENTRY_STREAM(cuLaunchHostFunc_ptsz, hStream); return launch_host_func(hStream, fn, userData, true); }
 
 struct callback_op { CUstreamCallback cb; CUstream handle; void *user; };
 static void run_callback(void *p)
@@ -197,13 +197,13 @@ static CUresult add_callback(CUstream h, CUstreamCallback cb, void *user, unsign
     return rc;
 }
 CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags)
-{ EMU_ENTRY(cuStreamAddCallback); return add_callback(hStream, callback, userData, flags, false); }
+{ EMU_ENTRY_STREAM(cuStreamAddCallback, hStream); return add_callback(hStream, callback, userData, flags, false); }
 CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags)
-{ EMU_ENTRY(cuStreamAddCallback_ptsz); return add_callback(hStream, callback, userData, flags, true); }
+{ EMU_ENTRY_STREAM(cuStreamAddCallback_ptsz, hStream); return add_callback(hStream, callback, userData, flags, true); }
 
 /* ------------------------------------------- older and context-taking forms */
 CUresult cuStreamDestroy(CUstream hStream)
-{ EMU_ENTRY(cuStreamDestroy); return stream_destroy(hStream); }
+{ EMU_ENTRY_STREAM(cuStreamDestroy, hStream); return stream_destroy(hStream); }
 
 CUresult cuCtxSynchronize_v2(CUcontext ctx)
 {
@@ -228,9 +228,9 @@ static CUresult get_ctx_v2(CUstream h, CUcontext *c, CUgreenCtx *g, bool pt)
     return CUDA_SUCCESS;
 }
 CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
-{ EMU_ENTRY(cuStreamGetCtx_v2); return get_ctx_v2(hStream, pCtx, pGreenCtx, false); }
+{ EMU_ENTRY_STREAM(cuStreamGetCtx_v2, hStream); return get_ctx_v2(hStream, pCtx, pGreenCtx, false); }
 CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
-{ EMU_ENTRY(cuStreamGetCtx_v2_ptsz); return get_ctx_v2(hStream, pCtx, pGreenCtx, true); }
+{ EMU_ENTRY_STREAM(cuStreamGetCtx_v2_ptsz, hStream); return get_ctx_v2(hStream, pCtx, pGreenCtx, true); }
 
 CUresult cuStreamDestroy_v2(CUstream hStream)
-{ EMU_ENTRY(cuStreamDestroy_v2); return stream_destroy(hStream); }
+{ EMU_ENTRY_STREAM(cuStreamDestroy_v2, hStream); return stream_destroy(hStream); }

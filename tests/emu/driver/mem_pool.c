@@ -433,6 +433,22 @@ CUmemoryPool emu_pool_of(uintptr_t p)
     return b && b->state == BLOCK_LIVE ? (CUmemoryPool)b->pool : NULL;
 }
 
+unsigned emu_pool_access(uintptr_t start, int dev)
+{
+    pthread_once(&pools_once, pools_setup);
+    unsigned a = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (dev < 0 || dev >= EMU_MAX_DEVICES) return a;
+    /* Under the stripe lock: a released block is freed under it.  Pools
+     * themselves are never freed. */
+    unsigned h = hash_of(start);
+    pthread_mutex_lock(&hash_locks[h % HASH_STRIPES]);
+    struct pool_block *b = hash_buckets[h];
+    while (b && b->p != start) b = b->hnext;
+    if (b && b->pool) a = __atomic_load_n(&b->pool->access[dev], __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&hash_locks[h % HASH_STRIPES]);
+    return a;
+}
+
 static CUresult get_default_pool(CUmemoryPool *pool_out, int dev)
 {
     pthread_once(&pools_once, pools_setup);
@@ -681,7 +697,8 @@ CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_
             return CUDA_ERROR_INVALID_VALUE;   /* the pool's device keeps full access */
     }
     pthread_mutex_lock(&p->lock);
-    for (size_t i = 0; i < count; i++) p->access[map[i].location.id] = (uint8_t)map[i].flags;
+    for (size_t i = 0; i < count; i++)
+        __atomic_store_n(&p->access[map[i].location.id], (uint8_t)map[i].flags, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&p->lock);
     return CUDA_SUCCESS;
 }

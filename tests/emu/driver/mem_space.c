@@ -184,6 +184,39 @@ CUresult emu_check_device_range(uintptr_t p, size_t len)
     return (k == EMU_MEM_DEVICE || k == EMU_MEM_MANAGED) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+static bool grants(unsigned access, bool write)
+{
+    return access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE || (!write && access == CU_MEM_ACCESS_FLAGS_PROT_READ);
+}
+
+bool emu_mem_access_ok(int dev, uintptr_t p, size_t len, bool write)
+{
+    int range_dev = emu_range_device(p);
+    if (range_dev < 0) return true;                       /* host or managed memory */
+    if (p - emu_dev_base(range_dev) >= EMU_ARENA_SPAN)    /* VMM: cuMemSetAccess for dev */
+        return emu_vmm_access_ok(dev, p, len, write);
+    /* Arena: another device's pool block follows its pool's
+     * cuMemPoolSetAccess; cuMemAlloc memory is copied between devices
+     * without peer access.  (A copy's range lies in one block.) */
+    struct emu_arena_block b;
+    if (range_dev == dev || !emu_arena_lookup(p, &b) || b.owner != EMU_OWN_POOL || b.dev == dev) return true;
+    return grants(emu_pool_access(b.start, dev), write);
+}
+
+bool emu_kernel_arg_access_ok(int dev, uintptr_t p)
+{
+    int range_dev = emu_range_device(p);
+    if (range_dev < 0) return true;
+    if (p - emu_dev_base(range_dev) >= EMU_ARENA_SPAN) return emu_vmm_access_ok(dev, p, 1, false);
+    struct emu_arena_block b;
+    if (range_dev == dev || !emu_arena_lookup(p, &b) || b.dev == dev) return true;
+    /* cuMemAlloc memory of another device: cuCtxEnablePeerAccess from dev;
+     * pool memory: its pool's cuMemPoolSetAccess (peer access does not
+     * cover it). */
+    if (b.owner == EMU_OWN_POOL) return grants(emu_pool_access(b.start, dev), false);
+    return emu_peer_enabled(dev, b.dev);
+}
+
 /* Context teardown on a GPU frees the context's device memory: stream-ordered
  * pools first (their blocks are arena allocations), then what cuMemAlloc
  * handed out.  VMM handles, pinned host memory and managed memory survive

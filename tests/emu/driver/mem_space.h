@@ -89,6 +89,9 @@ struct emu_vmm_info {
     bool rdma_capable;         /* allocFlags.gpuDirectRDMACapable of the handle */
 };
 bool emu_vmm_lookup(uintptr_t p, struct emu_vmm_info *out);
+/* dev's cuMemSetAccess grant covers [p, p+len) where it is mapped (read, or
+ * read-write if write); true outside VMM mappings and for IPC imports. */
+bool emu_vmm_access_ok(int dev, uintptr_t p, size_t len, bool write);
 /* Reserves address space inside dev's VMM area (for IPC imports); 0 if full. */
 uintptr_t emu_vmm_reserve_internal(int dev, size_t size);
 void emu_vmm_free_internal(uintptr_t p, size_t size);
@@ -122,5 +125,8 @@ bool emu_pool_free_sync(uintptr_t p);
 void emu_pool_reset_device(int dev);
 /* The pool handle owning live allocation p, or NULL. */
 CUmemoryPool emu_pool_of(uintptr_t p);
+/* CUmemAccess_flags of device dev on the pool block starting at start
+ * (cuMemPoolSetAccess); read-write for what is not a pool block. */
+unsigned emu_pool_access(uintptr_t start, int dev);
 
 #endif

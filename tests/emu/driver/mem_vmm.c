@@ -9,6 +9,13 @@
  * CUDA_ERROR_ILLEGAL_ADDRESS, as on a GPU.  cuMemUnmap puts a PROT_NONE
  * anonymous reservation back.
  *
+ * Access is per device: cuMemSetAccess records each device's grant per
+ * mapping; the host protection is the widest grant (one host page cannot
+ * have one protection per device), and the executor asks
+ * emu_vmm_access_ok for the device that performs each copy, memset or
+ * kernel, so a device never granted access faults even where another may
+ * touch the pages.
+ *
  * Choices where the documentation is silent: cuMemAddressFree of a range
  * that still has mappings fails with CUDA_ERROR_INVALID_VALUE; cuMemSetAccess
  * must cover whole mappings (a sub-range of one mapping is
@@ -330,7 +337,7 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
     for (size_t j = first; j <= last; j++) {
         for (size_t k = 0; k < count; k++) maps[j]->access[desc[k].location.id] = (uint8_t)desc[k].flags;
         /* One host mapping serves every device: it gets the widest access any
-         * device has. */
+         * device has (per-device rights: emu_vmm_access_ok). */
         int prot = PROT_NONE;
         for (int d = 0; d < EMU_MAX_DEVICES; d++) prot |= prot_of(maps[j]->access[d]);
         if (mprotect((void *)maps[j]->start, maps[j]->size, prot) != 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
@@ -393,6 +400,30 @@ bool emu_vmm_lookup(uintptr_t p, struct emu_vmm_info *out)
     }
     pthread_rwlock_unlock(&emu_vmm_lock);
     return found;
+}
+
+/* Per-device access (cuMemSetAccess grants it per CUmemAccessDesc.location.id;
+ * the one host mapping carries the widest grant, so the executor asks here
+ * for the device that runs the op).  Anything that is not a cuMemMap mapping
+ * (arena memory, IPC imports, host memory, gaps) is not this check's
+ * business: true. */
+bool emu_vmm_access_ok(int dev, uintptr_t p, size_t len, bool write)
+{
+    int range_dev = emu_range_device(p);
+    if (range_dev < 0 || p - emu_dev_base(range_dev) < EMU_ARENA_SPAN || dev < 0 || dev >= EMU_MAX_DEVICES)
+        return true;
+    bool ok = true;
+    uintptr_t end = p + (len ? len : 1);
+    pthread_rwlock_rdlock(&emu_vmm_lock);
+    size_t i = map_upper(p);
+    if (i > 0 && maps[i - 1]->start + maps[i - 1]->size > p) i--;   /* the mapping holding p */
+    for (; ok && i < nmaps && maps[i]->start < end; i++) {
+        if (!maps[i]->h) continue;                                    /* IPC import */
+        unsigned a = maps[i]->access[dev];
+        ok = a == CU_MEM_ACCESS_FLAGS_PROT_READWRITE || (!write && a == CU_MEM_ACCESS_FLAGS_PROT_READ);
+    }
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return ok;
 }
 
 void emu_vmm_add_import(int dev, uintptr_t start, size_t size, uintptr_t alloc_start, size_t alloc_size)
