@@ -2,7 +2,7 @@
  * `trainshim report` (tools/report_compute.c, tools/report_comm.c), derived
  * from a log's TS_REC_GEMM / TS_REC_NCCL / TS_REC_COMM records.
  *
- * cmd_report.c owns the JSON writer; it hands these functions a small table
+ * The report's JSON writer (tools/report_json.c) hands these functions a small table
  * of its writer's operations (struct acct_json), so the layout of the
  * "compute", "nccl" and "advice" members lives here. */
 #ifndef TRAINSHIM_REPORT_ACCT_H

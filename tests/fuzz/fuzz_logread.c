@@ -24,7 +24,7 @@ static void one(const uint8_t *data, size_t size)
             (log.truncated != (log.stop_offset < size)) || (!log.have_header && log.n_records))
             abort();
         struct stats st;
-        if (analyze(&log, &st) == 0) {
+        if (stats_analyze(&log, &st) == 0) {
             struct json j = {.f = devnull};
             j_open(&j, NULL, '{');
             json_run(&j, &log);
@@ -33,7 +33,7 @@ static void one(const uint8_t *data, size_t size)
             text_run(devnull, &log);
             text_stats(devnull, &st, &log);
             struct stats total = {0};
-            if (add_stats(&total, &st) == 0)
+            if (stats_add(&total, &st) == 0)
                 text_rank_table(devnull, &log, &st, 1);
             free(total.errs);
             free(st.errs);
