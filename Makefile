@@ -102,7 +102,8 @@ CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC))
 SHIMCFLAGS := $(ALLCFLAGS) -fvisibility=hidden -Ishim -Ihooks -pthread
 SHIM_LIBS := -ldl -lpthread -lm -lrt $(shell pkg-config --libs libunwind 2>/dev/null)
 
-$(B)/obj/shim/%.o: shim/%.c $(wildcard shim/*.h)
+# shim/ sources include hooks/hooks.h too (the TS_API_* ids come from hooks.def)
+$(B)/obj/shim/%.o: shim/%.c $(wildcard shim/*.h hooks/*.h hooks/*.def)
 	@mkdir -p $(@D)
 	$(CC) $(SHIMCFLAGS) -c -o $@ $<
 $(B)/obj/hooks/%.o: hooks/%.c $(wildcard shim/*.h hooks/*.h hooks/*.def)
@@ -188,17 +189,45 @@ test: setup
 	bash tests/run.sh
 	$(MAKE) san-test
 
-# Sanitizer runs cover the C test programs (tests/unit and the emulator's own
-# tests): scripts that preload an instrumented shim into uninstrumented
-# programs (python3, /bin/true) would test the sanitizer, not trainshim.
-SAN_SUITES ?= tests/unit/ tests/emu/test_
-TSAN_TESTS ?= tests/unit/test_log_threads tests/unit/test_process_lazy tests/emu/test_drv_exec_stream tests/emu/test_drv_exec_event tests/emu/test_cupti_activity
+# Sanitizer runs: the C test programs of tests/unit and the emulator, then a
+# subset of tests/integration with the sanitized libtrainshim.so preloaded
+# (the scripts take $B/libtrainshim.so, so B=$(B)/asan picks it).  A program
+# that hosts a sanitized shim must itself load the sanitizer runtime first:
+# the sanitized tree's C tests are instrumented, its nvcc-built programs get
+# ASAN_NVCCFLAGS, and programs a script builds itself get CC with the flags
+# and NVCC=tests/san/nvcc.sh.  Scripts that preload the shim into programs we
+# do not build (python3, /bin/true) stay out: they would test the sanitizer.
+ASAN_INTEGRATION ?= devmem_semantics devmem_streams devmem_faults devmem_capture devmem_peer \
+                    devmem_fast devmem_ipc copy_semantics copy_hostcache copy_pool cupti_timeline \
+                    interpose_ demo_differential
+ASAN_INTEGRATION_PREFIXES := $(addprefix tests/integration/test_,$(ASAN_INTEGRATION))
+# -Xcompiler splits at commas: one sanitizer per option.
+ASAN_NVCCFLAGS := -Xcompiler -fsanitize=address -Xcompiler -fsanitize=undefined \
+                  -Xcompiler -fno-sanitize-recover=undefined -Xlinker -lasan,-lubsan
+ASAN_BIN := $(filter-out %.sh,$(patsubst $(B)/%,$(B)/asan/%,\
+              $(filter $(B)/tests/unit/% $(B)/tests/emu/% $(addprefix $(B)/,$(addsuffix %,$(ASAN_INTEGRATION_PREFIXES))),$(TEST_BIN)))) \
+            $(patsubst $(B)/%,$(B)/asan/%,$(WORKLOAD_BIN))
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=1:$(ASAN_SIGNALS) \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 SAN_RUN=asan \
+            CC="$(CC) $(ASAN_FLAGS)" NVCC=$(CURDIR)/tests/san/nvcc.sh TS_SAN_NVCCFLAGS="$(ASAN_NVCCFLAGS)"
+SAN_SUITES ?= tests/unit/ tests/emu/test_ tests/san/ $(ASAN_INTEGRATION_PREFIXES)
+# Under TSan: the concurrent parts, the integration ones with the TSan shim
+# preloaded by their scripts (allocator thread caches) or by
+# tests/san/preloaded.sh on the program's default mode (test_copy_semantics:
+# the copy engine under threads, without the script's many runs).
+# test_copy_pool is the copy helper pool under callers at once; test_log_clock
+# the log's counter clock with several writers.
+TSAN_TESTS ?= tests/unit/test_log_threads tests/unit/test_log_clock tests/unit/test_process_lazy \
+              tests/emu/test_drv_exec_stream tests/emu/test_drv_exec_event tests/emu/test_cupti_activity \
+              tests/integration/test_devmem_fast tests/integration/test_copy_pool
+TSAN_PRELOADED ?= tests/integration/test_copy_semantics
+TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 SAN_RUN=tsan
 san-test:
-	$(MAKE) B=$(B)/asan SAN="$(ASAN_FLAGS)" OPT=-O1 emu shim tools $(filter-out %.sh,$(patsubst $(B)/%,$(B)/asan/%,$(filter $(B)/tests/unit/% $(B)/tests/emu/%,$(TEST_BIN))))
-	B=$(B)/asan ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=1:$(ASAN_SIGNALS) \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 SAN_RUN=asan bash tests/run.sh $(SAN_SUITES)
-	$(MAKE) B=$(B)/tsan SAN="$(TSAN_FLAGS)" OPT=-O1 emu $(addprefix $(B)/tsan/,$(TSAN_TESTS))
-	B=$(B)/tsan TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 SAN_RUN=tsan bash tests/run.sh $(TSAN_TESTS)
+	$(MAKE) B=$(B)/asan SAN="$(ASAN_FLAGS)" OPT=-O1 NVCCFLAGS="$(NVCCFLAGS) $(ASAN_NVCCFLAGS)" emu shim tools $(ASAN_BIN)
+	B=$(B)/asan $(ASAN_ENV) bash tests/run.sh $(SAN_SUITES)
+	$(MAKE) B=$(B)/tsan SAN="$(TSAN_FLAGS)" OPT=-O1 emu shim $(addprefix $(B)/tsan/,$(TSAN_TESTS) $(TSAN_PRELOADED))
+	B=$(B)/tsan $(TSAN_ENV) bash tests/run.sh $(TSAN_TESTS)
+	for t in $(TSAN_PRELOADED); do B=$(B)/tsan $(TSAN_ENV) bash tests/san/preloaded.sh $(B)/tsan/$$t || exit 1; done
 
 fuzz: tools
 	bash tests/fuzz/run.sh $${FUZZ_SECONDS:-600}

@@ -17,7 +17,18 @@
  * scope), and a library linked -Bsymbolic that looks up its own public entry
  * point this way (the emulated ncclBcast -> ncclBroadcast) would otherwise
  * get its own copy first and hide the nested call.  dlvsym is never hooked:
- * resolve.c uses it to find glibc's dlsym.
+ * it is how glibc's dlsym is found without recursion.
+ *
+ * Before trainshim's own initializer has run, dlsym is a pure passthrough
+ * decided in assembly: the libraries we depend on initialize before us and
+ * may call dlsym from their setup (sanitizer runtimes resolve their
+ * interceptors' targets before their shadow memory or thread state exists;
+ * a program's own early dlsym interposer can do the same), and no C of ours
+ * may run then -- under a sanitizer, every instrumented load would touch
+ * state the runtime has not built yet.  RTLD_DEFAULT answers the same early
+ * (trainshim's exports come first in the global scope); only a library-handle
+ * lookup made before us goes unobserved, and its hooks still resolve their
+ * real functions lazily.
  *
  * Wrapping a proc address: the driver returns the address of one variant of
  * the base name asked for ("cuMemAlloc" -> cuMemAlloc_v2; "cuMemcpyHtoD" ->
@@ -39,21 +50,23 @@ TS_HIDDEN void *ts_dlsym_handle(void *handle, const char *name);
 /* Entered for RTLD_DEFAULT: our hook if name is hooked and its library is
  * loaded, else NULL (then glibc answers for the caller). */
 TS_HIDDEN void *ts_dlsym_default_hook(const char *name);
-/* Entered for RTLD_NEXT/RTLD_DEFAULT before glibc's dlsym is known (only
- * possible before resolve.c's early constructor): the lookup then happens
- * on trainshim's behalf, the best that can be done that early. */
-TS_HIDDEN void *ts_dlsym_early(void *handle, const char *name);
+/* Nonzero once our initializer has run: only then does dlsym enter C. */
+TS_HIDDEN unsigned char ts_dlsym_open;
+/* glibc's dlsym, found by the assembly itself (dlvsym, no C involved). */
+TS_HIDDEN void *ts_glibc_dlsym;
 
 __asm__(".text\n"
         ".globl dlsym\n"
         ".type dlsym, @function\n"
         "dlsym:\n"
-        "    cmpq $-1, %rdi\n"                     /* RTLD_NEXT: straight to glibc */
+        "    cmpb $0, ts_dlsym_open(%rip)\n"      /* before our initializer: */
+        "    je 1f\n"                             /* glibc only, no C */
+        "    cmpq $-1, %rdi\n"                    /* RTLD_NEXT: straight to glibc */
         "    je 1f\n"
-        "    testq %rdi, %rdi\n"                   /* a library handle: C */
+        "    testq %rdi, %rdi\n"                  /* a library handle: C */
         "    jne ts_dlsym_handle\n"
-        "    pushq %rdi\n"                         /* RTLD_DEFAULT: ask C first, */
-        "    pushq %rsi\n"                         /* keeping the stack aligned */
+        "    pushq %rdi\n"                        /* RTLD_DEFAULT: ask C first, */
+        "    pushq %rsi\n"                        /* keeping the stack aligned */
         "    subq $8, %rsp\n"
         "    movq %rsi, %rdi\n"
         "    call ts_dlsym_default_hook\n"
@@ -63,13 +76,49 @@ __asm__(".text\n"
         "    testq %rax, %rax\n"
         "    je 1f\n"
         "    ret\n"
-        "1:  movq ts_real_dlsym_fp(%rip), %rax\n"  /* tail jump: the caller's */
-        "    testq %rax, %rax\n"                   /* return address stays */
-        "    je ts_dlsym_early\n"
+        "1:  movq ts_glibc_dlsym(%rip), %rax\n"   /* tail jump: the caller's */
+        "    testq %rax, %rax\n"                  /* return address stays, */
+        "    je 2f\n"                             /* glibc sees the caller */
         "    jmp *%rax\n"
-        ".size dlsym, .-dlsym\n");
+        /* First use: dlvsym(RTLD_NEXT, "dlsym", version) -- the next dlsym
+         * after trainshim, glibc's.  GLIBC_2.2.5 is dlsym's x86-64 base
+         * version (libdl before glibc 2.34, kept as a compat version in
+         * libc since); GLIBC_2.34 its newer name.  Racing first calls store
+         * the same address. */
+        "2:  pushq %rdi\n"
+        "    pushq %rsi\n"
+        "    subq $8, %rsp\n"
+        "    movq $-1, %rdi\n"
+        "    leaq .Lts_name_dlsym(%rip), %rsi\n"
+        "    leaq .Lts_glibc_2_2_5(%rip), %rdx\n"
+        "    call dlvsym@PLT\n"
+        "    testq %rax, %rax\n"
+        "    jne 3f\n"
+        "    movq $-1, %rdi\n"
+        "    leaq .Lts_name_dlsym(%rip), %rsi\n"
+        "    leaq .Lts_glibc_2_34(%rip), %rdx\n"
+        "    call dlvsym@PLT\n"
+        "3:  addq $8, %rsp\n"
+        "    popq %rsi\n"
+        "    popq %rdi\n"
+        "    testq %rax, %rax\n"
+        "    je 4f\n"                             /* no glibc dlsym: NULL, and */
+        "    movq %rax, ts_glibc_dlsym(%rip)\n"   /* dlvsym's dlerror() stands */
+        "    jmp *%rax\n"
+        "4:  ret\n"
+        ".size dlsym, .-dlsym\n"
+        ".section .rodata.str1.1,\"aMS\",@progbits,1\n"
+        ".Lts_name_dlsym: .string \"dlsym\"\n"
+        ".Lts_glibc_2_2_5: .string \"GLIBC_2.2.5\"\n"
+        ".Lts_glibc_2_34: .string \"GLIBC_2.34\"\n"
+        ".text\n");
 
-void *ts_dlsym_early(void *handle, const char *name) { return ts_real_dlsym(handle, name); }
+/* Priority 101: the first of our initializers, so that the others (which may
+ * dlopen and look up CUDA libraries) are already observed. */
+__attribute__((constructor(101))) static void dlsym_open(void)
+{
+    __atomic_store_n(&ts_dlsym_open, 1, __ATOMIC_RELEASE);
+}
 
 void *ts_dlsym_default_hook(const char *name)
 {

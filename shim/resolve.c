@@ -38,7 +38,7 @@ int ts_api_lib(int api) { return api >= 0 && api < TS_API_COUNT ? api_libs[api] 
 const char *ts_lib_soname(int lib) { return lib >= 0 && lib < TS_LIB_COUNT ? lib_sonames[lib] : "?"; }
 const char *ts_lib_file_prefix(int lib) { return lib >= 0 && lib < TS_LIB_COUNT ? lib_prefixes[lib] : "?"; }
 
-void *(*ts_real_dlsym_fp)(void *, const char *);
+static void *(*ts_real_dlsym_fp)(void *, const char *);
 
 static void *(*load_real_dlsym(void))(void *, const char *)
 {
@@ -53,8 +53,8 @@ static void *(*load_real_dlsym(void))(void *, const char *)
     return fp;
 }
 
-/* Early, so the dlsym hook's RTLD_NEXT/RTLD_DEFAULT tail call has its target
- * before other libraries' constructors run. */
+/* Early: trainshim's own lookups find glibc's dlsym before other libraries'
+ * constructors run (hooks/dl.c finds its own early target by itself). */
 __attribute__((constructor(101))) static void resolve_init(void) { (void)load_real_dlsym(); }
 
 void *ts_real_dlsym(void *handle, const char *name)

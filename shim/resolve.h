@@ -30,8 +30,6 @@ void ts_real_offer(int api, void *p);
 /* glibc's own dlsym (dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5")): trainshim
  * exports a dlsym hook, so its own lookups must never call plain dlsym. */
 void *ts_real_dlsym(void *handle, const char *name);
-/* The pointer behind ts_real_dlsym once known (for hooks/dl.c's tail call). */
-extern void *(*ts_real_dlsym_fp)(void *, const char *);
 
 /* True if p lies inside trainshim's own object. */
 bool ts_addr_is_ours(const void *p);

@@ -584,6 +584,8 @@ static void run_counters(void)
         fill(h, n, (unsigned)k);
         CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
         CHECK(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, s));
+        /* s is non-blocking: the legacy stream's copy below does not wait for it */
+        CHECK(cudaStreamSynchronize(s));
         CHECK(cudaMemcpy(out, d, n, cudaMemcpyDeviceToHost));
         CHECK(cudaMemcpyAsync(out, d, n, cudaMemcpyDeviceToHost, s));
         EXPECT(first_bad(out, n, (unsigned)k, 0) == n, "counters size %zu", n);
