@@ -198,7 +198,7 @@ test: setup
 # and NVCC=tests/san/nvcc.sh.  Scripts that preload the shim into programs we
 # do not build (python3, /bin/true) stay out: they would test the sanitizer.
 ASAN_INTEGRATION ?= devmem_semantics devmem_streams devmem_faults devmem_capture devmem_peer \
-                    devmem_fast devmem_ipc copy_semantics copy_hostcache copy_pool cupti_timeline \
+                    devmem_fast devmem_ipc copy_semantics copy_hostcache copy_pool cupti_timeline compute_cupti \
                     interpose_ demo_differential
 ASAN_INTEGRATION_PREFIXES := $(addprefix tests/integration/test_,$(ASAN_INTEGRATION))
 # -Xcompiler splits at commas: one sanitizer per option.
@@ -219,6 +219,7 @@ SAN_SUITES ?= tests/unit/ tests/emu/test_ tests/san/ $(ASAN_INTEGRATION_PREFIXES
 # the log's counter clock with several writers.
 TSAN_TESTS ?= tests/unit/test_log_threads tests/unit/test_log_clock tests/unit/test_process_lazy \
               tests/emu/test_drv_exec_stream tests/emu/test_drv_exec_event tests/emu/test_cupti_activity \
+              tests/emu/test_cupti_gemm tests/emu/test_cupti_memset \
               tests/integration/test_devmem_fast tests/integration/test_copy_pool
 TSAN_PRELOADED ?= tests/integration/test_copy_semantics
 TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 SAN_RUN=tsan

@@ -64,6 +64,12 @@ struct acct_compute {
     size_t n_steps;
     uint64_t prefix_gemms;              /* GEMMs before the first step */
     uint64_t first_gemm_ns, last_gemm_ns;
+    /* Where the GPU times come from: the log's CUPTI kernels matched to the
+     * calls (every GEMM can be timed) or TRAINSHIM_FLOP_SAMPLE events. */
+    enum { ACCT_GPU_SAMPLED, ACCT_GPU_CUPTI } gpu_source;
+    bool has_cupti;                     /* the log has CUPTI records (any) */
+    uint64_t cupti_matched;             /* GEMM calls given a time by a CUPTI kernel */
+    int flop_sample;                    /* the run's TRAINSHIM_FLOP_SAMPLE; -1 unknown */
 };
 
 /* Derives the compute summary of one log; peak_override: a

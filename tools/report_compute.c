@@ -1,7 +1,9 @@
 /* report_compute.c: the COMPUTE section of `trainshim report` and its JSON
  * ("compute"): GEMM calls and FLOPs (exact: every outermost cuBLAS/cuBLASLt
  * GEMM is logged), achieved TFLOP/s and MFU from the sampled GPU times against
- * the device's peak for each precision, the most expensive shapes, shapes
+ * the device's peak for each precision (GPU times from the log's CUPTI kernel
+ * records when it has GEMM kernels, tools/report_gemm_gpu.c, else from the
+ * sampled events), the most expensive shapes, shapes
  * that miss the tensor-core alignment, and training steps detected from the
  * repeating sequence of GEMM shapes.  Only GEMMs through cuBLAS are counted;
  * the report says so wherever it prints a FLOP figure. */
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "report_acct.h"
+#include "report_gpu.h"
 
 #define COUNTED_NOTE "GEMMs through cuBLAS/cuBLASLt only; kernels outside cuBLAS (attention, elementwise, custom) are not counted"
 #define PERIOD_SCAN_MAX 65536u /* GEMMs searched for the period */
@@ -262,6 +265,27 @@ static void find_steps(struct acct_compute *c, const struct tslog *log, const st
 }
 
 /* ---- analysis ----------------------------------------------------------------- */
+/* GPU time per GEMM call from the log's CUPTI kernels, or NULL: no CUPTI
+ * records, none matched (then the sampled events stay the source), or the log
+ * cannot be read again (standard input). */
+static uint64_t *cupti_gemm_times(const struct tslog *log, struct acct_compute *c)
+{
+    struct gpu_data d;
+    if (gpu_load(log, &d) != 0)
+        return NULL;
+    c->has_cupti = d.n_acts || d.status;
+    uint64_t *ns = d.n_kernels && log->n_gemms ? malloc(log->n_gemms * sizeof *ns) : NULL;
+    long matched = ns ? gpu_match_gemms(log, &d, ns) : -1;
+    gpu_free(&d);
+    if (matched <= 0) {
+        free(ns);
+        return NULL;
+    }
+    c->gpu_source = ACCT_GPU_CUPTI;
+    c->cupti_matched = (uint64_t)matched;
+    return ns;
+}
+
 int acct_compute_analyze(const struct tslog *log, const char *peak_override, struct acct_compute *c)
 {
     memset(c, 0, sizeof *c);
@@ -277,8 +301,12 @@ int acct_compute_analyze(const struct tslog *log, const char *peak_override, str
         return -1;
     }
     bool ideal_known = true;
+    char conf[32];
+    c->flop_sample = config_value(log->config, "TRAINSHIM_FLOP_SAMPLE", conf, sizeof conf) ? atoi(conf) : -1;
+    uint64_t *cupti_ns = cupti_gemm_times(log, c);
     for (size_t i = 0; i < log->n_gemms; i++) {
         const struct tslog_gemm *g = &log->gemms[i];
+        uint64_t gpu_ns = cupti_ns ? cupti_ns[i] : g->gpu_ns;
         if (g->result != 0) {
             c->gemm_failed++;
             continue;
@@ -294,10 +322,10 @@ int acct_compute_analyze(const struct tslog *log, const char *peak_override, str
             ideal_known = false;
         else
             c->ideal_ns += ideal;
-        if (g->gpu_ns) {
+        if (gpu_ns) {
             c->timed_calls++;
             c->timed_flops += g->flops;
-            c->timed_ns += g->gpu_ns;
+            c->timed_ns += gpu_ns;
             c->timed_ideal_ns += ideal;
         }
         /* shapes: a linear probe over the few distinct shapes of a model is
@@ -311,6 +339,7 @@ int acct_compute_analyze(const struct tslog *log, const char *peak_override, str
                 struct acct_shape *ns = realloc(c->shapes, cap * 2 * sizeof *ns);
                 if (!ns) {
                     free(order);
+                    free(cupti_ns);
                     return -1;
                 }
                 c->shapes = ns;
@@ -330,15 +359,15 @@ int acct_compute_analyze(const struct tslog *log, const char *peak_override, str
         }
         s->calls++;
         s->flops += g->flops;
-        if (g->gpu_ns) {
+        if (gpu_ns) {
             s->timed_calls++;
             s->timed_flops += g->flops;
-            s->timed_ns += g->gpu_ns;
+            s->timed_ns += gpu_ns;
         }
         if (s->misaligned) {
             c->mis_calls++;
             c->mis_flops += g->flops;
-            c->mis_timed_ns += g->gpu_ns;
+            c->mis_timed_ns += gpu_ns;
         }
     }
     if (!ideal_known || !c->gemm_calls)
@@ -353,6 +382,7 @@ int acct_compute_analyze(const struct tslog *log, const char *peak_override, str
     }
     find_steps(c, log, order, n_ok);
     free(order);
+    free(cupti_ns);
     return 0;
 }
 
@@ -429,6 +459,17 @@ static void pad_hint(const struct acct_shape *s, char *b, size_t n)
         }
 }
 
+static void gpu_source_text(FILE *f, const struct acct_compute *c)
+{
+    if (c->gpu_source == ACCT_GPU_CUPTI)
+        fprintf(f, "CUPTI kernels (%llu of %llu GEMMs matched)", (unsigned long long)c->cupti_matched,
+                (unsigned long long)c->gemm_calls);
+    else if (c->flop_sample > 0)
+        fprintf(f, "sampled events (1 in %d)", c->flop_sample);
+    else
+        fprintf(f, "sampled events (TRAINSHIM_FLOP_SAMPLE=%d: none)", c->flop_sample);
+}
+
 void acct_compute_text(FILE *f, const struct acct_compute *c)
 {
     char b1[48], b2[48];
@@ -440,6 +481,11 @@ void acct_compute_text(FILE *f, const struct acct_compute *c)
             (unsigned long long)c->gemm_flops);
     fprintf(f, "timed GEMMs         %llu (%s, %.3f ms GPU)\n", (unsigned long long)c->timed_calls,
             flop_str((double)c->timed_flops, b1, sizeof b1), (double)c->timed_ns / 1e6);
+    if (c->has_cupti) { /* only then: logs without CUPTI report exactly as before */
+        fprintf(f, "GPU time source     ");
+        gpu_source_text(f, c);
+        fputc('\n', f);
+    }
     double a = achieved_tflops(c);
     if (isnan(a))
         fprintf(f, "achieved            n/a (no GEMM was timed; TRAINSHIM_FLOP_SAMPLE)\n");
@@ -535,6 +581,11 @@ void acct_compute_json(const struct acct_json *j, const struct acct_compute *c)
     j->u64(x, "timed_calls", c->timed_calls);
     j->u64(x, "timed_flops", c->timed_flops);
     j->u64(x, "timed_gpu_ns", c->timed_ns);
+    if (c->has_cupti) { /* only then: logs without CUPTI report exactly as before */
+        j->str(x, "gpu_time_source", c->gpu_source == ACCT_GPU_CUPTI ? "cupti" : "sampled_events");
+        j->u64(x, "gpu_time_matched", c->cupti_matched);
+        j->num(x, "flop_sample", c->flop_sample >= 0 ? c->flop_sample : NAN);
+    }
     j->num(x, "achieved_tflops", achieved_tflops(c));
     j->num(x, "gemm_efficiency", gemm_efficiency(c));
     j->num(x, "mfu", acct_mfu(c));

@@ -283,6 +283,7 @@ struct summary {
     size_t n_kernel_rows;
     struct copy_row copies[COPY_KINDS][HOST_KINDS];
     uint64_t gemm_kernels, gemm_ns;
+    uint64_t gemm_calls, gemm_matched, gemm_matched_ns; /* COMPUTE's GEMMs timed by these kernels */
     int flop_sample; /* the run's TRAINSHIM_FLOP_SAMPLE; -1 unknown */
 };
 
@@ -375,7 +376,7 @@ static int by_kernel_ns(const void *a, const void *b)
     return (x->name_id > y->name_id) - (x->name_id < y->name_id);
 }
 
-static bool is_gemm_name(const char *s)
+bool gpu_is_gemm_name(const char *s)
 {
     for (; *s; s++)
         if ((s[0] | 0x20) == 'g' && (s[1] | 0x20) == 'e' && (s[2] | 0x20) == 'm' && (s[3] | 0x20) == 'm')
@@ -452,12 +453,22 @@ static int analyze(const struct tslog *log, const struct gpu_data *d, struct sum
         size_t row = lo < d->n_names && d->names[lo].id == a->name_id && a->name_id ? lo + 1 : 0;
         s->kernels[row].calls++;
         s->kernels[row].ns += dur;
-        if (row && is_gemm_name(d->names[row - 1].name)) {
+        if (row && gpu_is_gemm_name(d->names[row - 1].name)) {
             s->gemm_kernels++;
             s->gemm_ns += dur;
         }
     }
     qsort(s->kernels, d->n_names + 1, sizeof *s->kernels, by_kernel_ns);
+    if (s->gemm_kernels && log->n_gemms) {
+        uint64_t *ns = malloc(log->n_gemms * sizeof *ns);
+        bool ok = ns && gpu_match_gemms(log, d, ns) >= 0; /* out of memory: the line says "sampled" */
+        for (size_t i = 0; ok && i < log->n_gemms; i++) {
+            s->gemm_calls += log->gemms[i].result == 0;
+            s->gemm_matched += ns[i] != 0;
+            s->gemm_matched_ns += ns[i];
+        }
+        free(ns);
+    }
     for (s->n_kernel_rows = 0; s->n_kernel_rows <= d->n_names && s->kernels[s->n_kernel_rows].calls;)
         s->n_kernel_rows++;
     for (int i = 0; i < s->n_devices; i++)
@@ -525,6 +536,13 @@ bool gpu_log_advice(const struct tslog *log, char *buf, size_t n)
 
 static void gemm_source_text(FILE *f, const struct summary *s)
 {
+    if (s->gemm_matched) {
+        fprintf(f, "GEMM GPU time   COMPUTE uses CUPTI kernels: %llu of %llu GEMMs matched, %.3f ms; "
+                "CUPTI saw %llu kernels named *gemm* taking %.3f ms\n", (unsigned long long)s->gemm_matched,
+                (unsigned long long)s->gemm_calls, ms(s->gemm_matched_ns), (unsigned long long)s->gemm_kernels,
+                ms(s->gemm_ns));
+        return;
+    }
     fprintf(f, "GEMM GPU time   COMPUTE uses sampled events (");
     if (s->flop_sample > 0)
         fprintf(f, "1 call in %d, TRAINSHIM_FLOP_SAMPLE", s->flop_sample);
@@ -712,9 +730,14 @@ static void json_section(const struct acct_json *j, const struct gpu_data *d, co
         }
     j->close(x, ']');
     j->open(x, "gemm_gpu_time", '{');
-    j->str(x, "compute_source", "sampled events");
+    j->str(x, "compute_source", s->gemm_matched ? "cupti" : "sampled events");
     j->u64(x, "cupti_gemm_kernels", s->gemm_kernels);
     j->u64(x, "cupti_gemm_ns", s->gemm_ns);
+    if (s->gemm_matched) { /* absent otherwise: logs without GEMM calls report as before */
+        j->u64(x, "gemm_calls", s->gemm_calls);
+        j->u64(x, "matched_gemms", s->gemm_matched);
+        j->u64(x, "matched_gemm_ns", s->gemm_matched_ns);
+    }
     j->close(x, '}');
     char adv[320];
     j->open(x, "advice", '[');

@@ -50,6 +50,14 @@ void gpu_free(struct gpu_data *d);
 /* The kernel name of an id ("kernel#<id>" in buf when unknown). */
 const char *gpu_kernel_name(const struct gpu_data *d, uint32_t id, char *buf, size_t n);
 
+/* True when a kernel name contains "gemm" (any case): a cuBLAS/cuBLASLt GEMM. */
+bool gpu_is_gemm_name(const char *name);
+/* GPU time of each GEMM call of log from the kernels named *gemm* in d
+ * (tools/report_gemm_gpu.c): gpu_ns[i] for log->gemms[i] (n_gemms entries),
+ * 0 when unmatched or failed.  Matched by device, stream and time order.
+ * Returns how many calls got a time, or -1 when out of memory. */
+long gpu_match_gemms(const struct tslog *log, const struct gpu_data *d, uint64_t *gpu_ns);
+
 /* The GPU TIMELINE section (text: one part per log when there are several),
  * or the "gpu" JSON member of one log.  Both say how to turn CUPTI on when
  * a log has no GPU records. */

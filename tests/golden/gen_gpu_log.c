@@ -13,7 +13,26 @@
  * run's configuration.  END at 100 ms.
  *   union of all: [10,26] [30,35] [40,50] [51,60] [63,64] = 41 ms busy;
  *   gaps >= 2 ms: 26-30, 35-40, 60-63 (3, 12 ms, longest 5 ms at 35 ms);
- *   device 0: 36 ms busy, gaps 26-40 and 60-63; device 1: 5 ms, none. */
+ *   device 0: 36 ms busy, gaps 26-40 and 60-63; device 1: 5 ms, none.
+ *
+ * OUTDIR/gpu_gemm.tslog: GEMM calls (TS_REC_GEMM, written when each call
+ * returned) and their CUPTI kernels, for COMPUTE's GPU time from CUPTI
+ * (tests/integration/test_cupti_gemm_golden.sh).  One thread; handle A is
+ * CUPTI stream 7, handle B stream 8; S1 = FP16 256x128x64 TN, S2 = FP32
+ * 64x64x64 NN.  Calls (record time) -> kernel [start, end] in ms:
+ *   c1 10 A S1 -> [11,14] on 7        c2 11 B S2 -> [10,12] on 8 (starts
+ *   c3 12 A S1 -> [14,18] on 7           before c2 returned, after c1 did)
+ *   (_Z9layernormPfi [18,19] on 7: not a GEMM)
+ *   c4 13 A S2 -> [19,20] on 7        c5 14 B S1 -> [20,25] on 8
+ *   c6 15 A S2 failed (no kernel)     c7 30 A S1: its kernel was lost
+ *   a GEMM kernel nobody called (a graph replay) [26,27] on 8.
+ * c1 also has a sampled event time of 50 ms, which CUPTI overrides.
+ * Handle A's first call: streams 7 and 8 would both give 3 of A's 4 calls a
+ * kernel, and 8's next kernel starts first (10 ms), but only on 7 do the
+ * kernels' names carry the calls' transposes: A is stream 7.
+ *   matched 5 of 6 successful calls; S1: 4 calls, 3 timed, 3+4+5 = 12 ms;
+ *   S2: 2 calls (+1 failed), 2 timed, 2+1 = 3 ms; timed 15 ms in all; CUPTI
+ *   GEMM kernels: 6, 16 ms. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,12 +113,11 @@ static void clock_pair(uint64_t at_ms, uint64_t drift_ns)
     c->cupti_ns = c->mono_ns + GPU_AHEAD + drift_ns;
 }
 
-int main(int argc, char **argv)
+static void begin(const char *conf)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: gen_gpu_log OUTDIR\n");
-        return 2;
-    }
+    used = 0;
+    nrec = 0;
+    memset(buf, 0, sizeof buf);
     struct ts_log_preamble *p = (struct ts_log_preamble *)buf;
     memcpy(p->magic, TS_LOG_MAGIC, 8);
     p->version_major = TS_LOG_VERSION_MAJOR;
@@ -107,8 +125,7 @@ int main(int argc, char **argv)
     p->byte_order = TS_LOG_BYTE_ORDER;
     used = sizeof *p;
 
-    const char *host = "gpuhost", cmd[] = "python\0train.py", *conf =
-        "TRAINSHIM_CUPTI=1\nTRAINSHIM_IDLE_GAP_US=2000\nTRAINSHIM_FLOP_SAMPLE=16\n";
+    const char *host = "gpuhost", cmd[] = "python\0train.py";
     size_t hl = strlen(host), cl = sizeof cmd - 1, fl = strlen(conf);
     struct ts_rec_header *h = rec(TS_REC_HEADER, ts_rec_align((uint32_t)(sizeof *h + hl + cl + fl)), 0);
     h->pid = 2000;
@@ -121,7 +138,85 @@ int main(int argc, char **argv)
     memcpy((char *)(h + 1), host, hl);
     memcpy((char *)(h + 1) + hl, cmd, cl);
     memcpy((char *)(h + 1) + hl + cl, conf, fl);
+}
 
+static int finish(const char *dir, const char *file, uint64_t end_ms)
+{
+    struct ts_rec_end *e = rec(TS_REC_END, sizeof *e, end_ms);
+    e->records_written = nrec - 1;
+    for (size_t off = sizeof(struct ts_log_preamble); off < used;) {
+        struct ts_rec_hdr *r = (struct ts_rec_hdr *)(buf + off);
+        r->check = 0;
+        r->check = ts_rec_check(r, r->len);
+        off += r->len;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf, 1, used, f) != used || fclose(f) != 0) {
+        perror(path);
+        return 1;
+    }
+    return 0;
+}
+
+static void gemm(uint64_t at_ms, uint64_t handle, int64_t m, int64_t n, int64_t k, int dtype, int ta, int tb,
+                 int result, uint64_t sample_id)
+{
+    struct ts_rec_gemm *g = rec(TS_REC_GEMM, sizeof *g, at_ms);
+    g->api = 1;
+    g->device = 0;
+    g->m = m, g->n = n, g->k = k, g->batch = 1;
+    g->flops = 2ull * (uint64_t)(m * n * k);
+    g->stream = handle;
+    g->sample_id = sample_id;
+    g->data_type = g->out_type = dtype;
+    g->compute_type = 68; /* CUBLAS_COMPUTE_32F */
+    g->transa = (uint8_t)ta;
+    g->transb = (uint8_t)tb;
+    g->result = result;
+}
+
+/* OUTDIR/gpu_gemm.tslog (see the top of the file). */
+static int gemm_log(const char *dir)
+{
+    enum { A = 0xa000, B = 0xb000, F16 = 2 /* CUDA_R_16F */, F32 = 0 /* CUDA_R_32F */ };
+    begin("TRAINSHIM_CUPTI=1\nTRAINSHIM_FLOP_SAMPLE=16\n");
+    clock_pair(1, 0);
+    status(TS_GPU_STATUS_STARTED, "libcupti.so.13", 0, 1);
+    name(1, "sm80_xmma_hgemm_128x128x32_stage3_warpsize2x2x1_tn");
+    name(2, "ampere_sgemm_128x64_nn");
+    name(3, "_Z9layernormPfi");
+    gemm(10, A, 256, 128, 64, F16, 1, 0, 0, 1);
+    struct ts_rec_gpu_time *t = rec(TS_REC_GPU_TIME, sizeof *t, 10);
+    t->sample_id = 1;
+    t->gpu_ns = 50 * MS;
+    t->kind = TS_REC_GEMM;
+    gemm(11, B, 64, 64, 64, F32, 0, 0, 0, 0);
+    gemm(12, A, 256, 128, 64, F16, 1, 0, 0, 0);
+    gemm(13, A, 64, 64, 64, F32, 0, 0, 0, 0);
+    gemm(14, B, 256, 128, 64, F16, 1, 0, 0, 0);
+    gemm(15, A, 64, 64, 64, F32, 0, 0, 13, 0);
+    gemm(30, A, 256, 128, 64, F16, 1, 0, 0, 0);
+    kernel(11, 14, 7, 0, 1);
+    kernel(10, 12, 8, 0, 2);
+    kernel(14, 18, 7, 0, 1);
+    kernel(18, 19, 7, 0, 3);
+    kernel(19, 20, 7, 0, 2);
+    kernel(20, 25, 8, 0, 1);
+    kernel(26, 27, 8, 0, 2);
+    status(TS_GPU_STATUS_FINAL, "", 0, 39);
+    return finish(dir, "gpu_gemm.tslog", 40);
+
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: gen_gpu_log OUTDIR\n");
+        return 2;
+    }
+    begin("TRAINSHIM_CUPTI=1\nTRAINSHIM_IDLE_GAP_US=2000\nTRAINSHIM_FLOP_SAMPLE=16\n");
     clock_pair(1, 0);
     status(TS_GPU_STATUS_STARTED, "libcupti.so.13", 0, 1);
     name(1, "ampere_sgemm_128x64_nn");
@@ -139,20 +234,7 @@ int main(int argc, char **argv)
     kernel(70, 69, 7, 0, 3);             /* end before start: ignored */
     clock_pair(99, 12345);               /* drifted: the reader keeps the first pair */
     status(TS_GPU_STATUS_FINAL, "", 7, 99);
-    struct ts_rec_end *e = rec(TS_REC_END, sizeof *e, 100);
-    e->records_written = nrec - 1;
-    for (size_t off = sizeof *p; off < used;) {
-        struct ts_rec_hdr *r = (struct ts_rec_hdr *)(buf + off);
-        r->check = 0;
-        r->check = ts_rec_check(r, r->len);
-        off += r->len;
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/gpu.tslog", argv[1]);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(buf, 1, used, f) != used || fclose(f) != 0) {
-        perror(path);
+    if (finish(argv[1], "gpu.tslog", 100))
         return 1;
-    }
-    return 0;
+    return gemm_log(argv[1]);
 }

@@ -7,12 +7,13 @@
  *    dlopen("libcublasLt.so.13") + dlsym as the real libcublas does, with the
  *    handle's stream and workspace (a nested call a preload can observe);
  *  - pointer-array batched GEMMs (and everything, if cuBLASLt cannot be
- *    loaded) run here: a host function on the handle's stream computes them.
+ *    loaded) run here: a kernel launched on the handle's stream computes
+ *    them (emu_gemm_kernel.h: named like cuBLAS's, so CUPTI reports them).
  * In host pointer mode alpha and beta are read at the call; in device pointer
  * mode when the GEMM runs, as on a GPU. */
 #include "cublas_internal.h"
 #include "common/driver_link.h"
-#include "emu_gemm.h"
+#include "emu_gemm_kernel.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,17 +31,11 @@ struct gemm_call {
     int compute;                     /* cublasComputeType_t */
 };
 
-struct gemm_job {
-    struct emu_gemm g;
-    int persistent;
-};
-
-static void CUDA_CB run_job(void *arg)
-{
-    struct gemm_job *j = arg;
-    if (emu_gemm_run(&j->g) != 0) fprintf(stderr, "emu: cublas GEMM: out of host memory, result not written\n");
-    if (!j->persistent) free(j);
-}
+/* GEMMs computed here (pointer-array batches) are kernels named like the
+ * real cuBLAS's own ("ampere_sgemm_128x64_nn"). */
+static struct emu_gemm_kernels kernels = {.prefix = "ampere_", .suffix = "_128x64"};
+static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
+static void kernels_init(void) { emu_gemm_kernels_register(&kernels); }
 
 static void set_op(struct emu_mat *x, int trans, int64_t ld)
 {
@@ -50,7 +45,7 @@ static void set_op(struct emu_mat *x, int trans, int64_t ld)
 
 static cublasStatus_t run_local(cublasHandle_t h, const struct gemm_call *c, cudaDataType scale, int wide)
 {
-    struct gemm_job *j = calloc(1, sizeof *j);
+    struct emu_gemm_job *j = calloc(1, sizeof *j);
     if (!j) return CUBLAS_STATUS_ALLOC_FAILED;
     struct emu_gemm *g = &j->g;
     g->m = c->m;
@@ -82,7 +77,7 @@ static cublasStatus_t run_local(cublasHandle_t h, const struct gemm_call *c, cud
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
     if (EMU_DRV(cuStreamIsCapturing)(h->stream, &cs) != CUDA_SUCCESS) cs = CU_STREAM_CAPTURE_STATUS_NONE;
     j->persistent = cs != CU_STREAM_CAPTURE_STATUS_NONE;
-    if (EMU_DRV(cuLaunchHostFunc)(h->stream, run_job, j) != CUDA_SUCCESS) {
+    if (emu_gemm_launch(&kernels, &kernels_once, kernels_init, h->stream, c->ta, c->tb, j) != CUDA_SUCCESS) {
         free(j);
         return CUBLAS_STATUS_EXECUTION_FAILED;
     }

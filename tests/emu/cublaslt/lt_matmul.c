@@ -1,23 +1,18 @@
 /* cublasLtMatmul of the emulated cuBLASLt: D = alpha * op(A) op(B) + beta * C,
- * batched, computed on the CPU by a host function enqueued on the caller's
- * stream (so it runs after the stream's earlier work, like the kernel). */
+ * batched, computed on the CPU by a kernel launched on the caller's stream
+ * (emu_gemm_kernel.h), so it runs after the stream's earlier work and CUPTI
+ * sees it, as on a GPU. */
 #include "lt_internal.h"
 #include "common/driver_link.h"
-#include "../cublas/emu_gemm.h"
+#include "../cublas/emu_gemm_kernel.h"
 #include <stdio.h>
 #include <stdlib.h>
 
-struct lt_job {
-    struct emu_gemm g;
-    int persistent;                  /* enqueued under stream capture: may run many times */
-};
-
-static void CUDA_CB run_job(void *arg)
-{
-    struct lt_job *j = arg;
-    if (emu_gemm_run(&j->g) != 0) fprintf(stderr, "emu: cublasLtMatmul: out of host memory, result not written\n");
-    if (!j->persistent) free(j);
-}
+/* Matmuls are kernels named like cuBLASLt's ("sm80_xmma_sgemm_..._nn"), with
+ * the A type and the transposes in the name. */
+static struct emu_gemm_kernels kernels = {.prefix = "sm80_xmma_", .suffix = "_128x128x32_stage3_warpsize2x2x1"};
+static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
+static void kernels_init(void) { emu_gemm_kernels_register(&kernels); }
 
 /* Strides of element (i, j) of op(X) for a stored layout and a transpose. */
 static void set_mat(struct emu_mat *x, const void *ptr, const struct lt_layout *l, int trans)
@@ -60,7 +55,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
     lt_count("cublas.gemm", 1);
     if (empty) return CUBLAS_STATUS_SUCCESS;
 
-    struct lt_job *j = calloc(1, sizeof *j);
+    struct emu_gemm_job *j = calloc(1, sizeof *j);
     if (!j) return CUBLAS_STATUS_ALLOC_FAILED;
     struct emu_gemm *g = &j->g;
     g->m = p.m;
@@ -89,7 +84,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
     if (EMU_DRV(cuStreamIsCapturing)((CUstream)stream, &cs) != CUDA_SUCCESS) cs = CU_STREAM_CAPTURE_STATUS_NONE;
     j->persistent = cs != CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult cr = EMU_DRV(cuLaunchHostFunc)((CUstream)stream, run_job, j);
+    CUresult cr = emu_gemm_launch(&kernels, &kernels_once, kernels_init, (CUstream)stream, ds->transa, ds->transb, j);
     if (cr != CUDA_SUCCESS) {
         free(j);
         return CUBLAS_STATUS_EXECUTION_FAILED;

@@ -1,8 +1,9 @@
 /* cupti_activity.c: the emulated CUPTI activity API (libcupti.so.13):
  * kernel (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL / KERNEL, as
- * CUpti_ActivityKernel10) and copy (CUPTI_ACTIVITY_KIND_MEMCPY, as
- * CUpti_ActivityMemcpy6) records of the emulated driver's executor, which
- * reports each kernel and copy it ran through the activity hook
+ * CUpti_ActivityKernel10), copy (CUPTI_ACTIVITY_KIND_MEMCPY, as
+ * CUpti_ActivityMemcpy6) and memset (CUPTI_ACTIVITY_KIND_MEMSET, as
+ * CUpti_ActivityMemset4) records of the emulated driver's executor, which
+ * reports each kernel, copy and memset it ran through the activity hook
  * (driver/emu_activity.h, resolved with cuGetProcAddress like every driver
  * entry point).  Records are kept until cuptiActivityFlushAll, which hands
  * them out in buffers the client supplies (one buffer-requested / buffer-
@@ -21,6 +22,7 @@ union pending_record {
     CUpti_Activity header;
     CUpti_ActivityKernel10 kernel;
     CUpti_ActivityMemcpy6 memcpy;
+    CUpti_ActivityMemset4 memset;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -29,15 +31,16 @@ static size_t npending, pending_cap;
 static uint64_t dropped;
 static CUpti_BuffersCallbackRequestFunc buffer_requested;
 static CUpti_BuffersCallbackCompleteFunc buffer_completed;
-static int kernel_enabled, memcpy_enabled;   /* atomic */
+static int kernel_enabled, memcpy_enabled, memset_enabled;   /* atomic */
 static int hook_installed;                   /* under mu */
 
 #define PENDING_MAX (1u << 20)   /* beyond this, records are dropped (and counted) */
 
 static size_t record_size(CUpti_ActivityKind kind)
 {
-    size_t sz = kind == CUPTI_ACTIVITY_KIND_MEMCPY ? sizeof(CUpti_ActivityMemcpy6)
-                                                   : sizeof(CUpti_ActivityKernel10);
+    size_t sz = kind == CUPTI_ACTIVITY_KIND_MEMCPY   ? sizeof(CUpti_ActivityMemcpy6)
+                : kind == CUPTI_ACTIVITY_KIND_MEMSET ? sizeof(CUpti_ActivityMemset4)
+                                                     : sizeof(CUpti_ActivityKernel10);
     return (sz + 7) & ~(size_t)7;   /* records are 8-byte aligned in a buffer */
 }
 
@@ -96,6 +99,19 @@ static void on_activity(const struct emu_activity *a)
         mr->streamId = a->stream_id;
         mr->correlationId = a->correlation_id;
         mr->copyCount = 1;
+    } else if (a->kind == EMU_ACTIVITY_MEMSET) {
+        if (!__atomic_load_n(&memset_enabled, __ATOMIC_RELAXED)) return;
+        CUpti_ActivityMemset4 *sr = &r.memset;
+        sr->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+        sr->value = a->value;
+        sr->bytes = a->bytes;
+        sr->start = a->start_ns;
+        sr->end = a->end_ns;
+        sr->deviceId = (uint32_t)a->device;
+        sr->contextId = (uint32_t)a->device + 1;
+        sr->streamId = a->stream_id;
+        sr->correlationId = a->correlation_id;
+        sr->memoryKind = (uint16_t)a->memory_kind;
     } else {
         return;
     }
@@ -138,6 +154,9 @@ static CUptiResult set_kind(CUpti_ActivityKind kind, int on)
         break;
     case CUPTI_ACTIVITY_KIND_MEMCPY:
         __atomic_store_n(&memcpy_enabled, on, __ATOMIC_RELAXED);
+        break;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+        __atomic_store_n(&memset_enabled, on, __ATOMIC_RELAXED);
         break;
     default:
         return CUPTI_ERROR_NOT_SUPPORTED;
@@ -182,9 +201,11 @@ CUptiResult cuptiActivityFlushAll(uint32_t flag)
             size_t rs = record_size(recs[i].header.kind);
             if (used + rs > size) break;
             memset(buf + used, 0, rs);
+            CUpti_ActivityKind k = recs[i].header.kind;
             memcpy(buf + used, &recs[i],
-                   recs[i].header.kind == CUPTI_ACTIVITY_KIND_MEMCPY ? sizeof(CUpti_ActivityMemcpy6)
-                                                                     : sizeof(CUpti_ActivityKernel10));
+                   k == CUPTI_ACTIVITY_KIND_MEMCPY   ? sizeof(CUpti_ActivityMemcpy6)
+                   : k == CUPTI_ACTIVITY_KIND_MEMSET ? sizeof(CUpti_ActivityMemset4)
+                                                     : sizeof(CUpti_ActivityKernel10));
             used += rs;
             count++;
             i++;

@@ -3,7 +3,7 @@
  * exports emuSetActivityHook (listed in tests/emu/symbols/emu.txt, so it is
  * in the cuGetProcAddress table); libcupti resolves it with
  * cuGetProcAddress("emuSetActivityHook", ...) and installs one callback,
- * which worker threads call after each kernel and copy has run.  Times are
+ * which worker threads call after each kernel, copy and memset has run.  Times are
  * CLOCK_MONOTONIC nanoseconds (cuptiGetTimestamp uses the same clock). */
 #ifndef EMU_ACTIVITY_H
 #define EMU_ACTIVITY_H
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum emu_activity_kind { EMU_ACTIVITY_KERNEL = 1, EMU_ACTIVITY_MEMCPY = 2 };
+enum emu_activity_kind { EMU_ACTIVITY_KERNEL = 1, EMU_ACTIVITY_MEMCPY = 2, EMU_ACTIVITY_MEMSET = 3 };
 
 struct emu_activity {
     int kind;                     /* enum emu_activity_kind */
@@ -26,7 +26,11 @@ struct emu_activity {
     /* EMU_ACTIVITY_MEMCPY: CUpti_ActivityMemcpyKind and CUpti_ActivityMemoryKind
      * values (PAGEABLE=1 PINNED=2 DEVICE=3 MANAGED=5) */
     int copy_kind, src_kind, dst_kind;
-    uint64_t bytes;
+    uint64_t bytes;               /* copies and memsets */
+    /* EMU_ACTIVITY_MEMSET: the value (as given: byte, 16 or 32 bits) and the
+     * CUpti_ActivityMemoryKind of the target in memory_kind */
+    uint32_t value;
+    int memory_kind;
 };
 typedef void (*emu_activity_fn)(const struct emu_activity *rec);
 

@@ -436,11 +436,22 @@ CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream h)
 { EMU_ENTRY_CTX(cuMemcpy3DPeerAsync_ptsz); return copy_3d_peer(p, emu_stream_resolve(h, true), false); }
 
 /* ---------------------------------------------------------------- memsets */
-struct memset_op { char *dst; size_t pitch, width, height; int elsize; uint32_t value; bool managed; int dev; };
+struct memset_op {
+    char *dst;
+    size_t pitch, width, height;
+    int elsize;
+    uint32_t value;
+    bool managed;
+    int dev;
+    int memory_kind;                   /* CUpti_ActivityMemoryKind, for activity records */
+    uint32_t stream_id, correlation_id;
+};
 
 static void run_memset(void *p)
 {
     struct memset_op *m = p;
+    emu_activity_fn hook = emu_activity_hook();
+    uint64_t start = hook ? emu_now_ns() : 0;
     /* The stream's device writes: VMM memory needs its read-write grant. */
     if (!emu_mem_access_ok(m->dev, (uintptr_t)m->dst, m->pitch * (m->height - 1) + m->width * (size_t)m->elsize, true))
         emu_fault_access();
@@ -455,6 +466,13 @@ static void run_memset(void *p)
             uint32_t *q = (uint32_t *)(void *)row;
             for (size_t i = 0; i < m->width; i++) q[i] = m->value;
         }
+    }
+    if (hook) {
+        struct emu_activity rec = {
+            .kind = EMU_ACTIVITY_MEMSET, .start_ns = start, .end_ns = emu_now_ns(),
+            .stream_id = m->stream_id, .correlation_id = m->correlation_id, .device = m->dev,
+            .bytes = m->width * (size_t)m->elsize * m->height, .value = m->value, .memory_kind = m->memory_kind };
+        hook(&rec);
     }
 }
 
@@ -477,7 +495,9 @@ static CUresult memset_2d(CUdeviceptr dst, size_t pitch, uint32_t value, size_t 
     if (kind != EMU_MEM_PINNED) CHECK(emu_check_device_range(dst, ext));
     struct memset_op *m = malloc(sizeof *m);
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
-    *m = (struct memset_op){PTR(dst), pitch, width, height, elsize, value, kind == EMU_MEM_MANAGED, st->dev};
+    *m = (struct memset_op){PTR(dst), pitch, width, height, elsize, value, kind == EMU_MEM_MANAGED, st->dev,
+                            kind == EMU_MEM_MANAGED ? 5 : kind == EMU_MEM_PINNED ? 2 : 3,
+                            (uint32_t)st->id, emu_activity_next_correlation()};
     bool wait = sync && kind == EMU_MEM_PINNED &&
                 __atomic_load_n(&st->capture, __ATOMIC_ACQUIRE) == NULL;
     uint64_t seq;
