@@ -352,6 +352,16 @@ static int copy_advice(const struct acct_copy_facts *cp, char *line)
                  (unsigned long long)cp->converted_calls, (double)cp->converted_blocked_ns / 1e6);
         return 1;
     }
+    if ((double)left < 0.01 * (double)pg) {   /* a few tiny copies left: not worth a "pin those" */
+        snprintf(line, 256,
+                 "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory; trainshim converted %s of it "
+                 "(%llu calls, host blocked %.1f ms; %s in small copies left): pinned buffers (pin_memory=True) "
+                 "would skip its staging copy",
+                 share, short_size(pg, a, sizeof a), short_size(all, b, sizeof b), short_size(conv, c, sizeof c),
+                 (unsigned long long)cp->converted_calls, (double)cp->converted_blocked_ns / 1e6,
+                 short_size(left, d, sizeof d));
+        return 1;
+    }
     snprintf(line, 256,
              "pageable host memory: %s of %s H2D/D2H bytes; trainshim converted %s (%llu calls); not converted: "
              "%s in %llu copies below TRAINSHIM_PINNED_COPY_MIN=%s, %s above it (capture/fallback): pin those",

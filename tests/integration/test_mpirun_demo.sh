@@ -40,6 +40,10 @@ section "GPU TIMELINE" "^source +CUPTI activity: [1-9][0-9]* kernels"
 section "TOP ALLOCATION SITES" "^#1 "
 section "TOP ALLOCATION SITES" " main"
 section "MEMORY TIMELINE" "^ +[0-9.]+ +[0-9.]+ [KM]iB"
+section "COPIES" "^converted to pinned +[0-9.]+ MiB"
+# the demo's copies are converted but for a few bytes of tiny ones: no "pin those"
+section "ADVICE" "trainshim converted [0-9.]+ MiB of it .*KiB in small copies left"
+section "ADVICE" "GPU idle [0-9]+% of the run"
 grep -q "^trainshim: \(warning\|error\)" "$tmp/demo.err" && { echo "FAIL: trainshim warned in the demo:"; cat "$tmp/demo.err"; fail=1; }
 [ $fail = 0 ] && echo "ok: the two-rank demo fills every report section"
 exit $fail
