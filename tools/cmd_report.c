@@ -24,22 +24,6 @@
 static const char *const dir_names[DIRS] = {"unknown", "H2D", "D2H", "D2D", "H2H", "peer", "default"};
 static const char *const dir_keys[DIRS] = {"unknown", "h2d", "d2h", "d2d", "h2h", "peer", "default"};
 
-static const char *human(uint64_t b, char *buf, size_t n)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 6) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, n, "%llu B", (unsigned long long)b);
-    else
-        snprintf(buf, n, "%.2f %s", v, unit[u]);
-    return buf;
-}
-
 static void print_sanitized(FILE *f, const char *s)
 {
     for (; *s; s++)
@@ -82,7 +66,7 @@ static void text_run(FILE *f, const struct tslog *log)
         const struct tslog_device *d = &log->devices[i];
         fprintf(f, "device %-6d ", d->ordinal);
         print_sanitized(f, d->name);
-        fprintf(f, ", %s, cc %d.%d, %d SMs, ", human(d->total_mem, b, sizeof b), d->cc_major,
+        fprintf(f, ", %s, cc %d.%d, %d SMs, ", tslog_human_bytes(d->total_mem, b, sizeof b), d->cc_major,
                 d->cc_minor, d->sm_count);
         print_sanitized(f, d->pci_bus_id);
         fputc('\n', f);
@@ -108,9 +92,9 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
 {
     char b1[32], b2[32];
     fprintf(f, "\n== DEVICE MEMORY ==\n");
-    fprintf(f, "peak allocated      %s (%llu B)\n", human(s->peak_alloc, b1, sizeof b1),
+    fprintf(f, "peak allocated      %s (%llu B)\n", tslog_human_bytes(s->peak_alloc, b1, sizeof b1),
             (unsigned long long)s->peak_alloc);
-    fprintf(f, "peak reserved       %s (%llu B)\n", human(peak_reserved(s), b1, sizeof b1),
+    fprintf(f, "peak reserved       %s (%llu B)\n", tslog_human_bytes(peak_reserved(s), b1, sizeof b1),
             (unsigned long long)peak_reserved(s));
     if (s->pool_records) {
         fprintf(f, "allocator           %s\n", ts_alloc_mode_name(s->pool_mode));
@@ -122,12 +106,12 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
     }
     fprintf(f, "allocations         %llu (%llu failed), %s requested\n",
             (unsigned long long)s->alloc_calls, (unsigned long long)s->alloc_failed,
-            human(s->alloc_requested, b1, sizeof b1));
+            tslog_human_bytes(s->alloc_requested, b1, sizeof b1));
     fprintf(f, "frees               %llu (%llu failed, %llu of unknown pointers)\n",
             (unsigned long long)s->free_calls, (unsigned long long)s->free_failed,
             (unsigned long long)s->free_unknown);
     fprintf(f, "live at end         %llu blocks, %s\n", (unsigned long long)s->live_blocks,
-            human(s->live_bytes, b1, sizeof b1));
+            tslog_human_bytes(s->live_bytes, b1, sizeof b1));
     fprintf(f, "allocation sizes\n");
     for (int i = 0; i < HIST_BUCKETS; i++) {
         if (!s->hist[i])
@@ -136,9 +120,9 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
             fprintf(f, "  %-24s %10llu\n", "0 B", (unsigned long long)s->hist[i]);
         else {
             char r[80];
-            human(1ull << (i - 1), b1, sizeof b1);
+            tslog_human_bytes(1ull << (i - 1), b1, sizeof b1);
             if (i < 64)
-                human(1ull << i, b2, sizeof b2);
+                tslog_human_bytes(1ull << i, b2, sizeof b2);
             else
                 snprintf(b2, sizeof b2, "16.00 EiB");
             snprintf(r, sizeof r, "[%s, %s)", b1, b2);
@@ -154,16 +138,16 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
         char pg[40] = "-";
         uint64_t p = d == TS_H2D ? s->h2d_pageable : d == TS_D2H ? s->d2h_pageable : 0;
         if (d == TS_H2D || d == TS_D2H)
-            snprintf(pg, sizeof pg, "%s (%.1f%%)", human(p, b2, sizeof b2),
+            snprintf(pg, sizeof pg, "%s (%.1f%%)", tslog_human_bytes(p, b2, sizeof b2),
                      s->copy_bytes[d] ? 100.0 * (double)p / (double)s->copy_bytes[d] : 0.0);
         fprintf(f, "%-10s %10llu %22s %22s\n", dir_names[d], (unsigned long long)s->copy_calls[d],
-                human(s->copy_bytes[d], b1, sizeof b1), pg);
+                tslog_human_bytes(s->copy_bytes[d], b1, sizeof b1), pg);
     }
     fprintf(f, "failed copies       %llu\n", (unsigned long long)s->copy_failed);
     fprintf(f, "host time in copies %.3f ms\n", (double)s->copy_ns / 1e6);
     if (s->converted_calls) {
         fprintf(f, "converted to pinned %s in %llu calls (host blocked %.3f ms, staging wait %.3f ms)\n",
-                human(s->converted_bytes, b1, sizeof b1), (unsigned long long)s->converted_calls,
+                tslog_human_bytes(s->converted_bytes, b1, sizeof b1), (unsigned long long)s->converted_calls,
                 (double)s->converted_blocked_ns / 1e6, (double)s->staging_wait_ns / 1e6);
     }
 
@@ -200,9 +184,9 @@ static void text_rank_table(FILE *f, struct tslog *logs, const struct stats *st,
                 *c = '?';
         fprintf(f, "%-5s %8d %-10s %-10s %9.3fs %14s %8llu %8llu %14s %14s %6llu\n", rank,
                 logs[i].pid, host, status_text(&logs[i]), (double)duration_ns(&logs[i]) / 1e9,
-                human(st[i].peak_alloc, b1, sizeof b1), (unsigned long long)st[i].alloc_calls,
-                (unsigned long long)st[i].free_calls, human(st[i].copy_bytes[TS_H2D], b2, sizeof b2),
-                human(st[i].copy_bytes[TS_D2H], b3, sizeof b3),
+                tslog_human_bytes(st[i].peak_alloc, b1, sizeof b1), (unsigned long long)st[i].alloc_calls,
+                (unsigned long long)st[i].free_calls, tslog_human_bytes(st[i].copy_bytes[TS_H2D], b2, sizeof b2),
+                tslog_human_bytes(st[i].copy_bytes[TS_D2H], b3, sizeof b3),
                 (unsigned long long)st[i].error_records);
     }
     for (int i = 0; i < n; i++)

@@ -549,3 +549,65 @@ const char *tslog_api_name(const struct tslog *log, int api, char *buf, size_t n
     snprintf(buf, n, "api#%d", api);
     return buf;
 }
+
+unsigned char *tslog_read_bytes(const char *path, size_t *size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size, n = 0;
+    unsigned char *p = malloc(cap ? cap : 1);
+    while (p && n < cap) {
+        ssize_t r = read(fd, p + n, cap - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    *size = n;
+    return p;
+}
+
+int tslog_walk_records(const unsigned char *p, size_t size,
+                       int (*fn)(void *arg, const struct ts_rec_hdr *h, const unsigned char *rec), void *arg)
+{
+    struct ts_log_preamble pre;
+    if (size < sizeof pre)
+        return -1;
+    memcpy(&pre, p, sizeof pre);
+    if (memcmp(pre.magic, TS_LOG_MAGIC, 8) || pre.version_major != TS_LOG_VERSION_MAJOR)
+        return -1;
+    for (size_t off = sizeof pre; off + sizeof(struct ts_rec_hdr) <= size;) {
+        struct ts_rec_hdr h;
+        memcpy(&h, p + off, sizeof h);
+        if (h.len < sizeof h || h.len % TS_REC_ALIGN || h.len > TS_REC_MAX_LEN || h.len > size - off ||
+            ts_rec_check(p + off, h.len) != h.check)
+            break;
+        int rc = fn(arg, &h, p + off);
+        if (rc)
+            return rc;
+        off += h.len;
+    }
+    return 0;
+}
+
+const char *tslog_human_bytes(uint64_t b, char *buf, size_t n)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 6) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, n, "%llu B", (unsigned long long)b);
+    else
+        snprintf(buf, n, "%.2f %s", v, unit[u]);
+    return buf;
+}

@@ -11,11 +11,8 @@
  * loop. */
 #include "report_gpu.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define TOP_KERNELS_TEXT 10
 #define TOP_KERNELS_JSON 100
@@ -27,29 +24,6 @@
 #define ADVICE_IDLE_SHARE 0.05
 
 /* ------------------------------------------------------------ reading */
-static unsigned char *read_all(const char *path, size_t *size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return NULL;
-    }
-    size_t cap = (size_t)st.st_size, n = 0;
-    unsigned char *p = malloc(cap ? cap : 1);
-    while (p && n < cap) {
-        ssize_t r = read(fd, p + n, cap - n);
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    *size = n;
-    return p;
-}
-
 static int push_act(struct gpu_data *d, size_t *cap, const struct gpu_activity *a)
 {
     if (d->n_acts == *cap) {
@@ -174,27 +148,24 @@ static int by_name_id(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+struct parse_state {
+    struct gpu_data *d;
+    size_t cap_acts, cap_names;
+};
+
+static int parse_one(void *arg, const struct ts_rec_hdr *h, const unsigned char *rec)
+{
+    struct parse_state *st = arg;
+    return read_record(st->d, &st->cap_acts, &st->cap_names, rec, h) ? 1 : 0;
+}
+
 int gpu_parse(const unsigned char *p, size_t size, struct gpu_data *d)
 {
     memset(d, 0, sizeof *d);
-    struct ts_log_preamble pre;
-    if (size < sizeof pre)
-        return 0;
-    memcpy(&pre, p, sizeof pre);
-    if (memcmp(pre.magic, TS_LOG_MAGIC, 8) || pre.version_major != TS_LOG_VERSION_MAJOR)
-        return 0;
-    size_t off = sizeof pre, cap_acts = 0, cap_names = 0;
-    while (off + sizeof(struct ts_rec_hdr) <= size) {
-        struct ts_rec_hdr h;
-        memcpy(&h, p + off, sizeof h);
-        if (h.len < sizeof h || h.len % TS_REC_ALIGN || h.len > TS_REC_MAX_LEN || h.len > size - off ||
-            ts_rec_check(p + off, h.len) != h.check)
-            break;
-        if (read_record(d, &cap_acts, &cap_names, p + off, &h)) {
-            gpu_free(d);
-            return -1;
-        }
-        off += h.len;
+    struct parse_state st = {d, 0, 0};
+    if (tslog_walk_records(p, size, parse_one, &st) > 0) { /* out of memory */
+        gpu_free(d);
+        return -1;
     }
     for (size_t i = 0; i < d->n_acts; i++) { /* onto the log's time axis */
         d->acts[i].start_ns += (uint64_t)d->clock_offset_ns;
@@ -211,7 +182,7 @@ int gpu_load(const struct tslog *log, struct gpu_data *d)
 {
     memset(d, 0, sizeof *d);
     size_t size = 0;
-    unsigned char *p = log->file && strcmp(log->file, "-") ? read_all(log->file, &size) : NULL;
+    unsigned char *p = log->file && strcmp(log->file, "-") ? tslog_read_bytes(log->file, &size) : NULL;
     if (!p)
         return -1;
     int rc = gpu_parse(p, size, d);
@@ -485,22 +456,6 @@ static double share(uint64_t part, uint64_t whole)
 
 static double ms(uint64_t ns) { return (double)ns / 1e6; }
 
-static const char *human(uint64_t b, char *buf, size_t n)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 6) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, n, "%llu B", (unsigned long long)b);
-    else
-        snprintf(buf, n, "%.2f %s", v, unit[u]);
-    return buf;
-}
-
 static const char *enable_hint(void)
 {
     return "no GPU activity recorded: run with TRAINSHIM_CUPTI=1 to record kernels and copies through CUPTI";
@@ -596,7 +551,7 @@ static void text_section(FILE *f, const struct tslog *log, const struct gpu_data
             char label[32];
             snprintf(label, sizeof label, "%s %s", copy_names[k], host_names[h]);
             fprintf(f, "  %-18s %8llu calls %12s %12.3f ms", label, (unsigned long long)r->calls,
-                    human(r->bytes, b, sizeof b), ms(r->ns));
+                    tslog_human_bytes(r->bytes, b, sizeof b), ms(r->ns));
             if (r->ns)
                 fprintf(f, "  %.2f GB/s", (double)r->bytes / (double)r->ns);
             fputc('\n', f);

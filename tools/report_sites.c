@@ -10,32 +10,6 @@
 #include "report_sites.h"
 
 /* ------------------------------------------------------------ reading */
-static unsigned char *read_all(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 20, n = 0;
-    unsigned char *p = malloc(cap);
-    while (p) {
-        size_t r = fread(p + n, 1, cap - n, f);
-        n += r;
-        if (n < cap)
-            break;
-        unsigned char *q = realloc(p, cap * 2);
-        if (!q) {
-            free(p);
-            p = NULL;
-            break;
-        }
-        p = q;
-        cap *= 2;
-    }
-    fclose(f);
-    *size = n;
-    return p;
-}
-
 static int by_stack_id(const void *a, const void *b)
 {
     const struct sites_stack *x = a, *y = b;
@@ -133,41 +107,37 @@ static int read_alloc_stack(struct sites_data *d, size_t *cap, const unsigned ch
     return 0;
 }
 
+struct load_state {
+    struct sites_data *d;
+    size_t cap_stacks, cap_allocs;
+};
+
+/* A record this part reads; a bad one (or out of memory) ends the reading. */
+static int load_one(void *arg, const struct ts_rec_hdr *h, const unsigned char *rec)
+{
+    struct load_state *st = arg;
+    int bad = 0;
+    if (h->type == TS_REC_STACK && h->len >= sizeof(struct ts_rec_stack))
+        bad = read_stack(st->d, &st->cap_stacks, rec, h->len);
+    else if (h->type == TS_REC_MODULES && h->len >= sizeof(struct ts_rec_modules))
+        bad = read_modules(st->d, rec, h->len);
+    else if (h->type == TS_REC_ALLOC_STACK && h->len >= sizeof(struct ts_rec_hdr) + 24)
+        bad = read_alloc_stack(st->d, &st->cap_allocs, rec, h->len);
+    return bad ? 1 : 0;
+}
+
 int sites_load(const char *path, struct sites_data *d)
 {
     memset(d, 0, sizeof *d);
     d->sym = sym_new();
     size_t size = 0;
-    unsigned char *p = d->sym ? read_all(path, &size) : NULL;
+    unsigned char *p = d->sym ? tslog_read_bytes(path, &size) : NULL;
     if (!p)
         return -1;
-    struct ts_log_preamble pre;
-    if (size < sizeof pre) {
+    struct load_state st = {d, 0, 0};
+    if (tslog_walk_records(p, size, load_one, &st) < 0) { /* not a log */
         free(p);
         return -1;
-    }
-    memcpy(&pre, p, sizeof pre);
-    if (memcmp(pre.magic, TS_LOG_MAGIC, 8) || pre.version_major != TS_LOG_VERSION_MAJOR) {
-        free(p);
-        return -1;
-    }
-    size_t off = sizeof pre, cap_stacks = 0, cap_allocs = 0;
-    while (off + sizeof(struct ts_rec_hdr) <= size) {
-        struct ts_rec_hdr h;
-        memcpy(&h, p + off, sizeof h);
-        if (h.len < sizeof h || h.len % TS_REC_ALIGN || h.len > TS_REC_MAX_LEN || h.len > size - off ||
-            ts_rec_check(p + off, h.len) != h.check)
-            break;
-        int bad = 0;
-        if (h.type == TS_REC_STACK && h.len >= sizeof(struct ts_rec_stack))
-            bad = read_stack(d, &cap_stacks, p + off, h.len);
-        else if (h.type == TS_REC_MODULES && h.len >= sizeof(struct ts_rec_modules))
-            bad = read_modules(d, p + off, h.len);
-        else if (h.type == TS_REC_ALLOC_STACK && h.len >= sizeof(struct ts_rec_hdr) + 24)
-            bad = read_alloc_stack(d, &cap_allocs, p + off, h.len);
-        if (bad)
-            break;
-        off += h.len;
     }
     free(p);
     if (d->n_stacks)
@@ -398,22 +368,6 @@ void sites_result_free(struct sites_result *r)
 /* ------------------------------------------------------------ output */
 #define SITES_FRAMES_SHOWN 4
 
-static const char *human(uint64_t b, char *buf, size_t n)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 5) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, n, "%" PRIu64 " B", b);
-    else
-        snprintf(buf, n, "%.2f %s", v, unit[u]);
-    return buf;
-}
-
 void sites_text(FILE *f, const struct tslog *log)
 {
     struct sites_data d;
@@ -429,11 +383,11 @@ void sites_text(FILE *f, const struct tslog *log)
     char b1[32], b2[32];
     uint64_t t0 = log->have_header ? log->start_mono_ns : log->first_time_ns;
     fprintf(f, "\n== TOP ALLOCATION SITES (live at the peak of %s, t=%.3f s; %zu distinct stacks) ==\n",
-            human(r.peak_bytes, b1, sizeof b1),
+            tslog_human_bytes(r.peak_bytes, b1, sizeof b1),
             r.peak_time_ns >= t0 ? (double)(r.peak_time_ns - t0) / 1e9 : 0.0, d.n_stacks);
     for (size_t i = 0; i < r.n_rows && i < SITES_TOP; i++) {
         const struct site_row *row = &r.rows[i];
-        fprintf(f, "#%-2zu %10s %5.1f%%  %" PRIu64 " allocation%s\n", i + 1, human(row->bytes, b2, sizeof b2),
+        fprintf(f, "#%-2zu %10s %5.1f%%  %" PRIu64 " allocation%s\n", i + 1, tslog_human_bytes(row->bytes, b2, sizeof b2),
                 r.peak_bytes ? 100.0 * (double)row->bytes / (double)r.peak_bytes : 0.0, row->count,
                 row->count == 1 ? "" : "s");
         const struct sites_stack *st = sites_stack(&d, row->stack_id);
@@ -546,7 +500,7 @@ void sites_timeline_text(FILE *f, const struct tslog *log, int rows)
         fprintf(f, "%10.3f", (double)(end - t0) / 1e9);
         for (int d = 0; d < ndev; d++) {
             char b[32];
-            fprintf(f, "  %13s", human(hi[d], b, sizeof b));
+            fprintf(f, "  %13s", tslog_human_bytes(hi[d], b, sizeof b));
         }
         fputc('\n', f);
     }
