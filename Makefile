@@ -1,7 +1,8 @@
 # trainshim build.  Everything is found by wildcard so that adding a file
 # never needs a Makefile edit:
-#   shim/*.c hooks/*.c          -> build/libtrainshim.so (and build/libtscore.a for unit tests)
-#   tools/*.c                   -> build/trainshim
+#   shim/**/*.c hooks/*.c       -> build/libtrainshim.so (and build/libtscore.a for unit tests)
+#   tools/**/*.c                -> build/trainshim
+#   tests/support/*.c + tools/replay/sim_provider.c -> build/libtstest.a (test-only helpers)
 #   tests/emu/<lib>/*.c         -> build/emu/<soname>   (CPU emulator of the CUDA stack)
 #   tests/<suite>/test_*.c|.cu  -> build/tests/<suite>/test_*   (run by tests/run.sh)
 #   tests/workloads/*.cu        -> build/workloads/*
@@ -95,18 +96,23 @@ EMU_TARGETS := $(foreach l,$(EMU_LIBS),$(EMU)/$(soname_$(l)))
 emu: check-toolkit $(EMU_TARGETS)
 
 # ---------------------------------------------------------------- shim
-SHIM_SRC := $(wildcard shim/*.c hooks/*.c)
+# Sources and headers by folder: shim/<concern>/, hooks/, tools/<part>/.
+rwildcard = $(foreach d,$(wildcard $(1:=/*)),$(call rwildcard,$d,$2) $(filter $(subst *,%,$2),$d))
+SHIM_HDR := $(call rwildcard,shim,*.h *.def)
+HOOKS_HDR := $(wildcard hooks/*.h hooks/*.def)
+TOOLS_HDR := $(call rwildcard,tools,*.h)
+SHIM_SRC := $(call rwildcard,shim,*.c) $(wildcard hooks/*.c)
 SHIM_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(SHIM_SRC))
-CORE_SRC := $(wildcard shim/*.c)
+CORE_SRC := $(call rwildcard,shim,*.c)
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC))
 SHIMCFLAGS := $(ALLCFLAGS) -fvisibility=hidden -Ishim -Ihooks -pthread
 SHIM_LIBS := -ldl -lpthread -lm -lrt $(shell pkg-config --libs libunwind 2>/dev/null)
 
 # shim/ sources include hooks/hooks.h too (the TS_API_* ids come from hooks.def)
-$(B)/obj/shim/%.o: shim/%.c $(wildcard shim/*.h hooks/*.h hooks/*.def)
+$(B)/obj/shim/%.o: shim/%.c $(SHIM_HDR) $(HOOKS_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(SHIMCFLAGS) -c -o $@ $<
-$(B)/obj/hooks/%.o: hooks/%.c $(wildcard shim/*.h hooks/*.h hooks/*.def)
+$(B)/obj/hooks/%.o: hooks/%.c $(SHIM_HDR) $(HOOKS_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(SHIMCFLAGS) -c -o $@ $<
 $(B)/libtrainshim.so: $(SHIM_OBJ)
@@ -118,14 +124,27 @@ $(B)/libtscore.a: $(CORE_OBJ)
 shim: check-toolkit $(if $(SHIM_SRC),$(B)/libtrainshim.so $(B)/libtscore.a)
 
 # ---------------------------------------------------------------- tools
-TOOLS_SRC := $(wildcard tools/*.c)
+TOOLS_SRC := $(call rwildcard,tools,*.c)
 TOOLS_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(TOOLS_SRC))
-$(B)/obj/tools/%.o: tools/%.c $(wildcard tools/*.h shim/*.h)
+$(B)/obj/tools/%.o: tools/%.c $(TOOLS_HDR) $(SHIM_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(ALLCFLAGS) -Ishim -Itools -c -o $@ $<
 $(B)/trainshim: $(TOOLS_OBJ) $(if $(CORE_SRC),$(B)/libtscore.a)
 	$(CC) -o $@ $(TOOLS_OBJ) $(if $(CORE_SRC),$(B)/libtscore.a) $(SHIM_LIBS) $(shell pkg-config --libs libdw 2>/dev/null) $(LDSAN)
 tools: $(if $(TOOLS_SRC),$(B)/trainshim)
+
+# ---------------------------------------------------------------- test-only helpers
+# The pool checker (tests/support) and the device-less page provider that
+# replay uses (tools/replay/sim_provider.c): linked by unit tests and benches,
+# never by libtrainshim.so.
+TESTSUP_SRC := $(wildcard tests/support/*.c) tools/replay/sim_provider.c
+TESTSUP_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(TESTSUP_SRC))
+$(B)/obj/tests/support/%.o: tests/support/%.c $(SHIM_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(ALLCFLAGS) -Ishim -c -o $@ $<
+$(B)/libtstest.a: $(TESTSUP_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@; ar rcs $@ $(TESTSUP_OBJ)
 
 # ---------------------------------------------------------------- tests
 # C tests link against the REAL toolkit's libraries (versioned references) and
@@ -137,7 +156,7 @@ TEST_BIN := $(patsubst tests/emu/tests/%,$(B)/tests/emu/%,$(basename $(EMU_TEST_
             $(patsubst tests/%,$(B)/tests/%,$(basename $(OTHER_TEST_SRC)))
 CUDA_LINK := -L$(CUDA_HOME)/lib64 -lcudart -lcublas -lcublasLt -lnccl -L$(EMU) -lcuda \
              -Wl,-rpath-link,$(CUDA_HOME)/lib64 -pthread -ldl -lm -lrt
-TESTCFLAGS := $(ALLCFLAGS) -Itests/emu -Itests -Ishim -Ihooks -Wno-error=unused-parameter -pthread
+TESTCFLAGS := $(ALLCFLAGS) -Itests/emu -Itests -Ishim -Ihooks -Itools -Wno-error=unused-parameter -pthread
 
 $(B)/tests/emu/%: tests/emu/tests/%.c $(wildcard tests/emu/*.h tests/emu/*/*.h tests/*.h) | $(EMU_TARGETS)
 	@mkdir -p $(@D)
@@ -145,10 +164,10 @@ $(B)/tests/emu/%: tests/emu/tests/%.c $(wildcard tests/emu/*.h tests/emu/*/*.h t
 $(B)/tests/emu/%: tests/emu/tests/%.cu $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -Itests/emu -Itests -o $@ $< -L$(CUDA_HOME)/lib64 -lcublas -lnccl -L$(EMU) -lcuda
-$(B)/tests/unit/%: tests/unit/%.c $(wildcard shim/*.h tests/*.h) $(B)/libtscore.a
+$(B)/tests/unit/%: tests/unit/%.c $(SHIM_HDR) $(wildcard tests/*.h) $(B)/libtscore.a $(B)/libtstest.a
 	@mkdir -p $(@D)
-	$(CC) $(TESTCFLAGS) -o $@ $< $(B)/libtscore.a $(SHIM_LIBS) $(LDSAN)
-$(B)/tests/%: tests/%.c $(wildcard tests/emu/*.h tests/*.h shim/*.h) | $(EMU_TARGETS)
+	$(CC) $(TESTCFLAGS) -o $@ $< $(B)/libtstest.a $(B)/libtscore.a $(SHIM_LIBS) $(LDSAN)
+$(B)/tests/%: tests/%.c $(wildcard tests/emu/*.h tests/*.h) $(SHIM_HDR) | $(EMU_TARGETS)
 	@mkdir -p $(@D)
 	$(CC) $(TESTCFLAGS) -o $@ $< $(CUDA_LINK) $(LDSAN)
 $(B)/tests/%: tests/%.cu $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)
@@ -167,9 +186,9 @@ tests: $(TEST_BIN) $(WORKLOAD_BIN)
 # ---------------------------------------------------------------- bench
 BENCH_SRC := $(wildcard tests/bench/bench_*.c)
 BENCH_BIN := $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
-$(B)/bench/%: tests/bench/%.c $(wildcard tests/emu/*.h shim/*.h) $(B)/libtscore.a | $(EMU_TARGETS)
+$(B)/bench/%: tests/bench/%.c $(wildcard tests/emu/*.h) $(SHIM_HDR) $(B)/libtscore.a $(B)/libtstest.a | $(EMU_TARGETS)
 	@mkdir -p $(@D)
-	$(CC) $(TESTCFLAGS) -O2 -o $@ $< $(B)/libtscore.a $(CUDA_LINK) $(SHIM_LIBS)
+	$(CC) $(TESTCFLAGS) -O2 -o $@ $< $(B)/libtstest.a $(B)/libtscore.a $(CUDA_LINK) $(SHIM_LIBS)
 
 # ---------------------------------------------------------------- entry points
 setup:

@@ -2,11 +2,11 @@
  * entry point carrying a shape logs one TS_REC_GEMM per outermost call
  * (cublasSgemm_v2 reaching cublasLtMatmul inside cuBLAS counts once): m, n,
  * k, batch, data/output/compute types, transposes, stream and FLOPs; one
- * call in TRAINSHIM_FLOP_SAMPLE is also timed on its stream (shim/compute.c).
+ * call in TRAINSHIM_FLOP_SAMPLE is also timed on its stream (shim/observe/compute.c).
  * The program's arguments and the real result pass through unchanged. */
-#include "compute.h"
+#include "observe/compute.h"
 #include "hooks.h"
-#include "log.h"
+#include "log/log.h"
 
 #define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
 

@@ -1,5 +1,5 @@
 /* devmem_hooks.c: the device-memory hooks: allocations and frees served by
- * trainshim's pool (shim/devmem.h), free-memory queries that count what the
+ * trainshim's pool (shim/devmem/devmem.h), free-memory queries that count what the
  * pool holds idle, pointer queries, device reset,
  * the stream creations and captures the pool's fences must cover (runtime
  * and driver API), and peer access to pooled pages.
@@ -11,7 +11,7 @@
  * is its own.  Whatever the pool does not serve is the real call, so errors
  * are the real library's own. */
 #include "devmem_hooks.h"
-#include "devmem.h"
+#include "devmem/devmem.h"
 
 /* ---- events ------------------------------------------------------------- */
 /* dev: the device ts_dev_alloc / ts_dev_free already knows (the context's,

@@ -1,6 +1,6 @@
 /* devmem_hooks.h: bodies of the device-memory hooks (hooks/devmem_hooks.c),
  * which serve the program's device allocations from trainshim's pool
- * (shim/devmem.h).  runtime.c and driver.c include this header so that the
+ * (shim/devmem/devmem.h).  runtime.c and driver.c include this header so that the
  * OWN hooks they generate (hooks_gen.h) find these ts_body_* functions. */
 #ifndef TRAINSHIM_DEVMEM_HOOKS_H
 #define TRAINSHIM_DEVMEM_HOOKS_H

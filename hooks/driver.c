@@ -7,8 +7,8 @@
  *
  * Pure observation: every argument and result goes through unchanged. */
 #include "hooks.h"
-#include "copy_engine.h"
-#include "host_cache.h"
+#include "copy/copy_engine.h"
+#include "copy/host_cache.h"
 #include "host_alloc_body.h"
 #include "devmem_hooks.h"   /* device-memory bodies: cuMemAlloc_v2, cuMemFree_v2, ... */
 
@@ -182,7 +182,7 @@ static void copy2d_event(int api, const CUDA_MEMCPY2D *c, CUstream stream, bool 
     TS_OUTER_END(api, r);                                                     \
     return r
 
-/* Host<->device copies the pinned copy engine may convert (shim/copy_engine.h):
+/* Host<->device copies the pinned copy engine may convert (shim/copy/copy_engine.h):
  * the engine reports the leading bytes it carried out; the rest (all of it
  * when it declines) is the original call with `rest_args`, on the same stream
  * and after the engine's work.  dir TS_CE_NONE (cuMemcpy, cuMemcpyAsync:

@@ -11,7 +11,7 @@
  * calling the driver, ncclBcast calling ncclBroadcast, the shim's own calls). */
 #include <stdio.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "hooks.h"
 
 /* Neighbouring APIs share cache lines; the counters exist for tests and

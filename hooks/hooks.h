@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core.h"
-#include "resolve.h"
+#include "core/core.h"
+#include "core/resolve.h"
 
 /* cuda.h maps the legacy 4-argument cuGetProcAddress onto cuGetProcAddress_v2
  * with a macro; both are separate exports that we hook separately. */

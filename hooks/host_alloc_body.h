@@ -1,7 +1,7 @@
 /* host_alloc_body.h: the body shared by the runtime's and the driver's pinned
  * host allocation hooks (cudaMallocHost/cudaHostAlloc, cuMemHostAlloc/
  * cuMemAllocHost_v2), which differ only in their result type and codes.
- * Pinned host allocations are served from the cache (shim/host_cache.h) when
+ * Pinned host allocations are served from the cache (shim/copy/host_cache.h) when
  * the call is outermost; a request the cache cannot serve is a real
  * allocation of the class size, retried once after trimming the cache.
  * Expands inside a ts_body_* function of a family file, which defines

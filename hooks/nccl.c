@@ -5,10 +5,10 @@
  * TRAINSHIM_FLOP_SAMPLE outside a group is timed on its stream.  Creation,
  * split, finalize, destroy and abort log TS_REC_COMM.  The program's
  * arguments and the real result pass through unchanged. */
-#include "comm.h"
-#include "compute.h"
+#include "observe/comm.h"
+#include "observe/compute.h"
 #include "hooks.h"
-#include "log.h"
+#include "log/log.h"
 
 #define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
 

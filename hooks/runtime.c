@@ -5,9 +5,9 @@
  *
  * Pure observation: every argument and result goes through unchanged. */
 #include "hooks.h"
-#include "copy_engine.h"
+#include "copy/copy_engine.h"
 #include "devmem_hooks.h"   /* device-memory bodies: cudaMalloc, cudaFree, ... */
-#include "host_cache.h"
+#include "copy/host_cache.h"
 #include "host_alloc_body.h"
 
 /* ---- events ------------------------------------------------------------- */
@@ -127,7 +127,7 @@ static inline cudaError_t ts_body_cudaFreeHost(int api, void *ptr)
     return r;
 }
 
-/* Pinned copy engine (shim/copy_engine.h): a pageable host<->device copy of
+/* Pinned copy engine (shim/copy/copy_engine.h): a pageable host<->device copy of
  * at least TRAINSHIM_PINNED_COPY_MIN goes through pinned staging.  The engine
  * says how many rows (2D) or bytes (1D) it carried out; the rest, everything
  * it declines (small, pinned, invalid, capturing) included, is the original

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the README's options table from the one option table
-# (shim/options.def, printed by `trainshim config --markdown`).
+# (shim/core/options.def, printed by `trainshim config --markdown`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}

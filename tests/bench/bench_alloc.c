@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#include "alloc.h"
+#include "alloc/alloc.h"
 
 static const uint64_t sizes[8] = {512, 4096, 20000, 65536, 131072, 500000, 1 << 20, 3 << 20};
 static long pairs = 2000000;

@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "core.h"
-#include "log.h"
+#include "core/clock.h"
+#include "core/core.h"
+#include "log/log.h"
 
 static volatile uint64_t sink;
 
@@ -68,7 +68,7 @@ static void *base_loop(void *arg)
     return NULL;
 }
 
-/* ns per timestamp: the log's clock reading (shim/clock.h) beside
+/* ns per timestamp: the log's clock reading (shim/core/clock.h) beside
  * clock_gettime(CLOCK_MONOTONIC), which each record used to cost; and the
  * conversion each record costs when it is written out. */
 static void time_clocks(double *mono, double *reading, double *convert)

@@ -11,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "log.h"
-#include "stacks.h"
+#include "core/core.h"
+#include "log/log.h"
+#include "log/stacks.h"
 
 #define REPS 5
 #define CHAIN 20

@@ -1,6 +1,6 @@
 /* libFuzzer harness for the log reader and the report built on it: any bytes
- * are parsed (tools/logread.c), and when they read as a log, analyzed and
- * rendered as text and JSON (tools/cmd_report.c) into /dev/null.  Each input
+ * are parsed (tools/read/logread.c), and when they read as a log, analyzed and
+ * rendered as text and JSON (tools/cmd/cmd_report.c) into /dev/null.  Each input
  * is tried twice: as is (which mostly exercises the length and check
  * validation), and with every record's check recomputed, so that mutated
  * record bodies reach the per-type parsers.  Built and run by
@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../tools/logread.c"
-#include "../../tools/cmd_report.c"
-#include "report_gpu.h"
+#include "../../tools/read/logread.c"
+#include "../../tools/cmd/cmd_report.c"
+#include "report/report_gpu.h"
 
 static FILE *devnull;
 

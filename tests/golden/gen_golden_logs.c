@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
-#include "logfmt.h"
+#include "core/core.h"
+#include "log/logfmt.h"
 
 #define START_NS 1000000000000ull /* monotonic start */
 #define MS 1000000ull

@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "logfmt.h"
+#include "log/logfmt.h"
 
 #define START_NS 1000000000000ull
 #define MS 1000000ull

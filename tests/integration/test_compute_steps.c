@@ -1,5 +1,5 @@
 /* Training-step detection.  Two parts:
- *  - the period finder of the report (tools/report_compute.c, compiled in
+ *  - the period finder of the report (tools/report/report_compute.c, compiled in
  *    here) on synthetic shape sequences: exact periods, warm-up prefixes,
  *    trailing non-repeating work, no period at all;
  *  - a "training loop" for test_compute_steps.sh: one warm-up-only GEMM, then
@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "../../tools/report_compute.c"
+#include "../../tools/report/report_compute.c"
 /* report_compute.c reads a log's CUPTI kernels for its GEMM times
- * (tools/report_gpu.c); the period finder tested here never gets there:
+ * (tools/report/report_gpu.c); the period finder tested here never gets there:
  * doubles that say "no CUPTI records". */
 int gpu_load(const struct tslog *log, struct gpu_data *d)
 {

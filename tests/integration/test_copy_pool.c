@@ -1,4 +1,4 @@
-/* The copy engine's helper pool (shim/copy_pool.c), compiled into this test
+/* The copy engine's helper pool (shim/copy/copy_pool.c), compiled into this test
  * with a test double of the configuration: several callers at once split
  * their memcpys over the helpers, with plain and streaming (non-temporal)
  * stores, at every alignment and at sizes below and above the split
@@ -7,7 +7,7 @@
  * pool's queue, its job counters and the streamed stores' fence):
  *   cc -fsanitize=thread -std=gnu11 -O1 -g -D_GNU_SOURCE -I/usr/local/cuda/include -Ishim \
  *      tests/integration/test_copy_pool.c -o /tmp/tp -pthread && /tmp/tp */
-#include "../../shim/copy_pool.c"
+#include "../../shim/copy/copy_pool.c"
 
 #include <stdio.h>
 #include <stdlib.h>

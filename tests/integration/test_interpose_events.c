@@ -3,7 +3,7 @@
  * The test re-executes itself as a child under LD_PRELOAD=libtrainshim.so
  * (TS_EVENTS_CHILD=<file>); the child makes known runtime and driver calls
  * and writes the pointers and results it got to <file>; the parent reads the
- * child's log with the trainshim log reader (tools/logread.c, compiled in)
+ * child's log with the trainshim log reader (tools/read/logread.c, compiled in)
  * and checks every alloc/free/copy/error/device record against them:
  * API, size, pointer, stream, direction, host side pageable/pinned, sync or
  * async, result; and that nested calls (the runtime's own driver calls) are
@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core.h" /* enum ts_copy_dir, ts_host_kind */
-#include "../../tools/logread.c"
+#include "core/core.h" /* enum ts_copy_dir, ts_host_kind */
+#include "../../tools/read/logread.c"
 
 enum { N = 1 << 18 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's options table is exactly what `trainshim config --markdown`
-# prints from shim/options.def (scripts/update-readme-options.sh regenerates it).
+# prints from shim/core/options.def (scripts/update-readme-options.sh regenerates it).
 set -euo pipefail
 B=${B:-build}
 want=$("$B/trainshim" config --markdown)

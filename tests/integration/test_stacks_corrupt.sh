@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The stack records' reader (tools/report_sites.c) and the exports on damaged
+# The stack records' reader (tools/report/report_sites.c) and the exports on damaged
 # logs: a log with stacks cut at many offsets and with bytes flipped is
 # reported and exported without crashing (exit 0, or 1 with a message for a
 # file that is not a log), and a cut log still names the sites it holds.

@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "logfmt.h"
+#include "log/logfmt.h"
 
 #define MIB (1u << 20)
 

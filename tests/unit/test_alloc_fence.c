@@ -6,7 +6,7 @@
  * stream; idle pages are not unmapped before their fence. */
 #include <stdio.h>
 #include <stdlib.h>
-#include "alloc.h"
+#include "alloc/alloc.h"
 
 #define MiB (1ull << 20)
 static int failures;

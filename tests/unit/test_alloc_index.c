@@ -5,7 +5,7 @@
  * counts and bytes stay exact through random inserts and removals. */
 #include <stdio.h>
 #include <stdlib.h>
-#include "alloc.h"
+#include "alloc/alloc.h"
 
 #define N 4000
 static ts_block blocks[N];

@@ -6,7 +6,7 @@
  * (ts_pool_check after every operation) and leak nothing. */
 #include <stdio.h>
 #include <stdlib.h>
-#include "alloc.h"
+#include "alloc/alloc.h"
 
 #define MiB (1ull << 20)
 static int failures;

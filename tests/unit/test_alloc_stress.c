@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "alloc.h"
+#include "alloc/alloc.h"
 
 #define NSTREAMS 3
 #define MAXLIVE 400

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "alloc.h"
+#include "alloc/alloc.h"
 
 #define NTHREADS 4
 #define MAXLIVE 2048

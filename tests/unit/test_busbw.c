@@ -1,11 +1,11 @@
-/* The nccl-tests bandwidth formulas (shim/comm.h) on known sizes, worked out
+/* The nccl-tests bandwidth formulas (shim/observe/comm.h) on known sizes, worked out
  * by hand from doc/PERFORMANCE.md, and the GEMM FLOP / precision / alignment
- * rules (shim/compute.h) the report is built on. */
+ * rules (shim/observe/compute.h) the report is built on. */
 #include <math.h>
 #include <stdio.h>
 
-#include "comm.h"
-#include "compute.h"
+#include "observe/comm.h"
+#include "observe/compute.h"
 
 static int failures;
 #define EXPECT(c) do { if (!(c)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)

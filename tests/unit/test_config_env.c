@@ -1,4 +1,4 @@
-/* The configuration loader of shim/config.c: TRAINSHIM_<NAME> variables,
+/* The configuration loader of shim/core/config.c: TRAINSHIM_<NAME> variables,
  * TRAINSHIM_CONF, precedence, unknown names, exactly one warning line per bad
  * value, TRAINSHIM_STRICT's fatal exit, TRAINSHIM_VERBOSE, ts_config_format,
  * and ts_cfg() from many threads. */
@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "core/config.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                   \

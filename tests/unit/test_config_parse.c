@@ -1,10 +1,10 @@
-/* The option value parsers of shim/config.c, without any environment: every
+/* The option value parsers of shim/core/config.c, without any environment: every
  * type, every suffix, and every kind of bad value. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include "core/config.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                   \

@@ -1,11 +1,11 @@
-/* The option table itself (shim/options.def, edited by every feature): names,
+/* The option table itself (shim/core/options.def, edited by every feature): names,
  * types, defaults that parse, enum values, help, lookup by name.  Catches a
  * bad line added to options.def before any process runs with it. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include "core/config.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                   \

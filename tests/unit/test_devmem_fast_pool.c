@@ -14,7 +14,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "alloc.h"
+#include "alloc/alloc.h"
 
 #define MiB (1ull << 20)
 #define SYNC UINT64_MAX   /* devmem.c's pseudo stream of synchronous calls */

@@ -16,9 +16,9 @@
 #include <unistd.h>
 #include <dirent.h>
 
-#include "core.h"
-#include "log.h"
-#include "../../tools/logread.c"
+#include "core/core.h"
+#include "log/log.h"
+#include "../../tools/read/logread.c"
 
 static int failures;
 #define CHECK(c, ...)                                                                  \

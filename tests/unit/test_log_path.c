@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "log.h"
+#include "core/core.h"
+#include "log/log.h"
 
 static int failures;
 #define CHECK(c, ...)                                                                  \

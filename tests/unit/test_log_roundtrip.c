@@ -1,6 +1,6 @@
 /* Every record type goes through the real writer (ts_ev_*, ts_register_apis,
  * ts_log_write_record) into a file named by TRAINSHIM_LOG, and comes back
- * field by field through the real reader (tools/logread.c). */
+ * field by field through the real reader (tools/read/logread.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "log.h"
-#include "../../tools/logread.c"
+#include "core/core.h"
+#include "log/log.h"
+#include "../../tools/read/logread.c"
 
 static int failures;
 #define CHECK(c, ...)                                                                  \

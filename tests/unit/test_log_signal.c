@@ -1,6 +1,6 @@
 /* Crash paths, each in a child process with its own log:
  *  - a fatal signal whose handler calls ts_log_flush_signal_safe() (as
- *    shim/process.c does): every record made before the crash is in the
+ *    shim/core/process.c does): every record made before the crash is in the
  *    log, which reads as incomplete (no end record), not corrupt;
  *  - kill -9 of an idle process: the writer thread's periodic flush has put
  *    every record on disk already. */
@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "log.h"
-#include "../../tools/logread.c"
+#include "core/core.h"
+#include "log/log.h"
+#include "../../tools/read/logread.c"
 
 #define EVENTS 1000
 

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "log.h"
-#include "../../tools/logread.c"
+#include "core/core.h"
+#include "log/log.h"
+#include "../../tools/read/logread.c"
 
 static int failures;
 #define CHECK(c, ...)                                                                  \

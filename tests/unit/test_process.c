@@ -1,4 +1,4 @@
-/* shim/process.c and shim/msg.c: the on/off state, TRAINSHIM=0, the fallback
+/* shim/core/process.c and shim/core/msg.c: the on/off state, TRAINSHIM=0, the fallback
  * to passthrough, exit and signal flushing, handler chaining, fork, and the
  * message format.  Each scenario runs in a fresh process (this program
  * re-executed with the scenario's name), with a stand-in for the event log
@@ -14,10 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "core.h"
+#include "core/config.h"
+#include "core/core.h"
 
-/* ---- the event log's process-life calls (shim/log.c), as a test double ---- */
+/* ---- the event log's process-life calls (shim/log/log.c), as a test double ---- */
 static bool in_scenario; /* the driver's own forks are not reported */
 static void note(const char *what)
 {

@@ -1,4 +1,4 @@
-/* shim/process.c's lazy initialization: when no constructor ran first (here:
+/* shim/core/process.c's lazy initialization: when no constructor ran first (here:
  * this program defines ts_tool_process, as the trainshim tool does, so the
  * constructor stands aside), the first ts_active() initializes, exactly once,
  * even when many threads ask at the same moment; until then nothing is
@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "core.h"
+#include "core/config.h"
+#include "core/core.h"
 
 const int ts_tool_process = 1;
 

@@ -1,0 +1,297 @@
+/* alloc_fence.c: when a freed block is safe to reuse.
+ * Every free gets a sequence number and waits in a FIFO.  A batch of fences
+ * (one per registered stream, recorded after the frees it covers) makes every
+ * free up to its sequence safe once all its fences are done; safe blocks go to
+ * the free index.  At most one batch is recorded before the previous ones
+ * complete, so fence work follows the device's pace, not the call rate.  A
+ * stream-ordered free also sits in its stream's own index, from which an
+ * allocation on the same stream may take it at once (stream order protects
+ * it).  Nothing here touches a stream marked capturing.
+ *
+ * Epochs (thread-cached synchronous frees, which are in no FIFO): every check
+ * that may prove frees safe first bumps p->ep.fence_epoch (seq_cst, so every
+ * free stamped with an older epoch happened before the check's first query);
+ * when the check proves everything before it safe, safe_epoch becomes its
+ * epoch.  A thread-cached block is reusable iff its stamp < safe_epoch. */
+#include <stdlib.h>
+#include "alloc/alloc.h"
+
+static uint64_t epoch_begin(ts_pool *p)
+{
+    return __atomic_add_fetch(&p->ep.fence_epoch, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Under the lock (the only writer). */
+static void epoch_safe(ts_pool *p, uint64_t e)
+{
+    if (e > __atomic_load_n(&p->ep.safe_epoch, __ATOMIC_RELAXED))
+        __atomic_store_n(&p->ep.safe_epoch, e, __ATOMIC_RELEASE);
+}
+
+ts_stream_ent *ts_fence_stream(ts_pool *p, uint64_t stream, bool create)
+{
+    for (int i = 0; i < p->nstreams; i++)
+        if (p->streams[i].stream == stream)
+            return &p->streams[i];
+    if (!create || p->nstreams == TS_MAX_STREAMS)
+        return NULL;
+    ts_stream_ent *e = &p->streams[p->nstreams++];
+    e->stream = stream;
+    e->capturing = false;
+    e->pending = NULL;
+    return e;
+}
+
+static void fifo_unlink(ts_pool *p, ts_block *b)
+{
+    if (b->qprev)
+        b->qprev->qnext = b->qnext;
+    else
+        p->q_head = b->qnext;
+    if (b->qnext)
+        b->qnext->qprev = b->qprev;
+    else
+        p->q_tail = b->qprev;
+    b->qprev = b->qnext = NULL;
+}
+
+void ts_fence_pend(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered)
+{
+    __atomic_store_n(&b->state, TS_B_PENDING, __ATOMIC_RELAXED);
+    b->seq = ++p->seq;
+    b->stream = stream;
+    b->qnext = NULL;
+    b->qprev = p->q_tail;
+    if (p->q_tail)
+        p->q_tail->qnext = b;
+    else
+        p->q_head = b;
+    p->q_tail = b;
+    p->pending_bytes += b->size;
+    b->index = NULL;
+    if (stream_ordered) {
+        ts_stream_ent *e = ts_fence_stream(p, stream, true);
+        if (e && !e->pending && (e->pending = malloc(sizeof *e->pending)))
+            ts_index_init(e->pending);
+        if (e && e->pending)
+            ts_index_insert(e->pending, b);
+    }
+}
+
+void ts_fence_take_pending(ts_pool *p, ts_block *b, uint64_t size)
+{
+    ts_index *ix = b->index;
+    ts_index_remove(ix, b);
+    ts_block *r = ts_block_split(&p->slab, b, size);
+    if (r) {
+        /* the remainder keeps b's place in the FIFO and its stream index */
+        r->qprev = b;
+        r->qnext = b->qnext;
+        if (b->qnext)
+            b->qnext->qprev = r;
+        else
+            p->q_tail = r;
+        b->qnext = r;
+        ts_index_insert(ix, r);
+    }
+    fifo_unlink(p, b);
+    p->pending_bytes -= b->size;
+}
+
+static void drain(ts_pool *p)
+{
+    while (p->q_head && p->q_head->seq <= p->safe_seq) {
+        ts_block *b = p->q_head;
+        fifo_unlink(p, b);
+        if (b->index)
+            ts_index_remove(b->index, b);
+        p->pending_bytes -= b->size;
+        ts_pool_release_block(p, b);
+    }
+}
+
+static ts_fence_batch *batch_at(ts_pool *p, int k)
+{
+    return &p->batches[(p->batch_first + k) % TS_MAX_BATCHES];
+}
+
+static void batch_pop(ts_pool *p)
+{
+    ts_fence_batch *bt = batch_at(p, 0);
+    for (int i = 0; i < bt->nfences; i++)
+        if (bt->fences[i]) {
+            p->prov.fence_release(p->prov.ctx, bt->fences[i]);
+            bt->fences[i] = 0;
+        }
+    if (bt->seq > p->safe_seq)
+        p->safe_seq = bt->seq;
+    epoch_safe(p, bt->epoch);
+    p->batch_first = (p->batch_first + 1) % TS_MAX_BATCHES;
+    p->batch_count--;
+}
+
+/* Records fences on every registered stream covering all frees so far
+ * (those of the FIFO and, with `epochs`, the thread-cached ones). */
+static bool batch_record(ts_pool *p, bool epochs)
+{
+    if (p->batch_count && batch_at(p, p->batch_count - 1)->seq >= p->seq && !epochs)
+        return true;
+    if (p->ncapturing || p->batch_count == TS_MAX_BATCHES)
+        return false;
+    ts_fence_batch *bt = batch_at(p, p->batch_count);
+    bt->seq = p->seq;
+    bt->epoch = epoch_begin(p);
+    bt->nfences = 0;
+    for (int i = 0; i < p->nstreams; i++) {
+        uint64_t f = 0;
+        p->fence_records++;
+        if (TS_PCALL(p, fence_record, p->streams[i].stream, &f)) {
+            for (int k = 0; k < bt->nfences; k++)
+                p->prov.fence_release(p->prov.ctx, bt->fences[k]);
+            bt->nfences = 0;
+            return false;
+        }
+        bt->streams[bt->nfences] = p->streams[i].stream;
+        bt->done[bt->nfences] = 0;
+        bt->fences[bt->nfences++] = f;
+    }
+    p->batch_count++;
+    return true;
+}
+
+static bool stream_capturing(ts_pool *p, uint64_t stream)
+{
+    ts_stream_ent *e = ts_fence_stream(p, stream, false);
+    return e && e->capturing;
+}
+
+/* One batch's fences, querying (wait = false) or waiting. True when done. */
+static bool batch_complete(ts_pool *p, ts_fence_batch *bt, bool wait)
+{
+    for (int i = 0; i < bt->nfences; i++) {
+        if (bt->done[i])
+            continue;
+        if (stream_capturing(p, bt->streams[i]))
+            return false;
+        int rc;
+        if (wait) {
+            p->fence_waits++;
+            rc = TS_PCALL(p, fence_wait, bt->fences[i]) == TS_PROV_OK ? TS_FENCE_DONE : -1;
+        } else {
+            rc = TS_PCALL(p, fence_query, bt->fences[i]);
+        }
+        if (rc != TS_FENCE_DONE)
+            return false;   /* pending, or an error: never assume done */
+        bt->done[i] = 1;
+        p->prov.fence_release(p->prov.ctx, bt->fences[i]);
+        bt->fences[i] = 0;
+    }
+    return true;
+}
+
+/* Every registered stream idle now, after the frees so far: they are all
+ * safe (no queued work can still touch them).  Never asks a capturing stream. */
+static bool all_streams_idle(ts_pool *p)
+{
+    if (!p->prov.stream_idle || p->ncapturing)
+        return false;
+    for (int i = 0; i < p->nstreams; i++) {
+        p->idle_queries++;
+        if (TS_PCALL(p, stream_idle, p->streams[i].stream) != TS_FENCE_DONE)
+            return false;
+    }
+    return true;
+}
+
+void ts_fence_poll(ts_pool *p)
+{
+    if (!p->q_head)
+        return;
+    if (p->nstreams == 0 && !p->batch_count) {
+        /* no stream was ever used: no queued work can touch anything */
+        epoch_safe(p, epoch_begin(p));
+        p->safe_seq = p->seq;
+        drain(p);
+        return;
+    }
+    while (p->batch_count && batch_complete(p, batch_at(p, 0), false))
+        batch_pop(p);
+    uint64_t e = p->q_head ? epoch_begin(p) : 0;
+    if (p->q_head && all_streams_idle(p)) {
+        /* the outstanding batches cover less than this: drop their fences */
+        while (p->batch_count)
+            batch_pop(p);
+        epoch_safe(p, e);
+        p->safe_seq = p->seq;
+        drain(p);
+        return;
+    }
+    if (!p->batch_count && p->q_head && batch_record(p, false) && batch_complete(p, batch_at(p, 0), false))
+        batch_pop(p);
+    drain(p);
+}
+
+bool ts_fence_sync(ts_pool *p)
+{
+    ts_fence_poll(p);
+    if (!p->q_head && !p->batch_count)
+        return true;
+    if (p->nstreams == 0 && !p->batch_count) {
+        epoch_safe(p, epoch_begin(p));
+        p->safe_seq = p->seq;
+        drain(p);
+        return true;
+    }
+    for (int round = 0; round < 2 && p->q_head; round++) {
+        if (p->ncapturing)
+            return false;
+        if (!batch_record(p, false) && !p->batch_count)
+            return false;
+        while (p->batch_count) {
+            if (!batch_complete(p, batch_at(p, 0), true)) {
+                drain(p);
+                return false;
+            }
+            batch_pop(p);
+        }
+        drain(p);
+    }
+    return !p->q_head;
+}
+
+void ts_fence_refresh(ts_pool *p)
+{
+    uint64_t before = __atomic_load_n(&p->ep.safe_epoch, __ATOMIC_RELAXED);
+    if (p->q_head)
+        ts_fence_poll(p);
+    else
+        while (p->batch_count && batch_complete(p, batch_at(p, 0), false))
+            batch_pop(p);
+    if (__atomic_load_n(&p->ep.safe_epoch, __ATOMIC_RELAXED) != before || p->ncapturing)
+        return;
+    uint64_t e = epoch_begin(p);
+    if ((p->nstreams == 0 && !p->batch_count) || all_streams_idle(p)) {
+        while (p->batch_count)
+            batch_pop(p);
+        epoch_safe(p, e);
+        p->safe_seq = p->seq;
+        drain(p);
+        return;
+    }
+    /* busy: fences for a later check (one outstanding batch at a time),
+     * asked once at once (work short enough may be over already) */
+    if (!p->batch_count && batch_record(p, true) && batch_complete(p, batch_at(p, 0), false)) {
+        batch_pop(p);
+        drain(p);
+    }
+}
+
+void ts_fence_fini(ts_pool *p)
+{
+    while (p->batch_count)
+        batch_pop(p);
+    for (int i = 0; i < p->nstreams; i++) {
+        free(p->streams[i].pending);
+        p->streams[i].pending = NULL;
+    }
+}

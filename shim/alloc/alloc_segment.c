@@ -1,0 +1,335 @@
+/* alloc_segment.c: the expandable mode's virtual range and its pages.
+ * One range is reserved at pool creation (va_factor x capacity): the first
+ * capacity bytes are the small arena, the rest the large arena.  A page is
+ * mapped exactly while a live (or thread-cached) block touches it, or while it
+ * is idle in the LRU; when a page is needed and an idle page's fence is done,
+ * the idle page's handle is moved (unmap + map) instead of creating memory,
+ * so the reserved bytes never exceed the pages under live blocks at the peak. */
+#include <stdlib.h>
+#include <string.h>
+#include "alloc/alloc.h"
+#include "devmem/devmem_ipc.h"
+
+void ts_stats_note(ts_pool *p);
+
+/* ---- expandable pools by address, for exporting a block's pages ----------
+ * (shim/devmem/devmem_ipc.c).  A fixed table: pools are per device and rare; a pool
+ * that finds no slot only cannot be exported from. */
+#define SEG_MAX_POOLS 64
+static ts_pool *seg_pools[SEG_MAX_POOLS];
+void (*ts_seg_export_gone)(ts_pool *p, uint64_t addr, uint64_t size);
+unsigned ts_seg_live_exports;
+
+static void seg_register(ts_pool *p)
+{
+    for (int i = 0; i < SEG_MAX_POOLS; i++) {
+        ts_pool *none = NULL;
+        if (__atomic_compare_exchange_n(&seg_pools[i], &none, p, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return;
+    }
+}
+
+static void seg_unregister(ts_pool *p)
+{
+    for (int i = 0; i < SEG_MAX_POOLS; i++) {
+        ts_pool *mine = p;
+        if (__atomic_compare_exchange_n(&seg_pools[i], &mine, NULL, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return;
+    }
+}
+
+/* Exports die with the memory they name: p->lock held. */
+static void seg_gone(ts_pool *p, uint64_t addr, uint64_t size)
+{
+    if (__atomic_load_n(&ts_seg_live_exports, __ATOMIC_ACQUIRE) && ts_seg_export_gone)
+        ts_seg_export_gone(p, addr, size);
+}
+
+bool (*ts_seg_export_has)(ts_pool *p, uint64_t addr);
+
+bool ts_seg_block_exported(ts_pool *p, uint64_t addr)
+{
+    return __atomic_load_n(&ts_seg_live_exports, __ATOMIC_ACQUIRE) && ts_seg_export_has
+           && ts_seg_export_has(p, addr);
+}
+
+/* The live block holding ptr (p->lock held): the exact start through the
+ * map, an interior pointer by walking its arena (IPC calls are rare). */
+static ts_block *live_block_at(ts_pool *p, uint64_t ptr)
+{
+    ts_block *b = ts_map_get(&p->map, ptr);
+    if (b && __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE)
+        return b;
+    for (int k = 0; k < 2; k++) {
+        ts_segment *s = &p->arena[k];
+        if (ptr < s->base || ptr - s->base >= s->size)
+            continue;
+        for (b = s->first; b; b = b->next)
+            if (ptr >= b->addr && ptr - b->addr < b->size)
+                return __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE ? b : NULL;
+    }
+    return NULL;
+}
+
+int ts_seg_with_live_block(uint64_t ptr, int no_block,
+                           int (*fn)(void *arg, ts_pool *p, const ts_seg_block_view *v), void *arg)
+{
+    for (int i = 0; i < SEG_MAX_POOLS; i++) {
+        ts_pool *p = __atomic_load_n(&seg_pools[i], __ATOMIC_ACQUIRE);
+        if (!p || ptr < p->va_base || ptr - p->va_base >= p->va_size)
+            continue;
+        pthread_mutex_lock(&p->lock);
+        int rc = no_block;
+        ts_block *b = p->pages ? live_block_at(p, ptr) : NULL;
+        if (b) {
+            uint64_t f = (b->addr - p->va_base) / p->gran, l = (b->addr + b->size - 1 - p->va_base) / p->gran;
+            ts_seg_block_view v = {
+                .base = b->addr, .size = b->size, .stream = b->stream,
+                .first_page_va = p->va_base + f * p->gran, .gran = p->gran,
+                .npages = l - f + 1, .device = p->cfg.device, .pages = &p->pages[f],
+            };
+            rc = fn(arg, p, &v);
+        }
+        pthread_mutex_unlock(&p->lock);
+        return rc;
+    }
+    return TS_IPC_NOT_OURS;
+}
+
+static void idle_append(ts_pool *p, int32_t i)
+{
+    ts_page *pg = &p->pages[i];
+    pg->inext = -1;
+    pg->iprev = p->idle_tail;
+    if (p->idle_tail >= 0)
+        p->pages[p->idle_tail].inext = i;
+    else
+        p->idle_head = i;
+    p->idle_tail = i;
+    p->idle_count++;
+}
+
+static void idle_remove(ts_pool *p, int32_t i)
+{
+    ts_page *pg = &p->pages[i];
+    if (pg->iprev >= 0)
+        p->pages[pg->iprev].inext = pg->inext;
+    else
+        p->idle_head = pg->inext;
+    if (pg->inext >= 0)
+        p->pages[pg->inext].iprev = pg->iprev;
+    else
+        p->idle_tail = pg->iprev;
+    pg->iprev = pg->inext = -1;
+    p->idle_count--;
+}
+
+int ts_seg_init_arenas(ts_pool *p)
+{
+    uint64_t g = 0;
+    p->driver_calls++;
+    if (p->prov.granularity(p->prov.ctx, &g) || !g || (g & (g - 1)))
+        return TS_PROV_ERROR;
+    p->gran = g;
+    uint64_t small = ts_round_up(p->cfg.capacity, g);
+    uint64_t total = ts_round_up(p->cfg.capacity * (p->cfg.va_factor ? p->cfg.va_factor : 4), g);
+    if (total < 2 * small)
+        total = 2 * small;
+    int rc = TS_PCALL(p, reserve, total, &p->va_base);
+    if (rc)
+        return rc;
+    p->va_size = total;
+    p->npages = total / g;
+    p->pages = calloc(p->npages, sizeof *p->pages);
+    if (!p->pages) {
+        TS_PCALL(p, unreserve, p->va_base, p->va_size);
+        return TS_PROV_ERROR;
+    }
+    for (uint64_t i = 0; i < p->npages; i++)
+        p->pages[i].iprev = p->pages[i].inext = -1;
+    p->idle_head = p->idle_tail = -1;
+    uint64_t bounds[2][2] = {{p->va_base + small, total - small}, {p->va_base, small}};
+    for (int k = 0; k < 2; k++) {
+        ts_segment *s = &p->arena[k];
+        s->base = bounds[k][0];
+        s->size = bounds[k][1];
+        s->kind = k;
+        ts_block *b = ts_block_new(&p->slab);
+        if (!b)
+            return TS_PROV_ERROR;
+        b->addr = s->base;
+        b->size = s->size;
+        b->seg = s;
+        b->kind = k;
+        __atomic_store_n(&b->state, TS_B_FREE, __ATOMIC_RELAXED);
+        s->first = b;
+        ts_index_insert(&p->index[k], b);
+    }
+    seg_register(p);
+    return TS_PROV_OK;
+}
+
+void ts_seg_fini_arenas(ts_pool *p)
+{
+    if (!p->pages)
+        return;
+    seg_unregister(p);
+    seg_gone(p, p->va_base, p->va_size);
+    for (uint64_t i = 0; i < p->npages; i++)
+        if (p->pages[i].mapped) {
+            TS_PCALL(p, unmap, p->va_base + i * p->gran, p->gran);
+            TS_PCALL(p, release, p->pages[i].handle);
+            p->pages[i].mapped = 0;
+            p->reserved -= p->gran;
+        }
+    TS_PCALL(p, unreserve, p->va_base, p->va_size);
+    free(p->pages);
+    p->pages = NULL;
+    p->mapped_count = p->idle_count = 0;
+}
+
+/* Gives page i a physical handle: an idle page's whose fence is done, else a
+ * new one (unless the memory limit is reached). */
+static int map_one(ts_pool *p, uint64_t i)
+{
+    uint64_t g = p->gran, va = p->va_base + i * g, h;
+    int rc;
+    int32_t j = p->idle_head;
+    if (j >= 0 && p->pages[j].idle_seq <= p->safe_seq) {
+        idle_remove(p, j);
+        rc = TS_PCALL(p, unmap, p->va_base + (uint64_t)j * g, g);
+        if (rc) {
+            idle_append(p, j);
+            return TS_PROV_ERROR;
+        }
+        p->pages[j].mapped = 0;
+        p->mapped_count--;
+        h = p->pages[j].handle;
+        p->page_moves++;
+    } else {
+        if (p->cfg.memory_limit && p->reserved + g > p->cfg.memory_limit)
+            return TS_PROV_OOM;
+        rc = TS_PCALL(p, create, g, &h);
+        if (rc)
+            return rc == TS_PROV_OOM ? TS_PROV_OOM : TS_PROV_ERROR;
+        p->reserved += g;
+        ts_stats_note(p);
+    }
+    rc = TS_PCALL(p, map, va, g, h);
+    if (rc) {
+        TS_PCALL(p, release, h);
+        p->reserved -= g;
+        return rc == TS_PROV_OOM ? TS_PROV_OOM : TS_PROV_ERROR;
+    }
+    p->pages[i].handle = h;
+    p->pages[i].mapped = 1;
+    p->pages[i].fresh = 1;
+    p->mapped_count++;
+    return TS_PROV_OK;
+}
+
+/* Gives page i's memory back; false (page still mapped) if unmap failed. */
+static bool unmap_release(ts_pool *p, uint64_t i)
+{
+    if (TS_PCALL(p, unmap, p->va_base + i * p->gran, p->gran))
+        return false;
+    TS_PCALL(p, release, p->pages[i].handle);
+    p->pages[i].mapped = 0;
+    p->pages[i].fresh = 0;
+    p->mapped_count--;
+    p->reserved -= p->gran;
+    return true;
+}
+
+int ts_seg_pages_get(ts_pool *p, uint64_t addr, uint64_t size)
+{
+    uint64_t g = p->gran;
+    uint64_t f = (addr - p->va_base) / g, l = (addr + size - 1 - p->va_base) / g;
+    /* references first, so no page of this range is taken as idle below */
+    for (uint64_t i = f; i <= l; i++) {
+        ts_page *pg = &p->pages[i];
+        if (pg->refs++ == 0 && pg->mapped)
+            idle_remove(p, (int32_t)i);
+    }
+    int rc = TS_PROV_OK;
+    for (uint64_t i = f; i <= l && !rc; i++)
+        if (!p->pages[i].mapped)
+            rc = map_one(p, i);
+    /* access for each run of pages mapped here */
+    for (uint64_t i = f; i <= l && !rc;) {
+        if (!p->pages[i].fresh) {
+            i++;
+            continue;
+        }
+        uint64_t e = i;
+        while (e <= l && p->pages[e].fresh)
+            e++;
+        if (TS_PCALL(p, set_access, p->va_base + i * g, (e - i) * g))
+            rc = TS_PROV_ERROR;
+        for (uint64_t k = i; k < e && !rc; k++)
+            p->pages[k].fresh = 0;
+        i = e;
+    }
+    if (!rc)
+        return TS_PROV_OK;
+    /* roll back: pages mapped here go back to the driver, the others to idle */
+    for (uint64_t i = f; i <= l; i++) {
+        ts_page *pg = &p->pages[i];
+        if (pg->fresh && !unmap_release(p, i)) {
+            /* still mapped: make it usable so it can serve as an idle page */
+            if (TS_PCALL(p, set_access, p->va_base + i * g, g) == TS_PROV_OK)
+                pg->fresh = 0;
+        }
+        if (--pg->refs == 0 && pg->mapped)
+            idle_append(p, (int32_t)i);
+    }
+    return rc;
+}
+
+void ts_seg_pages_put(ts_pool *p, uint64_t addr, uint64_t size, uint64_t seq)
+{
+    uint64_t g = p->gran;
+    uint64_t f = (addr - p->va_base) / g, l = (addr + size - 1 - p->va_base) / g;
+    seg_gone(p, addr, size);   /* before the pages can move to another block */
+    for (uint64_t i = f; i <= l; i++) {
+        ts_page *pg = &p->pages[i];
+        if (--pg->refs == 0) {
+            pg->idle_seq = seq;
+            idle_append(p, (int32_t)i);
+        }
+    }
+}
+
+uint64_t ts_seg_release_idle(ts_pool *p)
+{
+    uint64_t n = 0;
+    while (p->idle_head >= 0 && p->pages[p->idle_head].idle_seq <= p->safe_seq) {
+        int32_t i = p->idle_head;
+        idle_remove(p, i);
+        if (!unmap_release(p, (uint64_t)i)) {
+            idle_append(p, i);
+            break;
+        }
+        n++;
+    }
+    return n;
+}
+
+uint64_t ts_seg_mapped_run(ts_pool *p, uint64_t addr, uint64_t size)
+{
+    uint64_t g = p->gran, end = addr + size, best = 0, run = 0;
+    for (uint64_t a = addr; a < end;) {
+        uint64_t i = (a - p->va_base) / g;
+        uint64_t pe = p->va_base + (i + 1) * g;
+        uint64_t e = pe < end ? pe : end;
+        if (p->pages[i].mapped) {
+            run += e - a;
+            if (run > best)
+                best = run;
+        } else {
+            run = 0;
+        }
+        a = e;
+    }
+    return best;
+}

@@ -1,0 +1,586 @@
+/* devmem.c: one trainshim pool (shim/alloc/alloc.h) per device, over the real
+ * driver's VMM API (shim/alloc/alloc_cuda.c with the real entry points from
+ * ts_real), serving the program's device allocations; see devmem.h for the
+ * contract with the hooks.
+ *
+ * Streams.  A synchronous allocation or free (cudaMalloc, cudaFree,
+ * cuMemAlloc, cuMemFree) uses the pseudo stream TS_DEV_NO_STREAM: its fence is
+ * "done" at once, so a block freed by cudaFree is reusable only after fences
+ * on every real stream the pool knows (the legacy stream, every stream
+ * created through the hooks, every stream seen by cudaMallocAsync /
+ * cudaFreeAsync), and a cudaMalloc never takes a block that a cudaFreeAsync
+ * left pending on one stream.  Before recording a fence on a stream the
+ * provider asks cuStreamIsCapturing: a capturing stream (or the legacy stream
+ * during a global capture) gets no event, the batch fails, and nothing
+ * pending is reused until the capture is over.  Before any fence, the pool
+ * asks cuStreamQuery on its streams (stream_idle): all idle makes every free
+ * so far reusable with no event at all.
+ *
+ * Fast path.  Pools turn on the thread caches' synchronous path
+ * (cfg.sync_thread_cache): a cudaFree'd block waits in the freeing thread's
+ * cache, stamped with the pool's fence epoch, and the same thread's
+ * cudaMalloc of that size takes it once a fence check begun after the free
+ * found every stream idle (one check per full set of ways, see alloc.h).
+ * The device is asked once per allocation (real_device) and handed to the
+ * hook's event; a free's event takes the device of the pool that owned the
+ * block.  A synchronous allocation tries the thread cache before asking
+ * cuStreamIsCapturing: a cache hit makes no driver call that a capture could
+ * object to. 
+ *
+ * Peers.  A pool grants every device that can reach its device peer to
+ * peer (cuDeviceCanAccessPeer) access to each page it maps, in the same
+ * cuMemSetAccess call pattern as the owner's: cross-device copies of pooled
+ * memory work as they do for cudaMalloc memory.  cudaDeviceEnablePeerAccess
+ * (hooks) calls ts_dev_peer_enabled, which grants a device missing from that
+ * set on the mapped pages, and the set_access wrapper on later ones. */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc/alloc.h"
+#include "core/config.h"
+#include "core/core.h"
+#include "devmem/devmem.h"
+#include "hooks.h"
+#include "log/logfmt.h"
+#include "core/resolve.h"
+
+#define TS_DEV_MAX 64
+/* An impossible stream handle: synchronous allocations and frees. */
+#define TS_DEV_NO_STREAM UINT64_MAX
+#define TS_DEV_MAX_STREAMS 1024
+
+struct devpool {
+    ts_pool *pool;
+    ts_cuda_provider *cp;
+    bool limited;               /* TRAINSHIM_MEMORY_LIMIT caps it */
+};
+
+static struct devpool *pools[TS_DEV_MAX];   /* published with release stores */
+static bool pool_failed[TS_DEV_MAX];        /* creation failed: pass through */
+static bool any_pool;
+static int captures;                        /* captures in progress, begun through the hooks */
+static uint64_t capture_changes;            /* counted begins and ends so far */
+static bool capture_unseen;                 /* proof of a capture begun elsewhere: always ask */
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Streams created through the hooks, with their device, for pools created
+ * later (stream creation is rare: a plain locked array). */
+static struct { uint64_t stream; int dev; } known_streams[TS_DEV_MAX_STREAMS];
+static int nknown;
+
+/* Peers granted access to each device's pool (bit = accessing device), and
+ * each pool's provider context, to find the device in set_access. */
+static uint64_t peer_mask[TS_DEV_MAX];
+static void *provider_ctx[TS_DEV_MAX];
+static int (*inner_set_access)(void *, uint64_t, uint64_t);
+
+/* The inner (alloc_cuda.c) fence functions, wrapped below. */
+static int (*inner_record)(void *, uint64_t, uint64_t *);
+static int (*inner_query)(void *, uint64_t);
+static int (*inner_wait)(void *, uint64_t);
+static void (*inner_release)(void *, uint64_t);
+
+static int real_device(void)
+{
+    ts_fn_cuCtxGetDevice get = (ts_fn_cuCtxGetDevice)ts_real(TS_API_cuCtxGetDevice);
+    CUdevice d = -1;
+    if (!get || get(&d) != CUDA_SUCCESS) return -1;
+    return (int)d;
+}
+
+/* A capture the hooks did not count is going on (its begin went through an
+ * entry point the shim cannot see, e.g. a driver proc address the shim could
+ * not wrap): from now on the allocation paths ask the driver every time. */
+static void note_capture_unseen(const char *how)
+{
+    if (!__atomic_exchange_n(&capture_unseen, true, __ATOMIC_ACQ_REL))
+        ts_warn("a CUDA stream capture began where trainshim could not see it (%s); "
+                "stream-ordered allocations now ask the driver about captures every time", how);
+}
+
+/* True when work cannot be enqueued on `stream` without joining a capture. */
+static bool stream_capturing(uint64_t stream)
+{
+    ts_fn_cuStreamIsCapturing is = (ts_fn_cuStreamIsCapturing)ts_real(TS_API_cuStreamIsCapturing);
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!is) return false;
+    uint64_t changes = __atomic_load_n(&capture_changes, __ATOMIC_SEQ_CST);
+    int counted = __atomic_load_n(&captures, __ATOMIC_SEQ_CST);
+    CUresult r = is((CUstream)(uintptr_t)stream, &st);
+    bool capturing = r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;   /* error: e.g. implicit capture */
+    /* The count rises before a hooked begin reaches the driver and falls
+     * after its end: a capture seen while none was counted, with no begin
+     * or end counted meanwhile, was begun elsewhere. */
+    bool seen = r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT || (r == CUDA_SUCCESS && capturing);
+    if (seen && counted == 0 && __atomic_load_n(&capture_changes, __ATOMIC_SEQ_CST) == changes && ts_active())
+        note_capture_unseen("found capturing with none counted");
+    return capturing;
+}
+
+/* stream_capturing on the allocation and free paths, which may skip the
+ * driver call while no capture is in progress anywhere in the process:
+ * every begin goes through the hooks (hooks/devmem_hooks.c), which count it
+ * before it starts.  Not while the hooks pass through (they count nothing
+ * then), nor once a capture was found that they did not count.  The fence
+ * paths (fence_record, stream_idle) keep asking: they are rare, they touch
+ * every stream the pool knows, and what they would do to a capturing stream
+ * (record an event, query it) would break a capture the count missed; a
+ * question skipped here matters only to an allocation or free on the
+ * capturing stream itself. */
+static bool stream_capturing_if_any(uint64_t stream)
+{
+    if (ts_likely(__atomic_load_n(&captures, __ATOMIC_ACQUIRE) == 0) &&
+        !__atomic_load_n(&capture_unseen, __ATOMIC_RELAXED) && ts_active())
+        return false;
+    return stream_capturing(stream);
+}
+
+/* Fence 0 is the pseudo stream's: complete from the start. */
+static int fence_record(void *ctx, uint64_t stream, uint64_t *fence)
+{
+    if (stream == TS_DEV_NO_STREAM) {
+        *fence = 0;
+        return TS_PROV_OK;
+    }
+    if (stream_capturing(stream)) return TS_PROV_ERROR;
+    return inner_record(ctx, stream, fence);
+}
+static int fence_query(void *ctx, uint64_t f) { return f ? inner_query(ctx, f) : TS_FENCE_DONE; }
+static int fence_wait(void *ctx, uint64_t f) { return f ? inner_wait(ctx, f) : TS_PROV_OK; }
+static void fence_release(void *ctx, uint64_t f)
+{
+    if (f) inner_release(ctx, f);
+}
+/* One cuMemSetAccess for every device in mask. */
+static int grant_peers(uint64_t mask, uint64_t va, uint64_t size)
+{
+    ts_fn_cuMemSetAccess set = (ts_fn_cuMemSetAccess)ts_real(TS_API_cuMemSetAccess);
+    if (!set) return TS_PROV_ERROR;
+    CUmemAccessDesc d[64];
+    size_t n = 0;
+    for (int peer = 0; mask && peer < 64; peer++, mask >>= 1) {
+        if (!(mask & 1)) continue;
+        memset(&d[n], 0, sizeof d[n]);
+        d[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        d[n].location.id = peer;
+        d[n].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        n++;
+    }
+    return !n || set((CUdeviceptr)va, (size_t)size, d, n) == CUDA_SUCCESS ? TS_PROV_OK : TS_PROV_ERROR;
+}
+
+/* The devices that can reach dev's memory peer to peer.  They get access to
+ * every page the pool maps, without waiting for cudaDeviceEnablePeerAccess:
+ * a plain cudaMemcpy between two devices' cudaMalloc memory works without
+ * it, and the device that performs such a copy touches the other device's
+ * memory, which VMM pages allow only after cuMemSetAccess for that device. */
+static uint64_t peer_capable(int dev)
+{
+    ts_fn_cuDeviceGetCount count = (ts_fn_cuDeviceGetCount)ts_real(TS_API_cuDeviceGetCount);
+    ts_fn_cuDeviceCanAccessPeer can = (ts_fn_cuDeviceCanAccessPeer)ts_real(TS_API_cuDeviceCanAccessPeer);
+    int n = 0;
+    uint64_t mask = 0;
+    if (!count || !can || count(&n) != CUDA_SUCCESS) return 0;
+    for (int peer = 0; peer < n && peer < 64; peer++) {
+        int ok = 0;
+        if (peer != dev && can(&ok, peer, dev) == CUDA_SUCCESS && ok) mask |= 1ull << peer;
+    }
+    return mask;
+}
+
+/* Newly mapped pages: the owner's access, then every enabled peer's. */
+static int set_access(void *ctx, uint64_t va, uint64_t size)
+{
+    int rc = inner_set_access(ctx, va, size);
+    if (rc) return rc;
+    for (int dev = 0; dev < TS_DEV_MAX; dev++)
+        if (provider_ctx[dev] == ctx) {
+            uint64_t mask = __atomic_load_n(&peer_mask[dev], __ATOMIC_ACQUIRE);
+            return mask ? grant_peers(mask, va, size) : TS_PROV_OK;
+        }
+    return TS_PROV_OK;
+}
+
+void ts_dev_peer_enabled(int owner, int accessor)
+{
+    if (owner < 0 || owner >= TS_DEV_MAX || accessor < 0 || accessor >= 64 || owner == accessor) return;
+    /* set first: a page mapped after this sees the bit (set_access runs
+     * under the pool lock, which the walk below takes) */
+    __atomic_fetch_or(&peer_mask[owner], 1ull << accessor, __ATOMIC_ACQ_REL);
+    struct devpool *d = __atomic_load_n(&pools[owner], __ATOMIC_ACQUIRE);
+    if (!d) return;
+    ts_pool *p = d->pool;
+    pthread_mutex_lock(&p->lock);
+    if (p->cfg.mode == TS_ALLOC_EXPANDABLE && p->pages) {
+        /* existing mappings, in runs of adjacent mapped pages */
+        for (uint64_t i = 0; i < p->npages;) {
+            if (!p->pages[i].mapped) { i++; continue; }
+            uint64_t j = i;
+            while (j < p->npages && p->pages[j].mapped) j++;
+            if (grant_peers(1ull << accessor, p->va_base + i * p->gran, (j - i) * p->gran))
+                ts_warn("device %d: cannot grant device %d access to pooled memory", owner, accessor);
+            i = j;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* cuStreamQuery: one driver call per stream, where a fence costs a record,
+ * a query and usually a wait (the event is rarely complete right after its
+ * record).  A capturing stream is never queried (that would invalidate its
+ * capture): it counts as busy. */
+static int stream_idle(void *ctx, uint64_t stream)
+{
+    (void)ctx;
+    if (stream == TS_DEV_NO_STREAM) return TS_FENCE_DONE;
+    ts_fn_cuStreamQuery query = (ts_fn_cuStreamQuery)ts_real(TS_API_cuStreamQuery);
+    if (!query || stream_capturing(stream)) return TS_FENCE_PENDING;
+    CUresult r = query((CUstream)(uintptr_t)stream);
+    return r == CUDA_SUCCESS ? TS_FENCE_DONE : r == CUDA_ERROR_NOT_READY ? TS_FENCE_PENDING : -1;
+}
+
+static ts_cuda_provider *make_provider(int dev)
+{
+#define REAL(name) ((void *)ts_real(TS_API_##name))
+    ts_cuda_fns f = {
+        .cuMemAddressReserve = REAL(cuMemAddressReserve), .cuMemAddressFree = REAL(cuMemAddressFree),
+        .cuMemCreate = REAL(cuMemCreate), .cuMemRelease = REAL(cuMemRelease), .cuMemMap = REAL(cuMemMap),
+        .cuMemUnmap = REAL(cuMemUnmap), .cuMemSetAccess = REAL(cuMemSetAccess),
+        .cuMemGetAllocationGranularity = REAL(cuMemGetAllocationGranularity),
+        .cuMemAlloc = REAL(cuMemAlloc_v2), .cuMemFree = REAL(cuMemFree_v2),
+        .cuEventCreate = REAL(cuEventCreate), .cuEventRecord = REAL(cuEventRecord),
+        .cuEventQuery = REAL(cuEventQuery), .cuEventSynchronize = REAL(cuEventSynchronize),
+        .cuEventDestroy = REAL(cuEventDestroy_v2),
+    };
+#undef REAL
+    return ts_cuda_provider_create(&f, dev);
+}
+
+static int chosen_mode(int dev)
+{
+    int mode = ts_cfg()->alloc;
+    if (mode != TS_ALLOC_EXPANDABLE) return mode;
+    ts_fn_cuDeviceGetAttribute attr = (ts_fn_cuDeviceGetAttribute)ts_real(TS_API_cuDeviceGetAttribute);
+    int vmm = 0;
+    if (!attr || attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS) vmm = 0;
+    return vmm ? TS_ALLOC_EXPANDABLE : TS_ALLOC_CACHING;
+}
+
+static struct devpool *create_pool(int dev)
+{
+    ts_fn_cuDeviceTotalMem_v2 total_mem = (ts_fn_cuDeviceTotalMem_v2)ts_real(TS_API_cuDeviceTotalMem_v2);
+    size_t total = 0;
+    if (!total_mem || total_mem(&total, dev) != CUDA_SUCCESS || !total) return NULL;
+    struct devpool *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->cp = make_provider(dev);
+    if (!d->cp) {
+        free(d);
+        return NULL;
+    }
+    ts_page_provider prov = *ts_cuda_provider_table(d->cp);
+    inner_record = prov.fence_record;
+    inner_query = prov.fence_query;
+    inner_wait = prov.fence_wait;
+    inner_release = prov.fence_release;
+    prov.fence_record = fence_record;
+    prov.fence_query = fence_query;
+    prov.fence_wait = fence_wait;
+    prov.fence_release = fence_release;
+    prov.stream_idle = stream_idle;
+    inner_set_access = prov.set_access;
+    prov.set_access = set_access;
+    provider_ctx[dev] = prov.ctx;
+    __atomic_fetch_or(&peer_mask[dev], peer_capable(dev), __ATOMIC_ACQ_REL);
+
+    const struct ts_fraction_or_size *lim = &ts_cfg()->memory_limit;
+    uint64_t limit = lim->bytes ? lim->bytes : lim->fraction > 0 && lim->fraction < 1 ? (uint64_t)(lim->fraction * total) : 0;
+    if (limit >= total) limit = 0;
+    ts_pool_config cfg = {.mode = chosen_mode(dev), .device = dev, .capacity = total, .memory_limit = limit,
+                          .sync_thread_cache = true};
+    int status = 0;
+    d->pool = ts_pool_create(&cfg, &prov, &status);
+    if (!d->pool && cfg.mode == TS_ALLOC_EXPANDABLE) {
+        cfg.mode = TS_ALLOC_CACHING;   /* VMM refused (old driver, MIG...): plain segments */
+        d->pool = ts_pool_create(&cfg, &prov, &status);
+    }
+    if (!d->pool) {
+        ts_cuda_provider_destroy(d->cp);
+        free(d);
+        return NULL;
+    }
+    d->limited = limit != 0;
+    ts_pool_stream_add(d->pool, 0);
+    for (int i = 0; i < nknown; i++)
+        if (known_streams[i].dev == dev) ts_pool_stream_add(d->pool, known_streams[i].stream);
+    return d;
+}
+
+/* ---- log records ------------------------------------------------------------ */
+/* One TS_REC_POOL_STATS with the pool's counters (the report's DEVICE MEMORY
+ * figures).  ts_log_reserve drops it when the log is off, closed or in a fork
+ * child. */
+static void log_pool_stats(int dev, struct devpool *d, uint32_t reason)
+{
+    ts_alloc_stats st;
+    memset(&st, 0, sizeof st);
+    ts_pool_stats(d->pool, &st);
+    struct ts_rec_pool_stats r;
+    memset(&r, 0, sizeof r);
+    r.device = dev;
+    r.mode = d->pool->cfg.mode;
+    r.reason = reason;
+    r.peak_reserved_bytes = st.peak_reserved_bytes;
+    r.peak_allocated_bytes = st.peak_allocated_bytes;
+    r.allocated_at_reserved_peak = st.allocated_at_reserved_peak;
+    r.reserved_bytes = st.reserved_bytes;
+    r.allocated_bytes = st.allocated_bytes;
+    r.driver_calls = st.driver_calls;
+    r.cache_hits = st.cache_hits;
+    r.ooms = st.ooms;
+    r.allocs = st.allocs;
+    r.frees = st.frees;
+    r.segments = st.segments;
+    r.mapped_pages = st.mapped_pages;
+    r.page_moves = st.page_moves;
+    ts_ev_pool_stats(&r);
+}
+
+/* Registered when the first pool is created, i.e. after process.c's exit
+ * flush (registered at the first hook): atexit runs handlers in reverse, so
+ * these records reach the log before its end record.  A fork child exiting
+ * skips it: a pool lock may have been copied held by a thread that does not
+ * exist there (and the child logs nothing anyway). */
+static pid_t pools_owner_pid;
+static void log_pools_at_exit(void)
+{
+    if (getpid() != pools_owner_pid) return;
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+        if (d) log_pool_stats(dev, d, TS_POOL_REASON_SHUTDOWN);
+    }
+}
+static bool exit_logging_registered;
+
+int ts_dev_pool_mode(int dev)
+{
+    if (dev < 0 || dev >= TS_DEV_MAX) return -1;
+    struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+    return d ? d->pool->cfg.mode : -1;
+}
+
+static struct devpool *pool_of(int dev)
+{
+    struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+    if (ts_likely(d != NULL) || __atomic_load_n(&pool_failed[dev], __ATOMIC_RELAXED)) return d;
+    pthread_mutex_lock(&create_lock);
+    d = pools[dev];
+    if (!d && !pool_failed[dev]) {
+        d = create_pool(dev);
+        if (d) {
+            __atomic_store_n(&any_pool, true, __ATOMIC_RELEASE);
+            __atomic_store_n(&pools[dev], d, __ATOMIC_RELEASE);
+            if (!exit_logging_registered) {
+                exit_logging_registered = true;
+                pools_owner_pid = getpid();
+                atexit(log_pools_at_exit);
+            }
+        } else {
+            pool_failed[dev] = true;
+            ts_warn("device %d: cannot create the device allocator; its allocations pass through", dev);
+        }
+    }
+    pthread_mutex_unlock(&create_lock);
+    return d;
+}
+
+int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int *devp)
+{
+    *ptr = 0;
+    *devp = -1;
+    if (size == 0 || ts_cfg()->alloc == TS_ALLOC_OFF) return TS_DEV_PASS;
+    int dev = real_device();
+    *devp = dev;
+    if (dev < 0 || dev >= TS_DEV_MAX) return TS_DEV_PASS;   /* no context: the real call says so */
+    struct devpool *d = pool_of(dev);
+    if (!d) return TS_DEV_PASS;
+    /* While any capture is in progress every allocation is the real call's:
+     * on the capturing stream it is graph-owned; a synchronous one is the
+     * real call's to allow or refuse as the thread's capture mode says; and
+     * growing the pool (cuMemAlloc, cuMemCreate...) could invalidate a
+     * global-mode capture that the program's own call would not. */
+    if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0) return TS_DEV_PASS;
+    /* A synchronous allocation served by the thread cache makes no driver
+     * call, so a capture begun where the hooks did not see it (the legacy
+     * stream's cuStreamIsCapturing below) has nothing to be invalidated by:
+     * the driver is asked only before the pool's own path. */
+    if (!async && ts_pool_alloc_cached(d->pool, size, TS_DEV_NO_STREAM, ptr)) return TS_DEV_SERVED;
+    if (stream_capturing_if_any(async ? stream : 0)) return TS_DEV_PASS;
+    int rc = ts_pool_alloc(d->pool, size, async ? stream : TS_DEV_NO_STREAM, 0, ptr);
+    if (rc == TS_ALLOC_OK) return TS_DEV_SERVED;
+    *ptr = 0;
+    if (rc == TS_ALLOC_OOM) return d->limited ? TS_DEV_OOM : TS_DEV_PASS;
+    if (rc == TS_ALLOC_ERROR) {
+        /* passthrough from now on: what the pool holds idle (its thread
+         * caches included) goes back, so the real calls find that memory */
+        ts_pool_trim(d->pool);
+        ts_fallback_passthrough("device allocator failed on a %llu-byte request (device %d)",
+                                (unsigned long long)size, dev);
+    }
+    return TS_DEV_PASS;
+}
+
+bool ts_dev_pooling(void)
+{
+    return __atomic_load_n(&any_pool, __ATOMIC_ACQUIRE);
+}
+
+/* True if ptr lies in memory a pool reserved (its virtual range or one of
+ * its segments), live block or not: such a pointer must never reach the real
+ * free, which could release a whole segment under the pool. */
+static bool pool_memory(ts_pool *p, uint64_t ptr)
+{
+    pthread_mutex_lock(&p->lock);
+    bool in = p->va_size && ptr >= p->va_base && ptr - p->va_base < p->va_size;
+    for (ts_segment *s = p->segs; s && !in; s = s->snext)
+        in = ptr >= s->base && ptr - s->base < s->size;
+    pthread_mutex_unlock(&p->lock);
+    return in;
+}
+
+int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
+{
+    *devp = -1;
+    if (!ptr || !ts_dev_pooling()) return TS_DEV_NOT_OURS;
+    unsigned flags = 0;
+    if (async && stream_capturing_if_any(stream)) {
+        /* Only graph allocations (the real call's) may be freed in capture:
+         * a pooled block is refused as the driver refuses its own pool's. */
+        return ts_dev_lookup(ptr, NULL, NULL) ? TS_DEV_INVALID : TS_DEV_NOT_OURS;
+    }
+    if (async)
+        flags = TS_FF_STREAM_ORDERED;
+    else
+        stream = TS_DEV_NO_STREAM;   /* reused after fences on every stream, none while one captures */
+    /* passthrough (the pool serves no more allocations): no thread cache
+     * holds the block for a reuse that will not come */
+    if (!ts_active()) flags |= TS_FF_NO_CACHE;
+    /* one lookup per pool: the block's own pool frees it (the usual single
+     * device answers at the first) */
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+        if (d && ts_pool_free(d->pool, ptr, stream, flags) == TS_ALLOC_OK) {
+            *devp = dev;
+            return TS_DEV_FREED;
+        }
+    }
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+        if (d && pool_memory(d->pool, ptr)) {
+            *devp = dev;
+            return TS_DEV_INVALID;
+        }
+    }
+    return TS_DEV_NOT_OURS;
+}
+
+bool ts_dev_lookup(uint64_t ptr, uint64_t *base, uint64_t *size)
+{
+    if (!ptr || !ts_dev_pooling()) return false;
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+        if (d && ts_pool_lookup(d->pool, ptr, base, size) == TS_ALLOC_OK) return true;
+    }
+    return false;
+}
+
+bool ts_dev_stats(int dev, ts_alloc_stats *out)
+{
+    if (dev < 0 || dev >= TS_DEV_MAX) return false;
+    struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+    if (!d) return false;
+    ts_pool_stats(d->pool, out);
+    return true;
+}
+
+uint64_t ts_dev_idle_bytes(int dev)
+{
+    ts_alloc_stats st;
+    if (!ts_dev_stats(dev, &st)) return 0;
+    return st.reserved_bytes > st.allocated_bytes ? st.reserved_bytes - st.allocated_bytes : 0;
+}
+
+void ts_dev_stream_created(uint64_t stream)
+{
+    int dev = real_device();
+    if (dev < 0 || dev >= TS_DEV_MAX) return;
+    pthread_mutex_lock(&create_lock);
+    if (nknown < TS_DEV_MAX_STREAMS) known_streams[nknown++] = (__typeof__(known_streams[0])){stream, dev};
+    struct devpool *d = pools[dev];
+    pthread_mutex_unlock(&create_lock);
+    if (d) ts_pool_stream_add(d->pool, stream);
+}
+
+void ts_dev_stream_destroying(uint64_t stream)
+{
+    int dev = -1;
+    pthread_mutex_lock(&create_lock);
+    for (int i = 0; i < nknown; i++)
+        if (known_streams[i].stream == stream) {
+            dev = known_streams[i].dev;
+            known_streams[i] = known_streams[--nknown];
+            break;
+        }
+    pthread_mutex_unlock(&create_lock);
+    /* Streams seen only by cudaMallocAsync/cudaFreeAsync are in a pool too. */
+    for (int i = 0; i < TS_DEV_MAX; i++) {
+        struct devpool *d = __atomic_load_n(&pools[i], __ATOMIC_ACQUIRE);
+        if (d && (dev < 0 || dev == i)) ts_pool_stream_remove(d->pool, stream);
+    }
+}
+
+void ts_dev_reset(int dev)
+{
+    if (dev < 0 || dev >= TS_DEV_MAX) return;
+    pthread_mutex_lock(&create_lock);
+    struct devpool *d = pools[dev];
+    __atomic_store_n(&pools[dev], NULL, __ATOMIC_RELEASE);
+    pool_failed[dev] = false;
+    pthread_mutex_unlock(&create_lock);
+    if (!d) return;
+    log_pool_stats(dev, d, TS_POOL_REASON_RESET);
+    /* The reset destroys the context's work and memory anyway; the pool's
+     * pages go back first so that nothing of ours outlives it. */
+    ts_pool_destroy(d->pool);
+    ts_cuda_provider_destroy(d->cp);
+    free(d);
+}
+
+bool ts_dev_last_oom(int dev, ts_oom_report *out)
+{
+    if (dev < 0 || dev >= TS_DEV_MAX) return false;
+    struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+    if (!d) return false;
+    ts_pool_last_oom(d->pool, out);
+    return out->requested != 0;
+}
+
+void ts_dev_capture_begin(void)
+{
+    __atomic_fetch_add(&capture_changes, 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&captures, 1, __ATOMIC_SEQ_CST);
+}
+
+void ts_dev_capture_end(void)
+{
+    /* never below 0: an end with nothing counted ends a capture begun where
+     * the hooks did not see it (before the shim was active, or elsewhere) */
+    __atomic_fetch_add(&capture_changes, 1, __ATOMIC_SEQ_CST);
+    int c = __atomic_load_n(&captures, __ATOMIC_ACQUIRE);
+    if (c == 0) note_capture_unseen("ended with none counted");
+    while (c > 0 && !__atomic_compare_exchange_n(&captures, &c, c - 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
+}

@@ -1,0 +1,74 @@
+/* devmem.h: the program's device allocations served from trainshim's
+ * allocator (shim/alloc/alloc.h), one pool per device created lazily on the first
+ * allocation made with the device's context current.
+ *
+ * The hooks (hooks/devmem_hooks.c) call these inside ts_enter()/ts_leave().
+ * The contract that keeps the promise ("never change what the program
+ * computes, never take the job down"):
+ *   - ts_dev_alloc answers TS_DEV_SERVED (pointer from the pool) or
+ *     TS_DEV_PASS: the hook then makes the real call, which gives the program
+ *     exactly the real answer (size 0, no context, capture, pool OOM, shim
+ *     failure, TRAINSHIM_ALLOC=off ...).  Only when TRAINSHIM_MEMORY_LIMIT
+ *     caps the pool is a pool OOM answered TS_DEV_OOM (the hook returns the
+ *     real OOM code without asking the driver).
+ *   - ts_dev_free answers TS_DEV_FREED when the pointer was the pool's,
+ *     TS_DEV_NOT_OURS when the hook must pass it to the real free (pointers
+ *     from before the shim, from other paths: the real answer), and
+ *     TS_DEV_INVALID for a pointer into the pool that is no live block.
+ *   - Pools survive ts_fallback_passthrough: frees of pooled pointers keep
+ *     reaching the pool (ts_dev_pooling()). */
+#ifndef TRAINSHIM_DEVMEM_H
+#define TRAINSHIM_DEVMEM_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum ts_dev_answer { TS_DEV_PASS = 0, TS_DEV_SERVED = 1, TS_DEV_OOM = 2 };
+
+/* async: cudaMallocAsync semantics (the block may come from a stream-ordered
+ * free on the same stream).  stream: the real stream handle (0 legacy,
+ * 0x2 per-thread). */
+/* *dev: the device of the calling thread's context, asked once here so that
+ * the hook's event need not ask again (-1 when not asked or none). */
+int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int *dev);
+/* async: cudaFreeAsync on `stream` (reusable at once on that stream, on others
+ * after a fence); otherwise cudaFree semantics (reusable after fences on every
+ * stream the process uses).  TS_DEV_INVALID: inside the pool's memory but not
+ * a live block (double free, interior pointer): the hook answers the real
+ * "invalid value" code itself. */
+enum ts_dev_free_answer { TS_DEV_NOT_OURS = 0, TS_DEV_FREED = 1, TS_DEV_INVALID = 2 };
+/* *dev: the device of the pool that owns ptr (FREED, INVALID), else -1. */
+int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *dev);
+/* True once any pool exists (free hooks must look even when inactive). */
+bool ts_dev_pooling(void);
+/* The live pooled block holding ptr: its base and size. */
+bool ts_dev_lookup(uint64_t ptr, uint64_t *base, uint64_t *size);
+/* Bytes the pools of dev hold without a live block under them (mapped idle
+ * pages, cached segments' free space): added to the driver's free memory. */
+uint64_t ts_dev_idle_bytes(int dev);
+/* Stream bookkeeping for the cudaFree fences. */
+void ts_dev_stream_created(uint64_t stream);
+/* Device `accessor` may now access device `owner`'s memory (cudaDeviceEnablePeerAccess
+ * succeeded): the owner's pool grants it access on its mapped pages and on
+ * every page it maps from now on (VMM pages need cuMemSetAccess per device). */
+void ts_dev_peer_enabled(int owner, int accessor);
+void ts_dev_stream_destroying(uint64_t stream);
+/* Captures begun and ended through the runtime (cudaStreamBeginCapture /
+ * EndCapture): while any is in progress synchronous allocations pass through. */
+void ts_dev_capture_begin(void);
+void ts_dev_capture_end(void);
+/* cudaDeviceReset: the pool of dev releases everything (its pointers die with
+ * the context, as without the shim). */
+void ts_dev_reset(int dev);
+/* The pool's OOM report (shim/devmem/devmem_oom.c): one report on stderr per
+ * allocation the program sees fail. */
+void ts_dev_oom_report(int dev, uint64_t requested);
+/* Stats of dev's pool; false if none. */
+struct ts_alloc_stats;
+bool ts_dev_stats(int dev, struct ts_alloc_stats *out);
+/* enum ts_alloc_mode of dev's pool; -1 if none. */
+int ts_dev_pool_mode(int dev);
+/* The pool's record of its last OOM; false if none. */
+struct ts_oom_report;
+bool ts_dev_last_oom(int dev, struct ts_oom_report *out);
+#endif

@@ -1,0 +1,48 @@
+/* devmem_oom.c: the report printed when the program sees a device allocation
+ * fail while the pool serves its memory: what was asked, what the device and
+ * the pool had, and the largest live blocks (what to look at first). */
+#include <cuda.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc/alloc.h"
+#include "core/core.h"
+#include "devmem/devmem.h"
+#include "hooks.h"
+#include "core/resolve.h"
+
+static double gib(uint64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
+
+void ts_dev_oom_report(int dev, uint64_t requested)
+{
+    ts_alloc_stats st;
+    memset(&st, 0, sizeof st);
+    bool have = ts_dev_stats(dev, &st);
+    ts_oom_report rep;
+    memset(&rep, 0, sizeof rep);
+    /* The pool's own record of its last OOM names its largest live blocks. */
+    bool have_rep = ts_dev_last_oom(dev, &rep);
+    size_t dfree = 0, dtotal = 0;
+    ts_fn_cuMemGetInfo_v2 info = (ts_fn_cuMemGetInfo_v2)ts_real(TS_API_cuMemGetInfo_v2);
+    if (!info || info(&dfree, &dtotal) != CUDA_SUCCESS) dfree = dtotal = 0;
+    char buf[2048];
+    int n = snprintf(buf, sizeof buf,
+                     "trainshim: out of memory on device %d: requested %llu bytes (%.3f GiB); device free %.3f GiB of "
+                     "%.3f GiB; trainshim reserved %.3f GiB, allocated %.3f GiB, largest free block %llu bytes, "
+                     "fragmentation %.3f",
+                     dev, (unsigned long long)requested, gib(requested), gib(dfree), gib(dtotal),
+                     gib(st.reserved_bytes), gib(st.allocated_bytes),
+                     (unsigned long long)(have_rep ? rep.largest_free_block : st.largest_free_block),
+                     st.reserved_bytes ? 1.0 - (double)st.allocated_bytes / (double)st.reserved_bytes : 0.0);
+    if (!have) n += snprintf(buf + n, sizeof buf - n, " (no pool on this device)");
+    if (have_rep && rep.ntop > 0 && n < (int)sizeof buf) {
+        n += snprintf(buf + n, sizeof buf - n, "; largest live allocations:");
+        for (int i = 0; i < rep.ntop && n < (int)sizeof buf; i++)
+            n += snprintf(buf + n, sizeof buf - n, " %llu bytes at 0x%llx%s", (unsigned long long)rep.top_size[i],
+                          (unsigned long long)rep.top_ptr[i], i + 1 < rep.ntop ? "," : "");
+    }
+    fprintf(stderr, "%s\n", buf);
+    if (have)
+        ts_ev_pool_oom(dev, ts_dev_pool_mode(dev), requested, st.reserved_bytes, st.allocated_bytes,
+                       have_rep ? rep.largest_free_block : st.largest_free_block);
+}

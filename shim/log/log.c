@@ -1,0 +1,772 @@
+/* log.c: the event log writer.
+ *
+ * Each logging thread owns a buffer (TRAINSHIM_LOG_BUFFER bytes) and appends
+ * whole records to it with no lock, syscall or malloc: it writes the bytes,
+ * then publishes them by a release store of `committed`.  A background writer
+ * thread write(2)s the committed ranges of every buffer (full ones at once,
+ * partly filled ones every FLUSH_PERIOD_MS so a killed process loses little),
+ * and recycles full ones.  Whoever writes a range first claims the buffer
+ * (`busy`, a CAS), so the writer thread, the async-signal-safe flush and the
+ * final shutdown flush never write the same bytes twice.  Buffers are never
+ * freed while the process lives: they sit in a push-only list that a signal
+ * handler may walk.
+ *
+ * The file is created by the first record (so a process that never logs
+ * writes nothing) and starts with the preamble, the header record and the API
+ * name table, written before any buffer can be flushed.  Because only whole
+ * records are ever written, a log cut anywhere reads up to its last complete
+ * record. */
+#include "log/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/core.h"
+
+#define FLUSH_PERIOD_MS 200
+#define BUF_MIN (4u << 10)
+#define BUF_MAX (64u << 20)
+/* Buffers beyond the per-thread ones exist only while the writer thread lags;
+ * past this total an owner writes its own full buffer synchronously. */
+#define BUF_TOTAL_MAX_BYTES (64ull << 20)
+#define BUF_COUNT_MAX 4096
+
+enum log_state { ST_NEW, ST_OPEN, ST_OFF, ST_CLOSING, ST_CLOSED, ST_CHILD };
+enum buf_state { BUF_OWNED, BUF_FULL, BUF_FREE };
+
+struct tbuf {
+    struct tbuf *next;            /* registry link, set before publication */
+    _Atomic uint32_t committed;   /* bytes of whole records, published by the owner */
+    uint32_t used;                /* owner's write offset (== committed outside commit) */
+    uint32_t flushed;             /* bytes already written; only the claimer touches it */
+    _Atomic int busy;             /* flush claim */
+    _Atomic int state;            /* enum buf_state */
+    uint32_t cap;
+    uint32_t tid;
+    /* The owner's previous buffer, still to be written when this one was
+     * taken: this one waits for it, so each thread's records reach the file
+     * in order and a cut file holds a prefix of every thread's history. */
+    struct tbuf *pred;
+    uint64_t pred_gen;
+    _Atomic uint64_t gen;         /* bumped each time the buffer is recycled */
+    _Atomic uint64_t done_gen;    /* gen + 1 once handed over and all written */
+    char *data;
+};
+
+static _Atomic int g_state = ST_NEW;
+static pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_fd = -1;
+static char g_path[PATH_MAX];
+static uint32_t g_buf_cap;
+static _Atomic(struct tbuf *) g_bufs;
+static _Atomic int g_nbufs;
+static _Atomic uint64_t g_buf_bytes;
+static _Atomic uint64_t g_written;   /* records written to the file */
+static _Atomic uint64_t g_dropped;   /* events that could not be logged */
+static _Atomic int g_inflight;       /* direct writers between check and write */
+static _Atomic int g_write_failed;
+static sem_t g_wake;
+static pthread_t g_writer;
+static bool g_writer_running;
+static _Atomic int g_writer_stop;
+static pthread_key_t g_key;
+static bool g_key_made;
+static struct ts_rec_hdr *g_api_rec; /* API names waiting for the header (under g_open_mu) */
+
+/* initial-exec: no __tls_get_addr call on the fast path of the preloaded library */
+static __thread struct tbuf *tls_buf __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
+static __thread bool tls_opening;
+
+/* ------------------------------------------------------------ small helpers */
+static inline uint32_t my_tid(void)
+{
+    if (ts_unlikely(!tls_tid))
+        tls_tid = (uint32_t)syscall(SYS_gettid);
+    return tls_tid;
+}
+
+/* write(2) all of it; async-signal-safe.  After a failure nothing more is
+ * written, so the file never holds a hole or a record after a partial one. */
+static bool write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    if (atomic_load(&g_write_failed))
+        return false;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            atomic_store(&g_write_failed, 1);
+            return false;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Convert the times of every record in a committed range about to be
+ * written from clock readings (shim/core/clock.h) to CLOCK_MONOTONIC ns, set
+ * their checks, and count them.  Done here, by whoever writes the range
+ * (writer thread, owner, exit or signal flush: arithmetic only), not on the
+ * logging thread's fast path: the bytes are committed and never change
+ * again, and nothing reads them before they are written.  An ALLOC_STACK
+ * record carries its ALLOC record's time in its body (shim/log/stacks.c copies
+ * the reading): converted the same way, the two stay equal. */
+static uint64_t seal_records(char *p, uint32_t n)
+{
+    uint64_t k = 0;
+    for (uint32_t off = 0; off + sizeof(struct ts_rec_hdr) <= n;) {
+        struct ts_rec_hdr *h = (struct ts_rec_hdr *)(p + off);
+        if (h->len < sizeof *h || h->len > n - off)
+            break; /* cannot happen: only whole records are committed */
+        h->time_ns = ts_clock_to_ns(h->time_ns);
+        if (h->type == TS_REC_ALLOC_STACK && h->len >= sizeof(struct ts_rec_alloc_stack)) {
+            struct ts_rec_alloc_stack *s = (struct ts_rec_alloc_stack *)h;
+            s->alloc_time_ns = ts_clock_to_ns(s->alloc_time_ns);
+        }
+        h->check = ts_rec_check(h, h->len);
+        off += h->len;
+        k++;
+    }
+    return k;
+}
+
+/* ------------------------------------------------------------ path template */
+static int env_int(const char *const *names)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        char *end;
+        if (!v || !*v)
+            continue;
+        long x = strtol(v, &end, 10);
+        if (*end == 0 && x >= 0 && x <= INT_MAX)
+            return (int)x;
+    }
+    return -1;
+}
+
+/* The innermost launcher wins: torchrun's RANK, then the MPI launchers'
+ * variables, and Slurm's last, because mpirun or torchrun started inside an
+ * srun step or batch script inherit its SLURM_PROCID (the same for every rank
+ * they start). */
+int ts_log_env_rank(void)
+{
+    static const char *const v[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", NULL};
+    return env_int(v);
+}
+
+int ts_log_env_local_rank(void)
+{
+    static const char *const v[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
+    return env_int(v);
+}
+
+int ts_log_env_world_size(void)
+{
+    static const char *const v[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL};
+    return env_int(v);
+}
+
+#define DEFAULT_TEMPLATE "trainshim.%h.%p.log"
+#define DEFAULT_TEMPLATE_RANKED "trainshim.%h.%p.r%r.log"
+
+int ts_log_expand_path(const char *tmpl, char *out, size_t n)
+{
+    size_t o = 0;
+    char num[32], host[256];
+    int rank = ts_log_env_rank();
+    if (!strcmp(tmpl, DEFAULT_TEMPLATE) && rank >= 0)
+        tmpl = DEFAULT_TEMPLATE_RANKED;
+    if (!n)
+        return -1;
+    for (const char *t = tmpl; *t; t++) {
+        const char *ins = NULL;
+        size_t inslen = 0;
+        char lit[2] = {*t, 0};
+        if (*t != '%') {
+            ins = lit;
+        } else {
+            switch (t[1]) {
+            case 'p': snprintf(num, sizeof num, "%d", (int)getpid()); ins = num; t++; break;
+            case 'r': snprintf(num, sizeof num, "%d", rank < 0 ? 0 : rank); ins = num; t++; break;
+            case 'l': {
+                int l = ts_log_env_local_rank();
+                snprintf(num, sizeof num, "%d", l < 0 ? 0 : l);
+                ins = num;
+                t++;
+                break;
+            }
+            case 'h':
+                if (gethostname(host, sizeof host) != 0)
+                    strcpy(host, "unknown");
+                host[sizeof host - 1] = 0;
+                ins = host;
+                t++;
+                break;
+            case '%': ins = "%"; t++; break;
+            case 'q': {
+                const char *close = t[2] == '{' ? strchr(t + 3, '}') : NULL;
+                if (close && close - (t + 3) < 256) {
+                    char var[256];
+                    memcpy(var, t + 3, (size_t)(close - (t + 3)));
+                    var[close - (t + 3)] = 0;
+                    ins = getenv(var);
+                    if (!ins)
+                        ins = "";
+                    t = close;
+                } else {
+                    ins = lit; /* malformed: kept literally */
+                }
+                break;
+            }
+            default: ins = lit; break; /* unknown escape or trailing %: literal */
+            }
+        }
+        inslen = strlen(ins);
+        if (o + inslen >= n)
+            return -1;
+        memcpy(out + o, ins, inslen);
+        o += inslen;
+    }
+    out[o] = 0;
+    return o ? 0 : -1;
+}
+
+static void make_parents(char *path)
+{
+    for (char *s = path + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = 0;
+        (void)mkdir(path, 0777); /* EEXIST is fine; the open reports real problems */
+        *s = '/';
+    }
+}
+
+int ts_log_create_file(const char *path, char *used, size_t n)
+{
+    const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND;
+    char cand[PATH_MAX];
+    if (strlen(path) >= sizeof cand) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    strcpy(cand, path);
+    make_parents(cand);
+    int fd = open(cand, flags, 0644);
+    if (fd < 0 && (errno == EEXIST || errno == ELOOP)) {
+        /* never clobber: "<stem>.<k><ext>" where ext is the last component's
+         * extension, e.g. run.log -> run.1.log */
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        const char *dot = strrchr(base, '.');
+        if (!dot || dot == base)
+            dot = path + strlen(path);
+        size_t stem = (size_t)(dot - path);
+        for (int k = 1; k < 10000 && fd < 0 && (errno == EEXIST || errno == ELOOP); k++) {
+            int w = snprintf(cand, sizeof cand, "%.*s.%d%s", (int)stem, path, k, dot);
+            if (w < 0 || (size_t)w >= sizeof cand) {
+                errno = ENAMETOOLONG;
+                break;
+            }
+            fd = open(cand, flags, 0644);
+        }
+    }
+    if (fd >= 0 && used && n) {
+        snprintf(used, n, "%s", cand);
+    }
+    return fd;
+}
+
+const char *ts_log_path(void)
+{
+    return g_path;
+}
+
+/* ------------------------------------------------------------ buffers */
+/* Write the committed, unwritten records of b (claimed by the caller) and
+ * recycle it when its owner handed it over.  Returns false when it must wait
+ * for its predecessor. */
+static bool flush_claimed(struct tbuf *b, bool recycle)
+{
+    /* state before committed: a buffer seen FULL has all its records committed */
+    int st = atomic_load_explicit(&b->state, memory_order_acquire);
+    uint32_t c = atomic_load_explicit(&b->committed, memory_order_acquire);
+    if (c > b->flushed) {
+        /* pred was set before the first commit, which we have acquired */
+        if (b->pred) {
+            if (atomic_load(&b->pred->done_gen) <= b->pred_gen)
+                return false;
+            b->pred = NULL;
+        }
+        uint64_t k = seal_records(b->data + b->flushed, c - b->flushed);
+        if (g_fd >= 0 && write_all(g_fd, b->data + b->flushed, c - b->flushed))
+            atomic_fetch_add(&g_written, k);
+        b->flushed = c;
+    }
+    if (st == BUF_FULL)
+        atomic_store(&b->done_gen, atomic_load(&b->gen) + 1);
+    if (recycle && st == BUF_FULL) {
+        b->flushed = 0;
+        b->used = 0;
+        b->pred = NULL;
+        atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
+        atomic_fetch_add(&b->gen, 1);
+        atomic_store_explicit(&b->state, BUF_FREE, memory_order_release);
+    }
+    return true;
+}
+
+static bool try_claim(struct tbuf *b)
+{
+    int z = 0;
+    return atomic_compare_exchange_strong(&b->busy, &z, 1);
+}
+
+static void claim(struct tbuf *b)
+{
+    while (!try_claim(b))
+        sched_yield();
+}
+
+static void release(struct tbuf *b)
+{
+    atomic_store(&b->busy, 0);
+}
+
+/* One pass over every buffer; returns how many had to wait for a
+ * predecessor (0: everything committed before the pass is written). */
+static int flush_pass(bool wait_for_claim, bool recycle)
+{
+    int waiting = 0;
+    for (struct tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
+        if (wait_for_claim)
+            claim(b);
+        else if (!try_claim(b))
+            continue;
+        waiting += !flush_claimed(b, recycle);
+        release(b);
+    }
+    return waiting;
+}
+
+/* Passes until no buffer waits for its predecessor: a chain of n buffers
+ * needs at most n passes. */
+static void flush_all(bool wait_for_claim, bool recycle)
+{
+    int n = atomic_load(&g_nbufs) + 1;
+    while (n-- > 0 && flush_pass(wait_for_claim, recycle))
+        ;
+}
+
+/* Flushes every FLUSH_PERIOD_MS or when woken, and keeps the log's clock
+ * calibrated (before flushing, so the records written are converted with
+ * the newest calibration). */
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    uint64_t cal_due = 0;
+    while (!atomic_load(&g_writer_stop)) {
+        uint64_t now = ts_clock_mono_ns();
+        if (now >= cal_due) {
+            cal_due = now + ts_clock_calibrate();
+            now = ts_clock_mono_ns();
+        }
+        uint64_t wait = FLUSH_PERIOD_MS * 1000000ull;
+        if (cal_due > now && cal_due - now < wait)
+            wait = cal_due - now;
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += (time_t)(wait / 1000000000ull);
+        dl.tv_nsec += (long)(wait % 1000000000ull);
+        if (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
+        while (sem_timedwait(&g_wake, &dl) != 0 && errno == EINTR)
+            ;
+        if (ts_clock_mono_ns() >= cal_due)
+            cal_due = ts_clock_mono_ns() + ts_clock_calibrate();
+        flush_all(false, true);
+    }
+    return NULL;
+}
+
+static void thread_exit(void *p)
+{
+    struct tbuf *b = p;
+    if (tls_buf == b)
+        tls_buf = NULL;
+    if (atomic_load(&g_state) == ST_CHILD)
+        return;
+    /* hand the buffer over: the writer flushes and recycles it */
+    atomic_store_explicit(&b->state, BUF_FULL, memory_order_release);
+    if (g_writer_running)
+        sem_post(&g_wake);
+}
+
+static struct tbuf *new_buffer(void)
+{
+    uint64_t bytes = sizeof(struct tbuf) + g_buf_cap;
+    if (atomic_load(&g_nbufs) >= BUF_COUNT_MAX ||
+        atomic_load(&g_buf_bytes) + bytes > BUF_TOTAL_MAX_BYTES)
+        return NULL;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    struct tbuf *b = m;
+    b->data = (char *)(b + 1);
+    b->cap = g_buf_cap;
+    atomic_init(&b->state, BUF_OWNED);
+    atomic_fetch_add(&g_nbufs, 1);
+    atomic_fetch_add(&g_buf_bytes, bytes);
+    struct tbuf *head = atomic_load(&g_bufs);
+    do
+        b->next = head;
+    while (!atomic_compare_exchange_weak(&g_bufs, &head, b));
+    return b;
+}
+
+static struct tbuf *take_free_buffer(void)
+{
+    for (struct tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
+        int f = BUF_FREE;
+        if (atomic_load_explicit(&b->state, memory_order_relaxed) == BUF_FREE &&
+            atomic_compare_exchange_strong(&b->state, &f, BUF_OWNED))
+            return b;
+    }
+    return NULL;
+}
+
+/* The calling thread needs room for len bytes: hand its full buffer over to
+ * the writer thread and take a free (or new) one; when there is none (the
+ * writer lags and the memory bound is reached) or no writer thread, write its
+ * own buffer out and keep it. */
+static struct tbuf *refill(uint32_t len)
+{
+    struct tbuf *b = tls_buf;
+    if (len > g_buf_cap)
+        return NULL;
+    if (b) {
+        struct tbuf *f = NULL;
+        if (g_writer_running && !(f = take_free_buffer()))
+            f = new_buffer();
+        if (f) {
+            f->pred = b;
+            f->pred_gen = atomic_load(&b->gen);
+            atomic_store_explicit(&b->state, BUF_FULL, memory_order_release);
+            sem_post(&g_wake);
+            b = f;
+        } else {
+            /* after its predecessor, which the writer thread is writing */
+            for (;;) {
+                claim(b);
+                if (atomic_load(&g_state) != ST_OPEN || flush_claimed(b, false))
+                    break;
+                release(b);
+                sem_post(&g_wake);
+                struct timespec d = {0, 50000};
+                nanosleep(&d, NULL);
+            }
+            b->used = b->flushed = 0;
+            atomic_store_explicit(&b->committed, 0, memory_order_release);
+            release(b);
+            return b;
+        }
+    } else {
+        b = take_free_buffer();
+        if (!b)
+            b = new_buffer();
+        /* a new thread past every limit waits for the writer to recycle one */
+        for (int i = 0; !b && i < 2000 && g_writer_running; i++) {
+            sem_post(&g_wake);
+            struct timespec d = {0, 50000};
+            nanosleep(&d, NULL);
+            b = take_free_buffer();
+        }
+        if (b)
+            b->pred = NULL;
+    }
+    tls_buf = b;
+    if (!b)
+        return NULL;
+    b->tid = my_tid();
+    if (g_key_made)
+        pthread_setspecific(g_key, b);
+    return b;
+}
+
+/* ------------------------------------------------------------ open */
+static bool write_seal(struct ts_rec_hdr *r)
+{
+    r->tid = my_tid();
+    r->check = 0;
+    r->check = ts_rec_check(r, r->len);
+    if (!write_all(g_fd, r, r->len))
+        return false;
+    atomic_fetch_add(&g_written, 1);
+    return true;
+}
+
+/* The start of the file: preamble, header record, API names if registered. */
+static bool write_file_start(void)
+{
+    struct ts_log_preamble pre;
+    memset(&pre, 0, sizeof pre);
+    memcpy(pre.magic, TS_LOG_MAGIC, 8);
+    pre.version_major = TS_LOG_VERSION_MAJOR;
+    pre.version_minor = TS_LOG_VERSION_MINOR;
+    pre.byte_order = TS_LOG_BYTE_ORDER;
+    struct ts_rec_header *h = ts_ev_make_header();
+    bool ok = h && write_all(g_fd, &pre, sizeof pre) && write_seal(&h->h);
+    free(h);
+    if (ok && g_api_rec) {
+        g_api_rec->time_ns = ts_clock_now_ns();
+        ok = write_seal(g_api_rec);
+    }
+    return ok;
+}
+
+static void do_open(void)
+{
+    const struct ts_config *cfg = ts_cfg();
+    const char *tmpl = cfg->log;
+    if (!tmpl || !*tmpl || !strcmp(tmpl, "off") || !strcmp(tmpl, "none")) {
+        atomic_store(&g_state, ST_OFF);
+        return;
+    }
+    uint64_t cap = cfg->log_buffer;
+    cap = cap < BUF_MIN ? BUF_MIN : cap > BUF_MAX ? BUF_MAX : cap;
+    g_buf_cap = (uint32_t)(cap & ~(uint64_t)(TS_REC_ALIGN - 1));
+
+    ts_clock_start(); /* before any record, the file's first included */
+    char want[PATH_MAX];
+    if (ts_log_expand_path(tmpl, want, sizeof want) != 0) {
+        ts_warn("TRAINSHIM_LOG template '%s' expands to an empty or too long path; no event log", tmpl);
+        atomic_store(&g_state, ST_OFF);
+        return;
+    }
+    g_fd = ts_log_create_file(want, g_path, sizeof g_path);
+    if (g_fd < 0) {
+        ts_warn("cannot create event log '%s': %s; no event log", want, strerror(errno));
+        g_path[0] = 0;
+        atomic_store(&g_state, ST_OFF);
+        return;
+    }
+    if (strcmp(want, g_path))
+        ts_warn("event log '%s' exists; writing '%s' instead", want, g_path);
+    if (!write_file_start()) {
+        ts_warn("cannot write event log '%s'; no event log", g_path);
+        close(g_fd);
+        g_fd = -1;
+        atomic_store(&g_state, ST_OFF);
+        return;
+    }
+    free(g_api_rec);
+    g_api_rec = NULL;
+    if (!g_key_made)
+        g_key_made = pthread_key_create(&g_key, thread_exit) == 0;
+
+    /* the writer thread takes no signals: handlers run in the program's threads */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    g_writer_running = sem_init(&g_wake, 0, 0) == 0 &&
+                       pthread_create(&g_writer, NULL, writer_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (g_writer_running)
+        pthread_setname_np(g_writer, "trainshim-log");
+    else
+        ts_clock_counter = false; /* nobody would calibrate it: CLOCK_MONOTONIC (no reading taken yet is in a buffer) */
+    atomic_store_explicit(&g_state, ST_OPEN, memory_order_release);
+}
+
+static bool open_slow(void)
+{
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (st == ST_OPEN)
+        return true;
+    if (st != ST_NEW || tls_opening)
+        return false;
+    pthread_mutex_lock(&g_open_mu);
+    if (atomic_load(&g_state) == ST_NEW) {
+        tls_opening = true;
+        do_open();
+        tls_opening = false;
+    }
+    pthread_mutex_unlock(&g_open_mu);
+    return atomic_load(&g_state) == ST_OPEN;
+}
+
+/* ------------------------------------------------------------ records */
+struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type)
+{
+    if (ts_unlikely(atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN) && !open_slow())
+        return NULL;
+    struct tbuf *b = tls_buf;
+    if (ts_unlikely(!b || b->used + len > b->cap)) {
+        b = refill(len);
+        if (!b) {
+            atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+            return NULL;
+        }
+    }
+    struct ts_rec_hdr *r = (struct ts_rec_hdr *)(b->data + b->used);
+    r->len = len;
+    r->type = type;
+    r->flags = 0;
+    r->tid = b->tid;
+    r->check = 0;
+    r->time_ns = ts_clock_read(); /* converted when written (seal_records) */
+    return r;
+}
+
+void ts_log_commit(struct ts_rec_hdr *rec)
+{
+    struct tbuf *b = tls_buf;
+    b->used += rec->len; /* the check is set when the record is written (seal_records) */
+    atomic_store_explicit(&b->committed, b->used, memory_order_release);
+}
+
+int ts_log_write_record(struct ts_rec_hdr *rec)
+{
+    uint32_t len = rec->len;
+    if (len < sizeof *rec || len % TS_REC_ALIGN)
+        return -1;
+    if (atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN && !open_slow())
+        return -1;
+    if (len <= g_buf_cap) {
+        struct ts_rec_hdr *r = ts_log_reserve(len, rec->type);
+        if (!r)
+            return -1;
+        memcpy(r + 1, rec + 1, len - sizeof *rec);
+        r->flags = rec->flags;
+        ts_log_commit(r);
+        return 0;
+    }
+    /* longer than a buffer: straight to the file */
+    rec->tid = my_tid();
+    rec->time_ns = ts_clock_now_ns();
+    rec->check = 0;
+    rec->check = ts_rec_check(rec, len);
+    int rc = -1;
+    atomic_fetch_add(&g_inflight, 1);
+    if (atomic_load(&g_state) == ST_OPEN && write_all(g_fd, rec, len)) {
+        atomic_fetch_add(&g_written, 1);
+        rc = 0;
+    }
+    atomic_fetch_sub(&g_inflight, 1);
+    return rc;
+}
+
+void ts_log_set_api_record(struct ts_rec_hdr *rec)
+{
+    pthread_mutex_lock(&g_open_mu);
+    if (atomic_load(&g_state) == ST_NEW) {
+        free(g_api_rec); /* the latest table wins */
+        g_api_rec = rec;
+        rec = NULL;
+    }
+    pthread_mutex_unlock(&g_open_mu);
+    if (rec) {
+        if (atomic_load(&g_state) == ST_OPEN)
+            ts_log_write_record(rec);
+        free(rec);
+    }
+}
+
+/* ------------------------------------------------------------ life */
+void ts_log_shutdown(void)
+{
+    pthread_mutex_lock(&g_open_mu);
+    int st = atomic_load(&g_state);
+    if (st != ST_OPEN) {
+        if (st == ST_NEW)
+            atomic_store(&g_state, ST_CLOSED); /* nothing logged: no file, ever */
+        pthread_mutex_unlock(&g_open_mu);
+        return;
+    }
+    atomic_store(&g_state, ST_CLOSING);
+    if (g_writer_running) {
+        atomic_store(&g_writer_stop, 1);
+        sem_post(&g_wake);
+        pthread_join(g_writer, NULL);
+        g_writer_running = false;
+    }
+    for (int i = 0; atomic_load(&g_inflight) && i < 100000; i++)
+        sched_yield();
+    flush_all(true, true);
+    struct ts_rec_end e;
+    memset(&e, 0, sizeof e);
+    e.h.len = sizeof e;
+    e.h.type = TS_REC_END;
+    e.h.tid = my_tid();
+    e.h.time_ns = ts_clock_now_ns();
+    e.records_written = atomic_load(&g_written);
+    e.records_dropped = atomic_load(&g_dropped);
+    e.h.check = ts_rec_check(&e, sizeof e);
+    write_all(g_fd, &e, sizeof e);
+    close(g_fd);
+    g_fd = -1;
+    atomic_store(&g_state, ST_CLOSED);
+    pthread_mutex_unlock(&g_open_mu);
+}
+
+void ts_log_flush_signal_safe(void)
+{
+    if (atomic_load(&g_state) != ST_OPEN || g_fd < 0)
+        return;
+    /* no recycling: the interrupted code may be the owner of a buffer; a
+     * buffer someone is writing right now is skipped */
+    flush_all(false, false);
+}
+
+void ts_log_fork_prepare(void)
+{
+    pthread_mutex_lock(&g_open_mu);
+}
+
+void ts_log_fork_parent(void)
+{
+    pthread_mutex_unlock(&g_open_mu);
+}
+
+void ts_log_fork_child(void)
+{
+    /* Only the forking thread exists in the child, so no lock is held but
+     * the one our prepare handler took. */
+    pthread_mutex_init(&g_open_mu, NULL);
+    tls_tid = 0;
+    if (atomic_load(&g_state) == ST_NEW)
+        return; /* the parent never logged: the child is a fresh process with its own log */
+    /* The parent has a log: the child records nothing.  Its buffers are
+     * copies of the parent's, which the parent writes; its descriptor for the
+     * parent's file is closed; every later event is dropped. */
+    atomic_store(&g_state, ST_CHILD);
+    if (g_fd >= 0)
+        close(g_fd);
+    g_fd = -1;
+    g_writer_running = false;
+    tls_buf = NULL;
+}

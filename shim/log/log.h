@@ -1,0 +1,66 @@
+/* log.h: the event log writer (shim/log/log.c).  Records (shim/log/logfmt.h) are
+ * built in per-thread buffers without a syscall, lock or malloc per event;
+ * full buffers go to a background writer thread.  The file is created at the
+ * first record, so a process that never logs writes nothing.  See
+ * docs/log-format.md. */
+#ifndef TRAINSHIM_LOG_H
+#define TRAINSHIM_LOG_H
+#include <stddef.h>
+#include <stdint.h>
+#include "log/logfmt.h"
+
+/* Fast path: reserve len bytes (a multiple of 8, a fixed-size record) in the
+ * calling thread's buffer and fill the record header's len/type/tid/time.
+ * The time is a reading of the log's clock (shim/core/clock.h), converted to
+ * CLOCK_MONOTONIC ns when the record is written out: copy it only into a
+ * field that conversion also covers (ALLOC_STACK's alloc_time_ns).
+ * Returns NULL when nothing may be logged (logging off, failed, after
+ * shutdown, in a fork child).  The caller fills the body, then calls
+ * ts_log_commit(rec) which publishes it (its check is set when it is
+ * written out, off the fast path). */
+struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type);
+void ts_log_commit(struct ts_rec_hdr *rec);
+
+/* A record of any length, already complete except tid/time/check (filled
+ * here), copied into the log.  Records longer than a buffer are written
+ * directly.  Returns 0 on success. */
+int ts_log_write_record(struct ts_rec_hdr *rec);
+
+/* An API_NAMES record (malloc'd; the log takes it).  Before the log is open
+ * it is kept for the start of the file (the latest one wins); afterwards it
+ * is logged like any record. */
+void ts_log_set_api_record(struct ts_rec_hdr *rec);
+/* Provided by shim/log/events.c, called once when the file is created: the
+ * header record (malloc'd, check and tid left to the writer), or NULL. */
+struct ts_rec_header *ts_ev_make_header(void);
+
+/* Flush every buffer and the end record, then close the file.  Idempotent;
+ * records made after it are dropped. */
+void ts_log_shutdown(void);
+/* Async-signal-safe: write(2) of whatever records are complete in memory.
+ * No lock, no malloc, no end record (the log then reads as truncated). */
+void ts_log_flush_signal_safe(void);
+/* pthread_atfork handlers.  The child of a fork records nothing: its copy of
+ * the buffers is abandoned (the parent writes them), its descriptor for the
+ * parent's log is closed, and every later event in it is dropped. */
+void ts_log_fork_prepare(void);
+void ts_log_fork_parent(void);
+void ts_log_fork_child(void);
+
+/* ---- exposed for tests and tools -------------------------------------- */
+/* Expand a TRAINSHIM_LOG template (%p %h %r %l %q{VAR} %%; the default
+ * template gets ".r%r" before ".log" when a rank is known).  Returns 0, or -1
+ * when the result does not fit in n bytes. */
+int ts_log_expand_path(const char *tmpl, char *out, size_t n);
+/* Rank, local rank and world size from the launcher's environment; -1 when
+ * unknown. */
+int ts_log_env_rank(void);
+int ts_log_env_local_rank(void);
+int ts_log_env_world_size(void);
+/* Create path (parents too) without clobbering: O_EXCL|O_NOFOLLOW; when it
+ * exists, tries "<stem>.1<ext>", "<stem>.2<ext>", ...  Writes the path used
+ * into used[n].  Returns the descriptor or -1 (errno set). */
+int ts_log_create_file(const char *path, char *used, size_t n);
+/* The path of the open log ("" when none). */
+const char *ts_log_path(void);
+#endif

@@ -1,0 +1,234 @@
+/* export_svg.c: the allocated-memory timeline as a plain SVG picture: one
+ * step line per (log, device), time on x (seconds from the first log's
+ * start), bytes on y, with gridlines, axis labels and a legend.  Each
+ * series is reduced to at most two points per horizontal pixel (the value
+ * entering the pixel and its highest), so a long run stays small and its
+ * peaks stay visible. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/export.h"
+
+enum { W = 960, H = 480, LEFT = 90, RIGHT = 200, TOP = 50, BOTTOM = 60, MAX_SERIES = 16 };
+
+static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+                                     "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+struct point {
+    uint64_t t, v;
+};
+
+struct series {
+    int log, device;
+    struct point *pts;
+    size_t n, cap;
+    uint64_t peak;
+};
+
+static int add_point(struct series *s, uint64_t t, uint64_t v)
+{
+    if (s->n == s->cap) {
+        size_t c = s->cap ? s->cap * 2 : 256;
+        struct point *p = realloc(s->pts, c * sizeof *p);
+        if (!p)
+            return -1;
+        s->pts = p;
+        s->cap = c;
+    }
+    s->pts[s->n++] = (struct point){t, v};
+    if (v > s->peak)
+        s->peak = v;
+    return 0;
+}
+
+static struct series *series_of(struct series *all, int *n, int log, int device)
+{
+    for (int i = 0; i < *n; i++)
+        if (all[i].log == log && all[i].device == device)
+            return &all[i];
+    if (*n == MAX_SERIES)
+        return NULL;
+    all[*n] = (struct series){.log = log, .device = device};
+    return &all[(*n)++];
+}
+
+/* Replays one log's allocations into per-device series (wall ns). */
+static int collect(const struct tslog *log, int li, struct series *all, int *ns)
+{
+    size_t n = 0;
+    const struct tslog_event **ev = sites_sorted_events(log, &n);
+    size_t cap = 2;
+    while (cap < n * 2 + 2)
+        cap *= 2;
+    struct {
+        uint64_t ptr, size;
+        int dev;
+    } *live = calloc(cap, sizeof *live);
+    int rc = ev && live ? 0 : -1;
+    uint64_t cur[64] = {0};
+    for (size_t i = 0; i < n && !rc; i++) {
+        const struct tslog_event *e = ev[i];
+        size_t s = (size_t)ts_rec_mix64(e->ptr) & (cap - 1);
+        while (live[s].ptr && live[s].ptr != e->ptr)
+            s = (s + 1) & (cap - 1);
+        int dev;
+        if (e->type == TS_REC_ALLOC) {
+            dev = e->device >= 0 && e->device < 64 ? e->device : 0;
+            if (live[s].ptr == e->ptr && live[s].size)
+                cur[live[s].dev] -= live[s].size;
+            live[s].ptr = e->ptr;
+            live[s].size = e->bytes;
+            live[s].dev = dev;
+            cur[dev] += e->bytes;
+        } else {
+            if (live[s].ptr != e->ptr || !live[s].size)
+                continue;
+            dev = live[s].dev;
+            cur[dev] -= live[s].size;
+            live[s].size = 0;
+        }
+        struct series *se = series_of(all, ns, li, dev);
+        if (se)
+            rc = add_point(se, export_wall_ns(log, e->time_ns), cur[dev]);
+    }
+    free(live);
+    free(ev);
+    return rc;
+}
+
+static const char *human(double b, char *buf, size_t n)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) {
+        b /= 1024;
+        u++;
+    }
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+    return buf;
+}
+
+/* A round step near span/ticks: 1, 2 or 5 times a power of ten. */
+static double nice_step(double span, int ticks)
+{
+    double raw = span / ticks;
+    if (!(raw > 0))
+        return 1;
+    double p = pow(10, floor(log10(raw)));
+    if (raw <= p)
+        return p;
+    if (raw <= 2 * p)
+        return 2 * p;
+    if (raw <= 5 * p)
+        return 5 * p;
+    return 10 * p;
+}
+
+int export_svg(FILE *f, const struct export_input *in)
+{
+    struct series all[MAX_SERIES];
+    int ns = 0;
+    uint64_t t0 = UINT64_MAX, t1 = 0, peak = 0;
+    for (int i = 0; i < in->n; i++) {
+        if (collect(&in->logs[i], i, all, &ns))
+            goto fail;
+        const struct tslog *log = &in->logs[i];
+        uint64_t start = log->have_header ? log->start_realtime_ns : export_wall_ns(log, log->first_time_ns);
+        uint64_t end = export_wall_ns(log, log->complete ? log->end_time_ns : log->last_time_ns);
+        if (start < t0)
+            t0 = start;
+        if (end > t1)
+            t1 = end;
+    }
+    for (int i = 0; i < ns; i++)
+        if (all[i].peak > peak)
+            peak = all[i].peak;
+    if (t0 == UINT64_MAX)
+        t0 = t1 = 0;
+    if (t1 <= t0)
+        t1 = t0 + 1000000;
+    double span_s = (double)(t1 - t0) / 1e9, ymax = peak ? (double)peak * 1.1 : 1024.0;
+    int pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
+#define X(t) (LEFT + (double)((t) - t0) / (double)(t1 - t0) * pw)
+#define Y(v) (TOP + ph - (double)(v) / ymax * ph)
+    char b1[32];
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+               "font-family=\"sans-serif\" font-size=\"12\">\n"
+               "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n"
+               "<text x=\"%d\" y=\"28\" font-size=\"16\" font-weight=\"bold\">Device memory allocated over time "
+               "(peak %s)</text>\n",
+            W, H, W, H, W, H, LEFT, human((double)peak, b1, sizeof b1));
+    /* grid and axes */
+    /* byte ticks at round numbers of the unit they are labelled in */
+    double unit = 1;
+    while (ymax / unit >= 1024)
+        unit *= 1024;
+    double ystep = nice_step(ymax / unit, 5) * unit;
+    for (double v = 0; v <= ymax; v += ystep) {
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", LEFT, Y(v), LEFT + pw,
+                Y(v));
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", LEFT - 6, Y(v) + 4,
+                human(v, b1, sizeof b1));
+    }
+    double xstep = nice_step(span_s, 8);
+    for (double s = 0; s <= span_s + 1e-12; s += xstep) {
+        double x = LEFT + s / span_s * pw;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>\n", x, TOP, x, TOP + ph);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.3g</text>\n", x, TOP + ph + 18, s);
+    }
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", LEFT, TOP + ph, LEFT + pw,
+            TOP + ph);
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", LEFT, TOP, LEFT, TOP + ph);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time (s)</text>\n", LEFT + pw / 2, H - 15);
+    /* series: a step line, reduced per pixel column */
+    for (int i = 0; i < ns; i++) {
+        const struct series *s = &all[i];
+        const char *col = colors[i % 10];
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%.1f,%.1f", col, X(t0),
+                Y(0));
+        uint64_t prev = 0;
+        long col_x = -1;
+        for (size_t k = 0; k < s->n; k++) {
+            long px = (long)X(s->pts[k].t);
+            if (px == col_x && k + 1 < s->n && (long)X(s->pts[k + 1].t) == px) {
+                /* same pixel: keep only its highest value */
+                if (s->pts[k].v > prev) {
+                    fprintf(f, " %.1f,%.1f", X(s->pts[k].t), Y(s->pts[k].v));
+                    prev = s->pts[k].v;
+                }
+                continue;
+            }
+            col_x = px;
+            fprintf(f, " %.1f,%.1f %.1f,%.1f", X(s->pts[k].t), Y(prev), X(s->pts[k].t), Y(s->pts[k].v));
+            prev = s->pts[k].v;
+        }
+        fprintf(f, " %.1f,%.1f\"/>\n", X(t1), Y(prev));
+        const struct tslog *log = &in->logs[s->log];
+        char label[96];
+        if (log->rank >= 0)
+            snprintf(label, sizeof label, "rank %d device %d", log->rank, s->device);
+        else
+            snprintf(label, sizeof label, "pid %d device %d", log->pid, s->device);
+        int ly = TOP + 10 + 36 * i;
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"4\" fill=\"%s\"/>\n", LEFT + pw + 16, ly, col);
+        fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n", LEFT + pw + 36, ly + 6, label);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#555\">peak %s</text>\n", LEFT + pw + 36, ly + 22,
+                human((double)s->peak, b1, sizeof b1));
+    }
+    if (!ns)
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no device allocations in the log</text>\n",
+                LEFT + pw / 2, TOP + ph / 2);
+    fputs("</svg>\n", f);
+#undef X
+#undef Y
+    for (int i = 0; i < ns; i++)
+        free(all[i].pts);
+    return 0;
+fail:
+    for (int i = 0; i < ns; i++)
+        free(all[i].pts);
+    return 1;
+}

@@ -1,0 +1,541 @@
+/* report_comm.c: the COMMUNICATION section of `trainshim report` and its
+ * JSON ("nccl"): per-op and per-communicator totals of NCCL calls, algbw and
+ * busbw with the nccl-tests formulas (shim/observe/comm.h) over the sampled
+ * completion times; with several rank logs, the time each rank spent in
+ * collectives and the slowest/fastest rank of every step; and the ADVICE
+ * lines, each grounded in a number measured in this run. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "observe/comm.h"
+#include "report/report_acct.h"
+
+_Static_assert(TS_NCCL_OP_COUNT <= 16, "acct_comm.ops is indexed by op");
+
+int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
+{
+    memset(c, 0, sizeof *c);
+    c->run_ns = log->last_time_ns > log->first_time_ns ? log->last_time_ns - log->first_time_ns : 0;
+    size_t cap = 0;
+    for (size_t i = 0; i < log->n_nccls; i++) {
+        const struct tslog_nccl *r = &log->nccls[i];
+        int op = r->op >= 0 && r->op < TS_NCCL_OP_COUNT ? r->op : TS_NCCL_NONE;
+        struct acct_op *o = &c->ops[op];
+        if (op == TS_NCCL_GROUP_START) {
+            if (r->result == 0 && r->group_depth == 0)
+                c->group_calls++;
+            continue;
+        }
+        if (!ts_nccl_op_moves_data(op))
+            continue;
+        if (r->result != 0) {
+            o->failed++;
+            continue;
+        }
+        uint64_t algo = ts_nccl_algo_bytes(op, r->bytes, r->comm_size);
+        o->calls++;
+        o->bytes += r->bytes;
+        o->algo_bytes += algo;
+        if (r->gpu_ns) {
+            o->timed_calls++;
+            o->timed_ns += r->gpu_ns;
+            o->timed_algo_bytes += algo;
+            o->timed_bus_bytes += (double)algo * ts_nccl_bus_factor(op, r->comm_size);
+        }
+        struct acct_comm_row *row = NULL;
+        for (size_t k = 0; k < c->n_comms && !row; k++)
+            if (c->comms[k].id == r->comm_id)
+                row = &c->comms[k];
+        if (!row && c->n_comms < ACCT_MAX_COMMS) {
+            if (c->n_comms == cap) {
+                size_t nc = cap ? cap * 2 : 8;
+                struct acct_comm_row *g = realloc(c->comms, nc * sizeof *g);
+                if (!g)
+                    return -1;
+                c->comms = g;
+                cap = nc;
+            }
+            row = &c->comms[c->n_comms++];
+            memset(row, 0, sizeof *row);
+            row->id = r->comm_id;
+            row->size = r->comm_size;
+            row->rank = r->rank;
+        }
+        if (row) {
+            row->calls++;
+            row->bytes += r->bytes;
+            if (r->gpu_ns)
+                row->timed_calls++, row->timed_ns += r->gpu_ns;
+        }
+    }
+    for (size_t i = 0; i < log->n_comms; i++) {
+        const struct tslog_comm *m = &log->comms[i];
+        if (m->result != 0 && m->result != 7 /* ncclInProgress */)
+            continue;
+        switch (m->kind) {
+        case TS_COMM_CREATED: c->created++; break;
+        case TS_COMM_SPLIT: c->split++; break;
+        case TS_COMM_DESTROYED: c->destroyed++; break;
+        case TS_COMM_FINALIZED: c->finalized++; break;
+        case TS_COMM_ABORTED: c->aborted++; break;
+        }
+    }
+    /* time in collectives: each op's mean timed duration times its calls */
+    for (int op = 0; op < TS_NCCL_OP_COUNT; op++) {
+        const struct acct_op *o = &c->ops[op];
+        if (o->timed_calls)
+            c->est_ns += (uint64_t)((double)o->timed_ns / (double)o->timed_calls * (double)o->calls);
+    }
+    return 0;
+}
+
+void acct_comm_free(struct acct_comm *c)
+{
+    free(c->comms);
+    memset(c, 0, sizeof *c);
+}
+
+static double op_algbw(const struct acct_op *o)
+{
+    return o->timed_ns ? ts_nccl_algbw_gbps(o->timed_algo_bytes, o->timed_ns) : NAN;
+}
+
+static double op_busbw(const struct acct_op *o)
+{
+    return o->timed_ns ? o->timed_bus_bytes / (double)o->timed_ns : NAN;
+}
+
+static bool any_comm(const struct acct_comm *c)
+{
+    for (int op = 0; op < TS_NCCL_OP_COUNT; op++)
+        if (c->ops[op].calls || c->ops[op].failed)
+            return true;
+    return c->created || c->split || c->group_calls;
+}
+
+static void gbps(FILE *f, double v)
+{
+    if (isnan(v))
+        fprintf(f, " %10s", "n/a");
+    else
+        fprintf(f, " %10.3f", v);
+}
+
+void acct_comm_text(FILE *f, const struct acct_comm *c)
+{
+    fprintf(f, "\n== COMMUNICATION ==\n");
+    if (!any_comm(c)) {
+        fprintf(f, "no NCCL calls\n");
+        return;
+    }
+    fprintf(f, "communicators       %llu created, %llu split, %llu destroyed, %llu finalized, %llu aborted\n",
+            (unsigned long long)c->created, (unsigned long long)c->split, (unsigned long long)c->destroyed,
+            (unsigned long long)c->finalized, (unsigned long long)c->aborted);
+    fprintf(f, "group calls         %llu\n", (unsigned long long)c->group_calls);
+    fprintf(f, "%-14s %8s %6s %16s %8s %12s %10s %10s\n", "op", "calls", "failed", "bytes", "timed", "GPU ms(timed)",
+            "algbw GB/s", "busbw GB/s");
+    for (int op = 0; op < TS_NCCL_OP_COUNT; op++) {
+        const struct acct_op *o = &c->ops[op];
+        if (!o->calls && !o->failed)
+            continue;
+        fprintf(f, "%-14s %8llu %6llu %16llu %8llu %12.3f", ts_nccl_op_name(op), (unsigned long long)o->calls,
+                (unsigned long long)o->failed, (unsigned long long)o->bytes, (unsigned long long)o->timed_calls,
+                (double)o->timed_ns / 1e6);
+        gbps(f, op_algbw(o));
+        gbps(f, op_busbw(o));
+        fputc('\n', f);
+    }
+    fprintf(f, "%-18s %5s %5s %8s %16s %8s %13s\n", "communicator", "size", "rank", "calls", "bytes", "timed",
+            "GPU ms(timed)");
+    for (size_t k = 0; k < c->n_comms; k++) {
+        const struct acct_comm_row *r = &c->comms[k];
+        fprintf(f, "%016llx   %5d %5d %8llu %16llu %8llu %13.3f\n", (unsigned long long)r->id, r->size, r->rank,
+                (unsigned long long)r->calls, (unsigned long long)r->bytes, (unsigned long long)r->timed_calls,
+                (double)r->timed_ns / 1e6);
+    }
+    fprintf(f, "time in collectives %.3f ms (estimated from timed calls), %.2f%% of the run\n", (double)c->est_ns / 1e6,
+            c->run_ns ? 100.0 * (double)c->est_ns / (double)c->run_ns : 0.0);
+}
+
+void acct_comm_json(const struct acct_json *j, const struct acct_comm *c)
+{
+    void *x = j->ctx;
+    j->open(x, "nccl", '{');
+    j->open(x, "ops", '[');
+    for (int op = 0; op < TS_NCCL_OP_COUNT; op++) {
+        const struct acct_op *o = &c->ops[op];
+        if (!o->calls && !o->failed)
+            continue;
+        j->open(x, NULL, '{');
+        j->str(x, "op", ts_nccl_op_name(op));
+        j->u64(x, "calls", o->calls);
+        j->u64(x, "failed_calls", o->failed);
+        j->u64(x, "bytes", o->bytes);
+        j->u64(x, "algo_bytes", o->algo_bytes);
+        j->u64(x, "timed_calls", o->timed_calls);
+        j->u64(x, "timed_gpu_ns", o->timed_ns);
+        j->num(x, "algbw_gbps", op_algbw(o));
+        j->num(x, "busbw_gbps", op_busbw(o));
+        j->close(x, '}');
+    }
+    j->close(x, ']');
+    j->open(x, "communicators", '[');
+    for (size_t k = 0; k < c->n_comms; k++) {
+        const struct acct_comm_row *r = &c->comms[k];
+        char id[24];
+        snprintf(id, sizeof id, "%016llx", (unsigned long long)r->id);
+        j->open(x, NULL, '{');
+        j->str(x, "id", id);
+        j->i64(x, "size", r->size);
+        j->i64(x, "rank", r->rank);
+        j->u64(x, "calls", r->calls);
+        j->u64(x, "bytes", r->bytes);
+        j->u64(x, "timed_calls", r->timed_calls);
+        j->u64(x, "timed_gpu_ns", r->timed_ns);
+        j->close(x, '}');
+    }
+    j->close(x, ']');
+    j->u64(x, "group_calls", c->group_calls);
+    j->u64(x, "comms_created", c->created);
+    j->u64(x, "comms_split", c->split);
+    j->u64(x, "comms_destroyed", c->destroyed);
+    j->u64(x, "comms_finalized", c->finalized);
+    j->u64(x, "comms_aborted", c->aborted);
+    j->u64(x, "estimated_collective_ns", c->est_ns);
+    j->num(x, "collective_time_share", c->run_ns ? (double)c->est_ns / (double)c->run_ns : NAN);
+    j->close(x, '}');
+}
+
+/* ---- several ranks -------------------------------------------------------------- */
+static size_t common_steps(const struct acct_compute *cs, int n)
+{
+    size_t k = (size_t)-1;
+    for (int i = 0; i < n; i++)
+        if (cs[i].n_steps < k)
+            k = cs[i].n_steps;
+    return n > 0 && k != (size_t)-1 ? k : 0;
+}
+
+/* slowest / fastest rank of step s (index into logs), by step time */
+static void step_extremes(const struct acct_compute *cs, int n, size_t s, int *slow, int *fast)
+{
+    *slow = *fast = -1;
+    for (int i = 0; i < n; i++) {
+        uint64_t t = cs[i].steps[s].time_ns;
+        if (!t)
+            continue;
+        if (*slow < 0 || t > cs[*slow].steps[s].time_ns)
+            *slow = i;
+        if (*fast < 0 || t < cs[*fast].steps[s].time_ns)
+            *fast = i;
+    }
+}
+
+static int rank_of(const struct tslog *logs, int i)
+{
+    return logs[i].rank >= 0 ? logs[i].rank : i;
+}
+
+void acct_ranks_text(FILE *f, const struct tslog *logs, const struct acct_compute *cs, const struct acct_comm *ms,
+                     int n)
+{
+    fprintf(f, "\n== RANKS: COMPUTE AND COMMUNICATION ==\n");
+    fprintf(f, "%-5s %18s %8s %10s %16s %10s\n", "rank", "GEMM FLOPs", "steps", "NCCL calls", "collective ms",
+             "share");
+    for (int i = 0; i < n; i++) {
+        uint64_t calls = 0;
+        for (int op = 0; op < TS_NCCL_OP_COUNT; op++)
+            calls += ms[i].ops[op].calls;
+        fprintf(f, "%-5d %18llu %8zu %10llu %16.3f %9.2f%%\n", rank_of(logs, i), (unsigned long long)cs[i].gemm_flops,
+                cs[i].n_steps, (unsigned long long)calls, (double)ms[i].est_ns / 1e6,
+                ms[i].run_ns ? 100.0 * (double)ms[i].est_ns / (double)ms[i].run_ns : 0.0);
+    }
+    size_t k = common_steps(cs, n);
+    if (!k) {
+        fprintf(f, "stragglers          no common steps detected\n");
+        return;
+    }
+    fprintf(f, "%-6s %14s %8s %14s %8s %8s\n", "step", "slowest ms", "rank", "fastest ms", "rank", "spread");
+    for (size_t s = 0; s < k; s++) {
+        int slow, fast;
+        step_extremes(cs, n, s, &slow, &fast);
+        if (slow < 0)
+            continue;
+        double ts = (double)cs[slow].steps[s].time_ns, tf = (double)cs[fast].steps[s].time_ns;
+        fprintf(f, "%-6zu %14.3f %8d %14.3f %8d %7.1f%%\n", s + 1, ts / 1e6, rank_of(logs, slow), tf / 1e6,
+                rank_of(logs, fast), tf > 0 ? 100.0 * (ts - tf) / tf : 0.0);
+    }
+}
+
+void acct_ranks_json(const struct acct_json *j, const struct tslog *logs, const struct acct_compute *cs,
+                     const struct acct_comm *ms, int n)
+{
+    void *x = j->ctx;
+    j->open(x, "rank_accounting", '{');
+    j->open(x, "ranks", '[');
+    for (int i = 0; i < n; i++) {
+        j->open(x, NULL, '{');
+        j->i64(x, "rank", rank_of(logs, i));
+        j->u64(x, "gemm_flops", cs[i].gemm_flops);
+        j->u64(x, "steps", cs[i].n_steps);
+        j->u64(x, "estimated_collective_ns", ms[i].est_ns);
+        j->num(x, "collective_time_share", ms[i].run_ns ? (double)ms[i].est_ns / (double)ms[i].run_ns : NAN);
+        j->close(x, '}');
+    }
+    j->close(x, ']');
+    size_t k = common_steps(cs, n);
+    j->open(x, "steps", '[');
+    for (size_t s = 0; s < k; s++) {
+        int slow, fast;
+        step_extremes(cs, n, s, &slow, &fast);
+        if (slow < 0)
+            continue;
+        j->open(x, NULL, '{');
+        j->u64(x, "index", s + 1);
+        j->i64(x, "slowest_rank", rank_of(logs, slow));
+        j->u64(x, "slowest_ns", cs[slow].steps[s].time_ns);
+        j->i64(x, "fastest_rank", rank_of(logs, fast));
+        j->u64(x, "fastest_ns", cs[fast].steps[s].time_ns);
+        j->close(x, '}');
+    }
+    j->close(x, ']');
+    j->close(x, '}');
+}
+
+/* ---- advice --------------------------------------------------------------------- */
+/* Bytes in KiB/MiB/GiB with one decimal: the copy line must fit 256 bytes. */
+static const char *short_size(uint64_t b, char *buf, size_t n)
+{
+    if (b >= (1ull << 30))
+        snprintf(buf, n, "%.1f GiB", (double)b / (double)(1ull << 30));
+    else if (b >= (1ull << 20))
+        snprintf(buf, n, "%.1f MiB", (double)b / (double)(1ull << 20));
+    else
+        snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+    return buf;
+}
+
+/* The pageable-copy line, when at least 10% of H2D/D2H bytes used pageable
+ * host memory: what trainshim's pinned copy engine converted and what it
+ * did not (below TRAINSHIM_PINNED_COPY_MIN; above it: during capture, staging
+ * exhausted or unallocatable, other side not device memory), or that the
+ * engine was off.  Returns 1 if it wrote the line. */
+static int copy_advice(const struct acct_copy_facts *cp, char *line)
+{
+    uint64_t pg = cp->h2d_pageable + cp->d2h_pageable, all = cp->h2d_bytes + cp->d2h_bytes;
+    if (!pg || !all || (double)pg < 0.10 * (double)all)
+        return 0;
+    char a[24], b[24], c[24], d[24], e[24], f[24];
+    double share = 100.0 * (double)pg / (double)all;
+    if (!cp->engine_known && !cp->converted_calls) {   /* a log without the engine's configuration */
+        snprintf(line, 256,
+                 "%.1f%% of host<->device copy bytes (%llu of %llu) used pageable host memory: pin the host "
+                 "buffers (e.g. DataLoader pin_memory=True) so copies run asynchronously",
+                 share, (unsigned long long)pg, (unsigned long long)all);
+        return 1;
+    }
+    if (!cp->converted_calls && cp->engine_known && !cp->engine_on) {
+        snprintf(line, 256,
+                 "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory and TRAINSHIM_PINNED_COPY "
+                 "was off: turn it on, or pin the host buffers (e.g. DataLoader pin_memory=True)",
+                 share, short_size(pg, a, sizeof a), short_size(all, b, sizeof b));
+        return 1;
+    }
+    uint64_t conv = cp->converted_bytes < pg ? cp->converted_bytes : pg;
+    uint64_t left = pg - conv, small = cp->small_bytes < left ? cp->small_bytes : left, other = left - small;
+    if (!left) {
+        snprintf(line, 256,
+                 "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory; trainshim converted all of it "
+                 "(%llu calls, host blocked %.1f ms): pinned buffers (pin_memory=True) would skip its staging copy",
+                 share, short_size(pg, a, sizeof a), short_size(all, b, sizeof b),
+                 (unsigned long long)cp->converted_calls, (double)cp->converted_blocked_ns / 1e6);
+        return 1;
+    }
+    if ((double)left < 0.01 * (double)pg) {   /* a few tiny copies left: not worth a "pin those" */
+        snprintf(line, 256,
+                 "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory; trainshim converted %s of it "
+                 "(%llu calls, host blocked %.1f ms; %s in small copies left): pinned buffers (pin_memory=True) "
+                 "would skip its staging copy",
+                 share, short_size(pg, a, sizeof a), short_size(all, b, sizeof b), short_size(conv, c, sizeof c),
+                 (unsigned long long)cp->converted_calls, (double)cp->converted_blocked_ns / 1e6,
+                 short_size(left, d, sizeof d));
+        return 1;
+    }
+    snprintf(line, 256,
+             "pageable host memory: %s of %s H2D/D2H bytes; trainshim converted %s (%llu calls); not converted: "
+             "%s in %llu copies below TRAINSHIM_PINNED_COPY_MIN=%s, %s above it (capture/fallback): pin those",
+             short_size(pg, a, sizeof a), short_size(all, b, sizeof b), short_size(conv, c, sizeof c),
+             (unsigned long long)cp->converted_calls, short_size(small, d, sizeof d),
+             (unsigned long long)cp->small_calls, short_size(cp->engine_min, e, sizeof e),
+             short_size(other, f, sizeof f));
+    return 1;
+}
+
+int acct_advice(const struct acct_compute *c, const struct acct_comm *m, const struct acct_copy_facts *cp,
+                uint64_t run_ns, char lines[][256])
+{
+    int n = 0;
+    if (c && c->gemm_flops && c->mis_flops && (double)c->mis_flops >= 0.01 * (double)c->gemm_flops) {
+        const struct acct_shape *top = NULL;
+        for (size_t i = 0; i < c->n_shapes && !top; i++)
+            if (c->shapes[i].misaligned)
+                top = &c->shapes[i];
+        char share_t[48] = "";
+        if (c->timed_ns)
+            snprintf(share_t, sizeof share_t, ", %.1f%% of timed GEMM GPU time",
+                     100.0 * (double)c->mis_timed_ns / (double)c->timed_ns);
+        if (top) {
+            char dims[96] = "";
+            size_t o = 0;
+            const int64_t d[3] = {top->m, top->n, top->k};
+            for (int i = 0; i < 3 && o < sizeof dims; i++)
+                if (d[i] % top->align)
+                    o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%c %lld->%lld", o ? ", " : "", "mnk"[i],
+                                          (long long)d[i],
+                                          (long long)(d[i] > 0 && d[i] < (INT64_MAX >> 1)
+                                                          ? (d[i] + top->align - 1) / top->align * top->align
+                                                          : d[i]));
+            snprintf(lines[n++], 256,
+                     "%.1f%% of GEMM FLOPs%s run on shapes not a multiple of %u for %s tensor cores; "
+                     "largest: %lldx%lldx%lld, pad %s",
+                     100.0 * (double)c->mis_flops / (double)c->gemm_flops, share_t, top->align, ts_prec_name(top->prec),
+                     (long long)top->m, (long long)top->n, (long long)top->k, dims);
+        }
+    }
+    if (m && m->est_ns && run_ns && (double)m->est_ns >= 0.05 * (double)run_ns) {
+        int top = -1;
+        for (int op = 0; op < TS_NCCL_OP_COUNT; op++)
+            if (m->ops[op].timed_calls && (top < 0 || m->ops[op].timed_ns > m->ops[top].timed_ns))
+                top = op;
+        if (top >= 0 && n < ACCT_MAX_ADVICE)
+            snprintf(lines[n++], 256,
+                     "collectives took an estimated %.1f%% of the run (%.3f ms); %s dominates at %.2f GB/s busbw: "
+                     "overlap it with compute or use larger buckets",
+                     100.0 * (double)m->est_ns / (double)run_ns, (double)m->est_ns / 1e6, ts_nccl_op_name(top),
+                     op_busbw(&m->ops[top]));
+    }
+    if (cp && n < ACCT_MAX_ADVICE)
+        n += copy_advice(cp, lines[n]);
+    if (c && n < ACCT_MAX_ADVICE) {
+        double mfu = acct_steady_mfu(c);
+        if (!isnan(mfu) && mfu < 0.3)
+            snprintf(lines[n++], 256,
+                     "steady-state GEMM MFU is %.1f%% of peak (%.40s): most of each step is spent outside "
+                     "cuBLAS GEMMs (input pipeline, small kernels, synchronization)",
+                     100.0 * mfu, c->peak_source);
+    }
+    return n;
+}
+
+/* ---- one log, everything ---------------------------------------------------------- */
+int acct_log_analyze(const struct tslog *log, struct acct_log *a)
+{
+    memset(a, 0, sizeof *a);
+    a->has_gemm = log->n_gemms > 0;
+    a->has_nccl = log->n_nccls > 0 || log->n_comms > 0;
+    if (acct_compute_analyze(log, getenv("TRAINSHIM_PEAK_TFLOPS"), &a->c) || acct_comm_analyze(log, &a->m)) {
+        acct_log_free(a);
+        return -1;
+    }
+    return 0;
+}
+
+void acct_log_free(struct acct_log *a)
+{
+    acct_compute_free(&a->c);
+    acct_comm_free(&a->m);
+}
+
+/* Every ADVICE line of one log: the accounting's own, then the GPU's. */
+static int log_advice(const struct acct_log *a, const struct acct_copy_facts *cp, uint64_t run_ns,
+                      char lines[][256])
+{
+    int n = acct_advice(a->has_gemm ? &a->c : NULL, a->has_nccl ? &a->m : NULL, cp, run_ns, lines);
+    if (a->gpu_advice[0] && n < ACCT_MAX_ADVICE)
+        snprintf(lines[n++], 256, "%s", a->gpu_advice);
+    return n;
+}
+
+void acct_log_text(FILE *f, const struct acct_log *a)
+{
+    if (a->has_gemm)
+        acct_compute_text(f, &a->c);
+    if (a->has_nccl)
+        acct_comm_text(f, &a->m);
+}
+
+void acct_advice_text(FILE *f, const struct acct_log *a, const struct acct_copy_facts *cp, uint64_t run_ns)
+{
+    char lines[ACCT_MAX_ADVICE][256];
+    int n = log_advice(a, cp, run_ns, lines);
+    if (n)
+        fprintf(f, "\n== ADVICE ==\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "- %s\n", lines[i]);
+}
+
+void acct_log_json(const struct acct_json *j, const struct acct_log *a, const struct acct_copy_facts *cp,
+                   uint64_t run_ns)
+{
+    char lines[ACCT_MAX_ADVICE][256];
+    if (a->has_gemm)
+        acct_compute_json(j, &a->c);
+    if (a->has_nccl)
+        acct_comm_json(j, &a->m);
+    int n = log_advice(a, cp, run_ns, lines);
+    if (!n)
+        return;
+    j->open(j->ctx, "advice", '[');
+    for (int i = 0; i < n; i++) {
+        j->open(j->ctx, NULL, '{');
+        j->str(j->ctx, "text", lines[i]);
+        j->close(j->ctx, '}');
+    }
+    j->close(j->ctx, ']');
+}
+
+static bool any_accounting(const struct acct_log *a, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].has_gemm || a[i].has_nccl)
+            return true;
+    return false;
+}
+
+/* The per-rank helpers take arrays of summaries. */
+static int split_summaries(const struct acct_log *a, int n, struct acct_compute **cs, struct acct_comm **ms)
+{
+    *cs = calloc((size_t)n, sizeof **cs);
+    *ms = calloc((size_t)n, sizeof **ms);
+    if (!*cs || !*ms) {
+        free(*cs);
+        free(*ms);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        (*cs)[i] = a[i].c, (*ms)[i] = a[i].m; /* shallow: the arrays stay owned by a[] */
+    return 0;
+}
+
+void acct_logs_text(FILE *f, const struct tslog *logs, const struct acct_log *a, int n)
+{
+    struct acct_compute *cs;
+    struct acct_comm *ms;
+    if (!any_accounting(a, n) || split_summaries(a, n, &cs, &ms))
+        return;
+    acct_ranks_text(f, logs, cs, ms, n);
+    free(cs);
+    free(ms);
+}
+
+void acct_logs_json(const struct acct_json *j, const struct tslog *logs, const struct acct_log *a, int n)
+{
+    struct acct_compute *cs;
+    struct acct_comm *ms;
+    if (!any_accounting(a, n) || split_summaries(a, n, &cs, &ms))
+        return;
+    acct_ranks_json(j, logs, cs, ms, n);
+    free(cs);
+    free(ms);
+}
