@@ -19,7 +19,8 @@
  * -1 when it was not asked (passthrough), then the context's. */
 static void alloc_event(int api, int dev, uint64_t ptr, uint64_t size, uint64_t stream, int r)
 {
-    if (dev < 0) dev = ts_current_device();
+    if (dev < 0)
+        dev = ts_current_device();
     ts_note_device(dev);
     ts_ev_alloc(api, dev, r == 0 ? ptr : 0, size, stream, r);
 }
@@ -27,54 +28,60 @@ static void alloc_event(int api, int dev, uint64_t ptr, uint64_t size, uint64_t 
 static void free_event(int api, int dev, uint64_t ptr, uint64_t stream, int r)
 {
     /* cudaFree(NULL) is the usual "initialize the runtime" idiom, not a free. */
-    if (ptr) ts_ev_free(api, dev >= 0 ? dev : ts_current_device(), ptr, stream, r);
+    if (ptr)
+        ts_ev_free(api, dev >= 0 ? dev : ts_current_device(), ptr, stream, r);
 }
 
 /* ---- allocation --------------------------------------------------------- */
 
 /* ok/oom: the library's success and out-of-memory codes. */
-#define DM_ALLOC_BODY(ret, base, api, args, out, size, stream_id, async, ok, oom)      \
-    TS_HOOK_PROLOGUE(ret, base, api, args);                                          \
-    TS_OUTER_BEGIN(api);                                                             \
-    uint64_t p_ = 0;                                                                 \
-    int d_ = -1;                                                                     \
-    int a_ = outer_ && (out) ? ts_dev_alloc(size, stream_id, async, &p_, &d_) : TS_DEV_PASS; \
-    ret r;                                                                           \
-    if (a_ == TS_DEV_SERVED) {                                                       \
-        *(out) = (__typeof__(*(out)))(uintptr_t)p_;                                  \
-        r = ok;                                                                      \
-    } else if (a_ == TS_DEV_OOM) {                                                   \
-        r = oom;                                                                     \
-    } else {                                                                         \
-        r = real_ args;                                                              \
-    }                                                                                \
-    if (outer_) {                                                                    \
-        if (r == (oom) && ts_dev_pooling()) ts_dev_oom_report(d_ >= 0 ? d_ : ts_current_device(), size); \
-        alloc_event(api, d_, r == (ok) && (out) ? (uint64_t)(uintptr_t)*(out) : 0, size, stream_id, (int)r); \
-    }                                                                                \
-    TS_OUTER_END(api, r);                                                            \
+#define DM_ALLOC_BODY(ret, base, api, args, out, size, stream_id, async, ok, oom)                            \
+    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    uint64_t p_ = 0;                                                                                         \
+    int d_ = -1;                                                                                             \
+    int a_ = outer_ && (out) ? ts_dev_alloc(size, stream_id, async, &p_, &d_) : TS_DEV_PASS;                 \
+    ret r;                                                                                                   \
+    if (a_ == TS_DEV_SERVED) {                                                                               \
+        *(out) = (__typeof__(*(out)))(uintptr_t)p_;                                                          \
+        r = ok;                                                                                              \
+    } else if (a_ == TS_DEV_OOM) {                                                                           \
+        r = oom;                                                                                             \
+    } else {                                                                                                 \
+        r = real_ args;                                                                                      \
+    }                                                                                                        \
+    if (outer_) {                                                                                            \
+        if (r == (oom) && ts_dev_pooling())                                                                  \
+            ts_dev_oom_report(d_ >= 0 ? d_ : ts_current_device(), size);                                     \
+        alloc_event(api, d_, r == (ok) && (out) ? (uint64_t)(uintptr_t) * (out) : 0, size, stream_id,        \
+                    (int)r);                                                                                 \
+    }                                                                                                        \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
 /* Frees look in the pool even while the shim is inactive (fallback): its
  * pointers stay valid and must go back to it.  `invalid` is evaluated only
  * when the pool refuses the pointer (interior or already free). */
-#define DM_FREE_BODY(ret, base, api, args, ptr, stream_id, async, ok, invalid)      \
-    ts_fn_##base real_ = (ts_fn_##base)ts_real(api);                                 \
-    if (ts_unlikely(!real_)) return (ret)ts_missing(api);                            \
-    if (ts_likely(!ts_active())) {                                                   \
-        if (!ts_dev_pooling() || !(ptr)) return real_ args;                          \
-        ts_enter();                                                                  \
-        int d_;                                                                      \
-        int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async, &d_);     \
-        ts_leave();                                                                  \
-        return f_ == TS_DEV_FREED ? (ok) : f_ == TS_DEV_INVALID ? (invalid) : real_ args; \
-    }                                                                                \
-    TS_OUTER_BEGIN(api);                                                             \
-    int d_;                                                                          \
-    int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async, &d_);         \
-    ret r = f_ == TS_DEV_FREED ? (ok) : f_ == TS_DEV_INVALID ? (invalid) : real_ args; \
-    if (outer_) free_event(api, d_, (uint64_t)(uintptr_t)(ptr), stream_id, (int)r);  \
-    TS_OUTER_END(api, r);                                                            \
+#define DM_FREE_BODY(ret, base, api, args, ptr, stream_id, async, ok, invalid)                               \
+    ts_fn_##base real_ = (ts_fn_##base)ts_real(api);                                                         \
+    if (ts_unlikely(!real_))                                                                                 \
+        return (ret)ts_missing(api);                                                                         \
+    if (ts_likely(!ts_active())) {                                                                           \
+        if (!ts_dev_pooling() || !(ptr))                                                                     \
+            return real_ args;                                                                               \
+        ts_enter();                                                                                          \
+        int d_;                                                                                              \
+        int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async, &d_);                             \
+        ts_leave();                                                                                          \
+        return f_ == TS_DEV_FREED ? (ok) : f_ == TS_DEV_INVALID ? (invalid) : real_ args;                    \
+    }                                                                                                        \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    int d_;                                                                                                  \
+    int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async, &d_);                                 \
+    ret r = f_ == TS_DEV_FREED ? (ok) : f_ == TS_DEV_INVALID ? (invalid) : real_ args;                       \
+    if (outer_)                                                                                              \
+        free_event(api, d_, (uint64_t)(uintptr_t)(ptr), stream_id, (int)r);                                  \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
 cudaError_t ts_body_cudaMalloc(int api, void **devPtr, size_t size)
@@ -95,10 +102,11 @@ cudaError_t ts_body_cudaMallocAsync(int api, void **devPtr, size_t size, cudaStr
  * which no allocation starts at (they are 256-byte aligned) and which lies in
  * memory the pool reserved (no cuMemAlloc allocation there), so it fails with
  * the real error and frees nothing; never cudaSuccess. */
-#define DM_RT_INVALID(call) __extension__({                                          \
-    cudaError_t e_ = (call);                                                         \
-    e_ == cudaSuccess ? cudaErrorInvalidValue : e_;                                  \
-})
+#define DM_RT_INVALID(call)                                                                                  \
+    __extension__({                                                                                          \
+        cudaError_t e_ = (call);                                                                             \
+        e_ == cudaSuccess ? cudaErrorInvalidValue : e_;                                                      \
+    })
 #define DM_ODD(ptr) ((void *)((uintptr_t)(ptr) | 1u))
 
 cudaError_t ts_body_cudaFree(int api, void *devPtr)
@@ -143,7 +151,8 @@ CUresult ts_body_cuMemFreeAsync(int api, CUdeviceptr dptr, CUstream hStream)
  * cudaMemGetInfo calls cuMemGetInfo_v2). */
 static void add_idle(size_t *free, const size_t *total)
 {
-    if (!free || !total) return;
+    if (!free || !total)
+        return;
     uint64_t f = (uint64_t)*free + ts_dev_idle_bytes(ts_current_device());
     *free = f > *total ? *total : (size_t)f;
 }
@@ -153,7 +162,8 @@ cudaError_t ts_body_cudaMemGetInfo(int api, size_t *free, size_t *total)
     TS_HOOK_PROLOGUE(cudaError_t, cudaMemGetInfo, api, (free, total));
     TS_OUTER_BEGIN(api);
     cudaError_t r = real_(free, total);
-    if (outer_ && r == cudaSuccess) add_idle(free, total);
+    if (outer_ && r == cudaSuccess)
+        add_idle(free, total);
     TS_OUTER_END(api, r);
     return r;
 }
@@ -163,7 +173,8 @@ CUresult ts_body_cuMemGetInfo_v2(int api, size_t *free, size_t *total)
     TS_HOOK_PROLOGUE(CUresult, cuMemGetInfo_v2, api, (free, total));
     TS_OUTER_BEGIN(api);
     CUresult r = real_(free, total);
-    if (outer_ && r == CUDA_SUCCESS) add_idle(free, total);
+    if (outer_ && r == CUDA_SUCCESS)
+        add_idle(free, total);
     TS_OUTER_END(api, r);
     return r;
 }
@@ -177,8 +188,10 @@ CUresult ts_body_cuMemGetAddressRange_v2(int api, CUdeviceptr *pbase, size_t *ps
     uint64_t base = 0, size = 0;
     CUresult r;
     if (ts_dev_lookup(dptr, &base, &size)) {
-        if (pbase) *pbase = base;
-        if (psize) *psize = size;
+        if (pbase)
+            *pbase = base;
+        if (psize)
+            *psize = size;
         r = CUDA_SUCCESS;
     } else {
         r = real_(pbase, psize, dptr);
@@ -193,7 +206,8 @@ cudaError_t ts_dm_cudaDeviceReset(int api)
     TS_OUTER_BEGIN(api);
     int dev = -1;
     ts_fn_cudaGetDevice get = (ts_fn_cudaGetDevice)ts_real(TS_API_cudaGetDevice);
-    if (get && get(&dev) == cudaSuccess) ts_dev_reset(dev);
+    if (get && get(&dev) == cudaSuccess)
+        ts_dev_reset(dev);
     cudaError_t r = real_();
     TS_OUTER_END(api, r);
     return r;
@@ -201,12 +215,13 @@ cudaError_t ts_dm_cudaDeviceReset(int api)
 
 /* ---- streams ------------------------------------------------------------ */
 
-#define DM_STREAM_CREATE(base, api, args, out)                                       \
-    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                                  \
-    TS_OUTER_BEGIN(api);                                                             \
-    cudaError_t r = real_ args;                                                      \
-    if (r == cudaSuccess && (out)) ts_dev_stream_created((uint64_t)(uintptr_t)*(out)); \
-    TS_OUTER_END(api, r);                                                            \
+#define DM_STREAM_CREATE(base, api, args, out)                                                               \
+    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                                                          \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    cudaError_t r = real_ args;                                                                              \
+    if (r == cudaSuccess && (out))                                                                           \
+        ts_dev_stream_created((uint64_t)(uintptr_t) * (out));                                                \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
 cudaError_t ts_body_cudaStreamCreate(int api, cudaStream_t *pStream)
@@ -219,7 +234,8 @@ cudaError_t ts_body_cudaStreamCreateWithFlags(int api, cudaStream_t *pStream, un
     DM_STREAM_CREATE(cudaStreamCreateWithFlags, api, (pStream, flags), pStream);
 }
 
-cudaError_t ts_body_cudaStreamCreateWithPriority(int api, cudaStream_t *pStream, unsigned int flags, int priority)
+cudaError_t ts_body_cudaStreamCreateWithPriority(int api, cudaStream_t *pStream, unsigned int flags,
+                                                 int priority)
 {
     DM_STREAM_CREATE(cudaStreamCreateWithPriority, api, (pStream, flags, priority), pStream);
 }
@@ -228,7 +244,8 @@ cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream)
 {
     TS_HOOK_PROLOGUE(cudaError_t, cudaStreamDestroy, api, (stream));
     TS_OUTER_BEGIN(api);
-    if (stream) ts_dev_stream_destroying((uint64_t)(uintptr_t)stream);
+    if (stream)
+        ts_dev_stream_destroying((uint64_t)(uintptr_t)stream);
     cudaError_t r = real_(stream);
     TS_OUTER_END(api, r);
     return r;
@@ -245,13 +262,15 @@ cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream)
  * takes it back.  An end counts when the capture is over, invalidated or
  * unjoined included; an end that fails otherwise (wrong thread, not
  * capturing) leaves the capture, and the count, as they were. */
-#define DM_CAPTURE_BEGIN(ret, base, api, args, ok)                                   \
-    TS_HOOK_PROLOGUE(ret, base, api, args);                                          \
-    TS_OUTER_BEGIN(api);                                                             \
-    if (outer_) ts_dev_capture_begin();                                              \
-    ret r = real_ args;                                                              \
-    if (outer_ && r != (ok)) ts_dev_capture_end();                                   \
-    TS_OUTER_END(api, r);                                                            \
+#define DM_CAPTURE_BEGIN(ret, base, api, args, ok)                                                           \
+    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    if (outer_)                                                                                              \
+        ts_dev_capture_begin();                                                                              \
+    ret r = real_ args;                                                                                      \
+    if (outer_ && r != (ok))                                                                                 \
+        ts_dev_capture_end();                                                                                \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
 cudaError_t ts_body_cudaStreamBeginCapture(int api, cudaStream_t stream, enum cudaStreamCaptureMode mode)
@@ -261,8 +280,8 @@ cudaError_t ts_body_cudaStreamBeginCapture(int api, cudaStream_t stream, enum cu
 
 cudaError_t ts_body_cudaStreamBeginCaptureToGraph(int api, cudaStream_t stream, cudaGraph_t graph,
                                                   const cudaGraphNode_t *dependencies,
-                                                  const cudaGraphEdgeData *dependencyData, size_t numDependencies,
-                                                  enum cudaStreamCaptureMode mode)
+                                                  const cudaGraphEdgeData *dependencyData,
+                                                  size_t numDependencies, enum cudaStreamCaptureMode mode)
 {
     DM_CAPTURE_BEGIN(cudaError_t, cudaStreamBeginCaptureToGraph, api,
                      (stream, graph, dependencies, dependencyData, numDependencies, mode), cudaSuccess);
@@ -274,7 +293,9 @@ cudaError_t ts_body_cudaStreamEndCapture(int api, cudaStream_t stream, cudaGraph
     TS_OUTER_BEGIN(api);
     cudaError_t r = real_(stream, pGraph);
     /* these end the capture (with or without a graph) */
-    if (outer_ && (r == cudaSuccess || r == cudaErrorStreamCaptureInvalidated || r == cudaErrorStreamCaptureUnjoined))
+    if (outer_
+        && (r == cudaSuccess || r == cudaErrorStreamCaptureInvalidated
+            || r == cudaErrorStreamCaptureUnjoined))
         ts_dev_capture_end();
     TS_OUTER_END(api, r);
     return r;
@@ -284,12 +305,13 @@ cudaError_t ts_body_cudaStreamEndCapture(int api, cudaStream_t stream, cudaGraph
  * Only the outermost call counts (the runtime's own cudaStreamCreate or
  * cudaStreamBeginCapture reaches these through the driver when the shim
  * handed the runtime its proc addresses). */
-#define DM_CU_STREAM_CREATE(base, api, args, out)                                    \
-    TS_HOOK_PROLOGUE(CUresult, base, api, args);                                     \
-    TS_OUTER_BEGIN(api);                                                             \
-    CUresult r = real_ args;                                                         \
-    if (outer_ && r == CUDA_SUCCESS && (out)) ts_dev_stream_created((uint64_t)(uintptr_t)*(out)); \
-    TS_OUTER_END(api, r);                                                            \
+#define DM_CU_STREAM_CREATE(base, api, args, out)                                                            \
+    TS_HOOK_PROLOGUE(CUresult, base, api, args);                                                             \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    CUresult r = real_ args;                                                                                 \
+    if (outer_ && r == CUDA_SUCCESS && (out))                                                                \
+        ts_dev_stream_created((uint64_t)(uintptr_t) * (out));                                                \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
 CUresult ts_body_cuStreamCreate(int api, CUstream *phStream, unsigned int Flags)
@@ -306,7 +328,8 @@ CUresult ts_body_cuStreamDestroy_v2(int api, CUstream hStream)
 {
     TS_HOOK_PROLOGUE(CUresult, cuStreamDestroy_v2, api, (hStream));
     TS_OUTER_BEGIN(api);
-    if (outer_ && hStream) ts_dev_stream_destroying((uint64_t)(uintptr_t)hStream);
+    if (outer_ && hStream)
+        ts_dev_stream_destroying((uint64_t)(uintptr_t)hStream);
     CUresult r = real_(hStream);
     TS_OUTER_END(api, r);
     return r;
@@ -317,7 +340,8 @@ CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCapt
     DM_CAPTURE_BEGIN(CUresult, cuStreamBeginCapture_v2, api, (hStream, mode), CUDA_SUCCESS);
 }
 
-CUresult ts_body_cuStreamBeginCaptureToGraph(int api, CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+CUresult ts_body_cuStreamBeginCaptureToGraph(int api, CUstream hStream, CUgraph hGraph,
+                                             const CUgraphNode *dependencies,
                                              const CUgraphEdgeData *dependencyData, size_t numDependencies,
                                              CUstreamCaptureMode mode)
 {
@@ -330,7 +354,9 @@ CUresult ts_body_cuStreamEndCapture(int api, CUstream hStream, CUgraph *phGraph)
     TS_HOOK_PROLOGUE(CUresult, cuStreamEndCapture, api, (hStream, phGraph));
     TS_OUTER_BEGIN(api);
     CUresult r = real_(hStream, phGraph);
-    if (outer_ && (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED))
+    if (outer_
+        && (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+            || r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED))
         ts_dev_capture_end();
     TS_OUTER_END(api, r);
     return r;
@@ -344,7 +370,8 @@ cudaError_t ts_body_cudaDeviceEnablePeerAccess(int api, int peerDevice, unsigned
     TS_HOOK_PROLOGUE(cudaError_t, cudaDeviceEnablePeerAccess, api, (peerDevice, flags));
     TS_OUTER_BEGIN(api);
     cudaError_t r = real_(peerDevice, flags);
-    if (r == cudaSuccess || r == cudaErrorPeerAccessAlreadyEnabled) ts_dev_peer_enabled(peerDevice, ts_current_device());
+    if (r == cudaSuccess || r == cudaErrorPeerAccessAlreadyEnabled)
+        ts_dev_peer_enabled(peerDevice, ts_current_device());
     TS_OUTER_END(api, r);
     return r;
 }

@@ -13,10 +13,12 @@ cudaError_t ts_body_cudaFreeAsync(int api, void *devPtr, cudaStream_t hStream);
 cudaError_t ts_body_cudaMemGetInfo(int api, size_t *free, size_t *total);
 /* legacy IPC (hooks/ipc_hooks.c) */
 cudaError_t ts_body_cudaIpcGetMemHandle(int api, cudaIpcMemHandle_t *handle, void *devPtr);
-cudaError_t ts_body_cudaIpcOpenMemHandle(int api, void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags);
+cudaError_t ts_body_cudaIpcOpenMemHandle(int api, void **devPtr, cudaIpcMemHandle_t handle,
+                                         unsigned int flags);
 cudaError_t ts_body_cudaIpcCloseMemHandle(int api, void *devPtr);
 CUresult ts_body_cuIpcGetMemHandle(int api, CUipcMemHandle *pHandle, CUdeviceptr dptr);
-CUresult ts_body_cuIpcOpenMemHandle_v2(int api, CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult ts_body_cuIpcOpenMemHandle_v2(int api, CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                       unsigned int Flags);
 CUresult ts_body_cuIpcCloseMemHandle(int api, CUdeviceptr dptr);
 /* A (void) OWN entry expands to ts_body_x(api, ) (hooks.h): a macro takes
  * the empty argument. */
@@ -24,7 +26,8 @@ cudaError_t ts_dm_cudaDeviceReset(int api);
 #define ts_body_cudaDeviceReset(api, ...) ts_dm_cudaDeviceReset(api)
 cudaError_t ts_body_cudaStreamCreate(int api, cudaStream_t *pStream);
 cudaError_t ts_body_cudaStreamCreateWithFlags(int api, cudaStream_t *pStream, unsigned int flags);
-cudaError_t ts_body_cudaStreamCreateWithPriority(int api, cudaStream_t *pStream, unsigned int flags, int priority);
+cudaError_t ts_body_cudaStreamCreateWithPriority(int api, cudaStream_t *pStream, unsigned int flags,
+                                                 int priority);
 cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream);
 cudaError_t ts_body_cudaDeviceEnablePeerAccess(int api, int peerDevice, unsigned int flags);
 cudaError_t ts_body_cudaStreamBeginCapture(int api, cudaStream_t stream, enum cudaStreamCaptureMode mode);
@@ -41,12 +44,13 @@ CUresult ts_body_cuStreamCreateWithPriority(int api, CUstream *phStream, unsigne
 CUresult ts_body_cuStreamDestroy_v2(int api, CUstream hStream);
 CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode);
 CUresult ts_body_cuStreamEndCapture(int api, CUstream hStream, CUgraph *phGraph);
-CUresult ts_body_cuStreamBeginCaptureToGraph(int api, CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+CUresult ts_body_cuStreamBeginCaptureToGraph(int api, CUstream hStream, CUgraph hGraph,
+                                             const CUgraphNode *dependencies,
                                              const CUgraphEdgeData *dependencyData, size_t numDependencies,
                                              CUstreamCaptureMode mode);
 cudaError_t ts_body_cudaStreamBeginCaptureToGraph(int api, cudaStream_t stream, cudaGraph_t graph,
                                                   const cudaGraphNode_t *dependencies,
-                                                  const cudaGraphEdgeData *dependencyData, size_t numDependencies,
-                                                  enum cudaStreamCaptureMode mode);
+                                                  const cudaGraphEdgeData *dependencyData,
+                                                  size_t numDependencies, enum cudaStreamCaptureMode mode);
 
 #endif

@@ -59,14 +59,14 @@ __asm__(".text\n"
         ".globl dlsym\n"
         ".type dlsym, @function\n"
         "dlsym:\n"
-        "    cmpb $0, ts_dlsym_open(%rip)\n"      /* before our initializer: */
-        "    je 1f\n"                             /* glibc only, no C */
-        "    cmpq $-1, %rdi\n"                    /* RTLD_NEXT: straight to glibc */
+        "    cmpb $0, ts_dlsym_open(%rip)\n" /* before our initializer: */
+        "    je 1f\n"                        /* glibc only, no C */
+        "    cmpq $-1, %rdi\n"               /* RTLD_NEXT: straight to glibc */
         "    je 1f\n"
-        "    testq %rdi, %rdi\n"                  /* a library handle: C */
+        "    testq %rdi, %rdi\n" /* a library handle: C */
         "    jne ts_dlsym_handle\n"
-        "    pushq %rdi\n"                        /* RTLD_DEFAULT: ask C first, */
-        "    pushq %rsi\n"                        /* keeping the stack aligned */
+        "    pushq %rdi\n" /* RTLD_DEFAULT: ask C first, */
+        "    pushq %rsi\n" /* keeping the stack aligned */
         "    subq $8, %rsp\n"
         "    movq %rsi, %rdi\n"
         "    call ts_dlsym_default_hook\n"
@@ -76,9 +76,9 @@ __asm__(".text\n"
         "    testq %rax, %rax\n"
         "    je 1f\n"
         "    ret\n"
-        "1:  movq ts_glibc_dlsym(%rip), %rax\n"   /* tail jump: the caller's */
-        "    testq %rax, %rax\n"                  /* return address stays, */
-        "    je 2f\n"                             /* glibc sees the caller */
+        "1:  movq ts_glibc_dlsym(%rip), %rax\n" /* tail jump: the caller's */
+        "    testq %rax, %rax\n"                /* return address stays, */
+        "    je 2f\n"                           /* glibc sees the caller */
         "    jmp *%rax\n"
         /* First use: dlvsym(RTLD_NEXT, "dlsym", version) -- the next dlsym
          * after trainshim, glibc's.  GLIBC_2.2.5 is dlsym's x86-64 base
@@ -102,8 +102,8 @@ __asm__(".text\n"
         "    popq %rsi\n"
         "    popq %rdi\n"
         "    testq %rax, %rax\n"
-        "    je 4f\n"                             /* no glibc dlsym: NULL, and */
-        "    movq %rax, ts_glibc_dlsym(%rip)\n"   /* dlvsym's dlerror() stands */
+        "    je 4f\n"                           /* no glibc dlsym: NULL, and */
+        "    movq %rax, ts_glibc_dlsym(%rip)\n" /* dlvsym's dlerror() stands */
         "    jmp *%rax\n"
         "4:  ret\n"
         ".size dlsym, .-dlsym\n"
@@ -123,7 +123,8 @@ __attribute__((constructor(101))) static void dlsym_open(void)
 void *ts_dlsym_default_hook(const char *name)
 {
     int api = ts_hook_by_name(name);
-    if (api < 0 || !ts_real(api)) return NULL;
+    if (api < 0 || !ts_real(api))
+        return NULL;
     return ts_hook_addr[api];
 }
 
@@ -131,7 +132,8 @@ void *ts_dlsym_default_hook(const char *name)
 static bool defined_in_lib(const void *p, int lib)
 {
     Dl_info info;
-    if (!dladdr(p, &info) || !info.dli_fname) return false;
+    if (!dladdr(p, &info) || !info.dli_fname)
+        return false;
     const char *file = strrchr(info.dli_fname, '/');
     file = file ? file + 1 : info.dli_fname;
     const char *prefix = ts_lib_file_prefix(lib);
@@ -141,13 +143,16 @@ static bool defined_in_lib(const void *p, int lib)
 void *ts_dlsym_handle(void *handle, const char *name)
 {
     void *p = ts_real_dlsym(handle, name);
-    if (!p) return p;
+    if (!p)
+        return p;
     int api = ts_hook_by_name(name);
-    if (api < 0 || !defined_in_lib(p, ts_api_lib(api))) return p;
+    if (api < 0 || !defined_in_lib(p, ts_api_lib(api)))
+        return p;
     ts_real_offer(api, p);
     /* A second copy of the library (another path, another version): our hook
      * would forward to the first copy, so leave this one alone. */
-    if (ts_real(api) != p) return p;
+    if (ts_real(api) != p)
+        return p;
     return ts_hook_addr[api];
 }
 
@@ -158,10 +163,13 @@ void *ts_dlsym_handle(void *handle, const char *name)
 static size_t base_len(const char *s)
 {
     size_t n = strlen(s);
-    if (n > 5 && (strcmp(s + n - 5, "_ptds") == 0 || strcmp(s + n - 5, "_ptsz") == 0)) n -= 5;
+    if (n > 5 && (strcmp(s + n - 5, "_ptds") == 0 || strcmp(s + n - 5, "_ptsz") == 0))
+        n -= 5;
     size_t d = n;
-    while (d > 0 && s[d - 1] >= '0' && s[d - 1] <= '9') d--;
-    if (d < n && d >= 2 && s[d - 1] == 'v' && s[d - 2] == '_') n = d - 2;
+    while (d > 0 && s[d - 1] >= '0' && s[d - 1] <= '9')
+        d--;
+    if (d < n && d >= 2 && s[d - 1] == 'v' && s[d - 2] == '_')
+        n = d - 2;
     return n;
 }
 
@@ -174,7 +182,8 @@ static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
 static void build_driver_list(void)
 {
     for (int i = 0; i < TS_API_COUNT; i++) {
-        if (ts_api_lib(i) != TS_LIB_cuda || !ts_hook_addr[i]) continue;
+        if (ts_api_lib(i) != TS_LIB_cuda || !ts_hook_addr[i])
+            continue;
         drv_ids[drv_count] = i;
         drv_base_len[drv_count] = base_len(ts_api_name(i));
         drv_count++;
@@ -183,14 +192,18 @@ static void build_driver_list(void)
 
 void *ts_wrap_driver_proc(const char *symbol, void *p)
 {
-    if (!p || !symbol || !ts_active()) return p;
+    if (!p || !symbol || !ts_active())
+        return p;
     pthread_once(&drv_once, build_driver_list);
     size_t n = base_len(symbol);
     for (int k = 0; k < drv_count; k++) {
         int api = drv_ids[k];
-        if (drv_base_len[k] != n || strncmp(ts_api_name(api), symbol, n) != 0) continue;
-        if (p == ts_hook_addr[api]) return p;                 /* already ours */
-        if (ts_real(api) == p) return ts_hook_addr[api];
+        if (drv_base_len[k] != n || strncmp(ts_api_name(api), symbol, n) != 0)
+            continue;
+        if (p == ts_hook_addr[api])
+            return p; /* already ours */
+        if (ts_real(api) == p)
+            return ts_hook_addr[api];
     }
     return p;
 }

@@ -10,13 +10,14 @@
 #include "copy/copy_engine.h"
 #include "copy/host_cache.h"
 #include "host_alloc_body.h"
-#include "devmem_hooks.h"   /* device-memory bodies: cuMemAlloc_v2, cuMemFree_v2, ... */
+#include "devmem_hooks.h" /* device-memory bodies: cuMemAlloc_v2, cuMemFree_v2, ... */
 
 /* Pinned host memory is logged with device -1, as are VMM handle releases
  * (a handle does not say its device). */
 enum { HOST_DEVICE = -1 };
 
-static void alloc_event(int api, int device, const CUdeviceptr *out, uint64_t size, CUstream stream, CUresult r)
+static void alloc_event(int api, int device, const CUdeviceptr *out, uint64_t size, CUstream stream,
+                        CUresult r)
 {
     ts_note_device(device);
     uint64_t ptr = r == CUDA_SUCCESS && out ? (uint64_t)*out : 0;
@@ -25,23 +26,26 @@ static void alloc_event(int api, int device, const CUdeviceptr *out, uint64_t si
 
 static void free_event(int api, int device, uint64_t ptr, CUstream stream, CUresult r)
 {
-    if (ptr) ts_ev_free(api, device, ptr, ts_stream_id(api, stream), (int)r);
+    if (ptr)
+        ts_ev_free(api, device, ptr, ts_stream_id(api, stream), (int)r);
 }
 
-#define DRV_ALLOC_BODY(base, api, args, out, size, stream, device_expr)        \
-    TS_HOOK_PROLOGUE(CUresult, base, api, args);                              \
-    TS_OUTER_BEGIN(api);                                                      \
-    CUresult r = real_ args;                                                  \
-    if (outer_) alloc_event(api, device_expr, (const CUdeviceptr *)(out), size, stream, r); \
-    TS_OUTER_END(api, r);                                                     \
+#define DRV_ALLOC_BODY(base, api, args, out, size, stream, device_expr)                                      \
+    TS_HOOK_PROLOGUE(CUresult, base, api, args);                                                             \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    CUresult r = real_ args;                                                                                 \
+    if (outer_)                                                                                              \
+        alloc_event(api, device_expr, (const CUdeviceptr *)(out), size, stream, r);                          \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
-#define DRV_FREE_BODY(base, api, args, ptr, stream, device_expr)              \
-    TS_HOOK_PROLOGUE(CUresult, base, api, args);                              \
-    TS_OUTER_BEGIN(api);                                                      \
-    CUresult r = real_ args;                                                  \
-    if (outer_) free_event(api, device_expr, (uint64_t)(ptr), stream, r);     \
-    TS_OUTER_END(api, r);                                                     \
+#define DRV_FREE_BODY(base, api, args, ptr, stream, device_expr)                                             \
+    TS_HOOK_PROLOGUE(CUresult, base, api, args);                                                             \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    CUresult r = real_ args;                                                                                 \
+    if (outer_)                                                                                              \
+        free_event(api, device_expr, (uint64_t)(ptr), stream, r);                                            \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
 /* ---- allocation --------------------------------------------------------- */
@@ -53,15 +57,19 @@ static inline CUresult ts_body_cuMemAllocFromPoolAsync(int api, CUdeviceptr *dpt
                    ts_current_device());
 }
 
-static inline CUresult ts_body_cuMemAllocManaged(int api, CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+static inline CUresult ts_body_cuMemAllocManaged(int api, CUdeviceptr *dptr, size_t bytesize,
+                                                 unsigned int flags)
 {
-    DRV_ALLOC_BODY(cuMemAllocManaged, api, (dptr, bytesize, flags), dptr, bytesize, NULL, ts_current_device());
+    DRV_ALLOC_BODY(cuMemAllocManaged, api, (dptr, bytesize, flags), dptr, bytesize, NULL,
+                   ts_current_device());
 }
 
-static inline CUresult ts_body_cuMemAllocPitch_v2(int api, CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
-                                                  size_t Height, unsigned int ElementSizeBytes)
+static inline CUresult ts_body_cuMemAllocPitch_v2(int api, CUdeviceptr *dptr, size_t *pPitch,
+                                                  size_t WidthInBytes, size_t Height,
+                                                  unsigned int ElementSizeBytes)
 {
-    TS_HOOK_PROLOGUE(CUresult, cuMemAllocPitch_v2, api, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
+    TS_HOOK_PROLOGUE(CUresult, cuMemAllocPitch_v2, api,
+                     (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
     TS_OUTER_BEGIN(api);
     CUresult r = real_(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     if (outer_) {
@@ -73,7 +81,7 @@ static inline CUresult ts_body_cuMemAllocPitch_v2(int api, CUdeviceptr *dptr, si
 }
 
 /* Pinned host allocations through the cache: hooks/host_alloc_body.h. */
-#define DRV_HOST_ALLOC_BODY(...) \
+#define DRV_HOST_ALLOC_BODY(...)                                                                             \
     TS_HOST_ALLOC_BODY(CUresult, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, const CUdeviceptr *, __VA_ARGS__)
 
 static inline CUresult ts_body_cuMemHostAlloc(int api, void **pp, size_t bytesize, unsigned int Flags)
@@ -97,7 +105,8 @@ static inline CUresult ts_body_cuMemCreate(int api, CUmemGenericAllocationHandle
     TS_OUTER_BEGIN(api);
     CUresult r = real_(handle, size, prop, flags);
     if (outer_) {
-        int dev = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : HOST_DEVICE;
+        int dev =
+            prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : HOST_DEVICE;
         ts_note_device(dev);
         ts_ev_alloc(api, dev, r == CUDA_SUCCESS && handle ? (uint64_t)*handle : 0, size, 0, (int)r);
     }
@@ -120,7 +129,8 @@ static inline CUresult ts_body_cuMemFreeHost(int api, void *p)
     case TS_HC_PUT_DOUBLE_FREE: r = CUDA_ERROR_INVALID_VALUE; break;
     default: r = real_(p); break;
     }
-    if (outer_) free_event(api, HOST_DEVICE, (uint64_t)(uintptr_t)p, NULL, r);
+    if (outer_)
+        free_event(api, HOST_DEVICE, (uint64_t)(uintptr_t)p, NULL, r);
     TS_OUTER_END(api, r);
     return r;
 }
@@ -129,20 +139,21 @@ static inline CUresult ts_body_cuMemFreeHost(int api, void *p)
 
 /* dir is known from the entry point; `host` is the host-side pointer to
  * classify (NULL when none). */
-static void copy_event(int api, int dir, const void *host, uint64_t bytes, CUstream stream, bool async, uint64_t ns,
-                       CUresult r)
+static void copy_event(int api, int dir, const void *host, uint64_t bytes, CUstream stream, bool async,
+                       uint64_t ns, CUresult r)
 {
     int host_kind = host ? ts_host_kind_of(ts_classify_ptr(host)) : TS_HOST_NONE;
     ts_ev_copy(api, dir, bytes, host_kind, ts_stream_id(api, stream), async, ns, (int)r);
 }
 
 /* Unified copies (cuMemcpy/cuMemcpyAsync): both sides from the pointers. */
-static void unified_copy_event(int api, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes, CUstream stream, bool async,
-                               uint64_t ns, CUresult r)
+static void unified_copy_event(int api, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes, CUstream stream,
+                               bool async, uint64_t ns, CUresult r)
 {
     enum ts_ptr_kind d = ts_classify_ptr((void *)(uintptr_t)dst), s = ts_classify_ptr((void *)(uintptr_t)src);
     int dir = ts_copy_dir_of(d, s);
-    ts_ev_copy(api, dir, bytes, ts_host_kind_of(dir == TS_D2H ? d : s), ts_stream_id(api, stream), async, ns, (int)r);
+    ts_ev_copy(api, dir, bytes, ts_host_kind_of(dir == TS_D2H ? d : s), ts_stream_id(api, stream), async, ns,
+               (int)r);
 }
 
 /* One side of a CUDA_MEMCPY2D. */
@@ -151,11 +162,12 @@ static enum ts_ptr_kind side_kind(CUmemorytype type, const void *host, CUdevicep
     switch (type) {
     case CU_MEMORYTYPE_HOST: return ts_classify_ptr(host) == TS_PTR_PINNED ? TS_PTR_PINNED : TS_PTR_PAGEABLE;
     case CU_MEMORYTYPE_UNIFIED: return ts_classify_ptr((void *)(uintptr_t)dev);
-    default: return TS_PTR_DEVICE;   /* device memory or a CUDA array */
+    default: return TS_PTR_DEVICE; /* device memory or a CUDA array */
     }
 }
 
-static void copy2d_event(int api, const CUDA_MEMCPY2D *c, CUstream stream, bool async, uint64_t ns, CUresult r)
+static void copy2d_event(int api, const CUDA_MEMCPY2D *c, CUstream stream, bool async, uint64_t ns,
+                         CUresult r)
 {
     if (!c) {
         ts_ev_copy(api, TS_DEFAULT_DIR, 0, TS_HOST_UNKNOWN, ts_stream_id(api, stream), async, ns, (int)r);
@@ -170,16 +182,16 @@ static void copy2d_event(int api, const CUDA_MEMCPY2D *c, CUstream stream, bool 
 
 /* `event` is the statement that reports the copy, run after the real call
  * with r and ns_ (its duration) in scope. */
-#define DRV_COPY_BODY(base, api, args, event)                                 \
-    TS_HOOK_PROLOGUE(CUresult, base, api, args);                              \
-    TS_OUTER_BEGIN(api);                                                      \
-    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                  \
-    CUresult r = real_ args;                                                  \
-    if (outer_) {                                                             \
-        uint64_t ns_ = ts_now_ns() - t0_;                                     \
-        event;                                                                \
-    }                                                                         \
-    TS_OUTER_END(api, r);                                                     \
+#define DRV_COPY_BODY(base, api, args, event)                                                                \
+    TS_HOOK_PROLOGUE(CUresult, base, api, args);                                                             \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                                 \
+    CUresult r = real_ args;                                                                                 \
+    if (outer_) {                                                                                            \
+        uint64_t ns_ = ts_now_ns() - t0_;                                                                    \
+        event;                                                                                               \
+    }                                                                                                        \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
 /* Host<->device copies the pinned copy engine may convert (shim/copy/copy_engine.h):
@@ -190,33 +202,43 @@ static void copy2d_event(int api, const CUDA_MEMCPY2D *c, CUstream stream, bool 
 static size_t drv_convert(int api, enum ts_copy_engine_dir dir, bool sync, CUstream stream, const void *dst,
                           const void *src, size_t bytes, struct ts_copy_stats *st)
 {
-    if (!ts_copy_wanted(bytes)) return 0;
+    if (!ts_copy_wanted(bytes))
+        return 0;
     struct ts_copy_req q = {
-        .dst = (char *)dst, .src = src, .width = bytes, .height = 1, .dpitch = bytes, .spitch = bytes,
-        .stream = stream == NULL && ts_api_per_thread(api) ? CU_STREAM_PER_THREAD : stream, .sync = sync,
+        .dst = (char *)dst,
+        .src = src,
+        .width = bytes,
+        .height = 1,
+        .dpitch = bytes,
+        .spitch = bytes,
+        .stream = stream == NULL && ts_api_per_thread(api) ? CU_STREAM_PER_THREAD : stream,
+        .sync = sync,
     };
     enum ts_copy_engine_dir got = ts_copy_classify(&q, dir);
-    if (got == TS_CE_NONE || (dir != TS_CE_NONE && got != dir)) return 0;
+    if (got == TS_CE_NONE || (dir != TS_CE_NONE && got != dir))
+        return 0;
     size_t rows, done = 0;
     ts_copy_run(&q, got, &rows, &done, st);
     return done;
 }
 
-#define DRV_CONVERTED_BODY(base, api, dir, sync, stream, dst, src, bytes, rest_args, event)          \
-    size_t done = 0; /* rest_args with done = 0 are the original arguments */                   \
-    TS_HOOK_PROLOGUE(CUresult, base, api, rest_args);                                             \
-    TS_OUTER_BEGIN(api);                                                                          \
-    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                      \
-    struct ts_copy_stats st_ = {0};                                                               \
-    done = outer_ ? drv_convert(api, dir, sync, stream, (const void *)(uintptr_t)(dst),          \
-                                (const void *)(uintptr_t)(src), bytes, &st_) : 0;                 \
-    CUresult r = done && done == (bytes) ? CUDA_SUCCESS : real_ rest_args;                        \
-    if (outer_) {                                                                                 \
-        uint64_t ns_ = ts_now_ns() - t0_;                                                         \
-        event;                                                                                    \
-        if (st_.chunks) ts_copy_note(api, &st_, ns_);                                             \
-    }                                                                                             \
-    TS_OUTER_END(api, r);                                                                         \
+#define DRV_CONVERTED_BODY(base, api, dir, sync, stream, dst, src, bytes, rest_args, event)                  \
+    size_t done = 0; /* rest_args with done = 0 are the original arguments */                                \
+    TS_HOOK_PROLOGUE(CUresult, base, api, rest_args);                                                        \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                                 \
+    struct ts_copy_stats st_ = { 0 };                                                                        \
+    done = outer_ ? drv_convert(api, dir, sync, stream, (const void *)(uintptr_t)(dst),                      \
+                                (const void *)(uintptr_t)(src), bytes, &st_)                                 \
+                  : 0;                                                                                       \
+    CUresult r = done && done == (bytes) ? CUDA_SUCCESS : real_ rest_args;                                   \
+    if (outer_) {                                                                                            \
+        uint64_t ns_ = ts_now_ns() - t0_;                                                                    \
+        event;                                                                                               \
+        if (st_.chunks)                                                                                      \
+            ts_copy_note(api, &st_, ns_);                                                                    \
+    }                                                                                                        \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
 static inline CUresult ts_body_cuMemcpy(int api, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
@@ -234,14 +256,16 @@ static inline CUresult ts_body_cuMemcpyAsync(int api, CUdeviceptr dst, CUdevicep
                        unified_copy_event(api, dst, src, ByteCount, hStream, true, ns_, r));
 }
 
-static inline CUresult ts_body_cuMemcpyHtoD_v2(int api, CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+static inline CUresult ts_body_cuMemcpyHtoD_v2(int api, CUdeviceptr dstDevice, const void *srcHost,
+                                               size_t ByteCount)
 {
     DRV_CONVERTED_BODY(cuMemcpyHtoD_v2, api, TS_CE_H2D, true, NULL, dstDevice, srcHost, ByteCount,
                        (dstDevice + done, (const char *)srcHost + done, ByteCount - done),
                        copy_event(api, TS_H2D, srcHost, ByteCount, NULL, false, ns_, r));
 }
 
-static inline CUresult ts_body_cuMemcpyDtoH_v2(int api, void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+static inline CUresult ts_body_cuMemcpyDtoH_v2(int api, void *dstHost, CUdeviceptr srcDevice,
+                                               size_t ByteCount)
 {
     DRV_CONVERTED_BODY(cuMemcpyDtoH_v2, api, TS_CE_D2H, true, NULL, dstHost, srcDevice, ByteCount,
                        ((char *)dstHost + done, srcDevice + done, ByteCount - done),
@@ -263,8 +287,8 @@ static inline CUresult ts_body_cuMemcpyHtoDAsync_v2(int api, CUdeviceptr dstDevi
                        copy_event(api, TS_H2D, srcHost, ByteCount, hStream, true, ns_, r));
 }
 
-static inline CUresult ts_body_cuMemcpyDtoHAsync_v2(int api, void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-                                                    CUstream hStream)
+static inline CUresult ts_body_cuMemcpyDtoHAsync_v2(int api, void *dstHost, CUdeviceptr srcDevice,
+                                                    size_t ByteCount, CUstream hStream)
 {
     DRV_CONVERTED_BODY(cuMemcpyDtoHAsync_v2, api, TS_CE_D2H, false, hStream, dstHost, srcDevice, ByteCount,
                        ((char *)dstHost + done, srcDevice + done, ByteCount - done, hStream),
@@ -281,11 +305,13 @@ static inline CUresult ts_body_cuMemcpyDtoDAsync_v2(int api, CUdeviceptr dstDevi
 /* A CUDA_MEMCPY2D side as an address: HOST uses the host pointer, DEVICE and
  * UNIFIED the device one (UNIFIED may be host memory: the engine classifies
  * it); arrays are never converted. */
-static const char *side_addr(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t pitch)
+static const char *side_addr(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y,
+                             size_t pitch)
 {
     const char *base = type == CU_MEMORYTYPE_HOST ? (const char *)host
-                       : type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED ? (const char *)(uintptr_t)dev
-                                                                                       : NULL;
+                       : type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED
+                           ? (const char *)(uintptr_t)dev
+                           : NULL;
     return base ? base + y * pitch + x : NULL;
 }
 
@@ -293,33 +319,46 @@ static const char *side_addr(CUmemorytype type, const void *host, CUdeviceptr de
  * HOST side must be the host side, a DEVICE side the device side. */
 static bool side_fits(CUmemorytype type, bool is_host_side)
 {
-    return type == CU_MEMORYTYPE_UNIFIED || type == (is_host_side ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE);
+    return type == CU_MEMORYTYPE_UNIFIED
+           || type == (is_host_side ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE);
 }
 
 /* cuMemcpy2D*: the engine carries out the leading rows when one side is
  * pageable host memory and the other device memory; returns how many rows.
  * Height 1 and zero pitches (which the driver reads as "the width") pass
  * through whole. */
-static size_t drv_convert_2d(int api, const CUDA_MEMCPY2D *c, bool sync, CUstream stream, struct ts_copy_stats *st)
+static size_t drv_convert_2d(int api, const CUDA_MEMCPY2D *c, bool sync, CUstream stream,
+                             struct ts_copy_stats *st)
 {
-    if (!c || c->Height < 2 || !c->srcPitch || !c->dstPitch) return 0;
-    if (!ts_copy_wanted((uint64_t)c->WidthInBytes * c->Height)) return 0;
-    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return 0;
+    if (!c || c->Height < 2 || !c->srcPitch || !c->dstPitch)
+        return 0;
+    if (!ts_copy_wanted((uint64_t)c->WidthInBytes * c->Height))
+        return 0;
+    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+        return 0;
     struct ts_copy_req q = {
-        .dst = (char *)side_addr(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch),
+        .dst = (char *)side_addr(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY,
+                                 c->dstPitch),
         .src = side_addr(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch),
-        .width = c->WidthInBytes, .height = c->Height, .dpitch = c->dstPitch, .spitch = c->srcPitch,
-        .stream = stream == NULL && ts_api_per_thread(api) ? CU_STREAM_PER_THREAD : stream, .sync = sync,
+        .width = c->WidthInBytes,
+        .height = c->Height,
+        .dpitch = c->dstPitch,
+        .spitch = c->srcPitch,
+        .stream = stream == NULL && ts_api_per_thread(api) ? CU_STREAM_PER_THREAD : stream,
+        .sync = sync,
     };
-    if (!q.dst || !q.src) return 0;
+    if (!q.dst || !q.src)
+        return 0;
     enum ts_copy_engine_dir dir = TS_CE_NONE;
-    if (c->srcMemoryType == CU_MEMORYTYPE_HOST || c->dstMemoryType == CU_MEMORYTYPE_DEVICE) dir = TS_CE_H2D;
+    if (c->srcMemoryType == CU_MEMORYTYPE_HOST || c->dstMemoryType == CU_MEMORYTYPE_DEVICE)
+        dir = TS_CE_H2D;
     if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE || c->dstMemoryType == CU_MEMORYTYPE_HOST)
         dir = dir == TS_CE_H2D ? TS_CE_NONE : TS_CE_D2H;
-    if (dir == TS_CE_NONE && c->srcMemoryType != CU_MEMORYTYPE_UNIFIED) return 0;   /* host->host, device->device */
+    if (dir == TS_CE_NONE && c->srcMemoryType != CU_MEMORYTYPE_UNIFIED)
+        return 0; /* host->host, device->device */
     enum ts_copy_engine_dir got = ts_copy_classify(&q, dir);
-    if (got == TS_CE_NONE || !side_fits(c->srcMemoryType, got == TS_CE_H2D) ||
-        !side_fits(c->dstMemoryType, got == TS_CE_D2H))
+    if (got == TS_CE_NONE || !side_fits(c->srcMemoryType, got == TS_CE_H2D)
+        || !side_fits(c->dstMemoryType, got == TS_CE_D2H))
         return 0;
     size_t rows = 0, unused;
     ts_copy_run(&q, got, &rows, &unused, st);
@@ -329,7 +368,8 @@ static size_t drv_convert_2d(int api, const CUDA_MEMCPY2D *c, bool sync, CUstrea
 /* The rows the engine did not carry out, as a copy of the descriptor. */
 static const CUDA_MEMCPY2D *rest_2d(const CUDA_MEMCPY2D *c, size_t rows, CUDA_MEMCPY2D *rest)
 {
-    if (!rows) return c;   /* the original descriptor, exactly */
+    if (!rows)
+        return c; /* the original descriptor, exactly */
     *rest = *c;
     rest->srcY += rows;
     rest->dstY += rows;
@@ -337,21 +377,22 @@ static const CUDA_MEMCPY2D *rest_2d(const CUDA_MEMCPY2D *c, size_t rows, CUDA_ME
     return rest;
 }
 
-#define DRV_CONVERTED_2D_BODY(base, api, sync, stream, pCopy, rest_args, event)                      \
-    size_t rows = 0;                                                                              \
-    CUDA_MEMCPY2D rest_;                                                                          \
-    TS_HOOK_PROLOGUE(CUresult, base, api, rest_args);                                             \
-    TS_OUTER_BEGIN(api);                                                                          \
-    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                      \
-    struct ts_copy_stats st_ = {0};                                                               \
-    rows = outer_ ? drv_convert_2d(api, pCopy, sync, stream, &st_) : 0;                           \
-    CUresult r = rows && rows == (pCopy)->Height ? CUDA_SUCCESS : real_ rest_args;                \
-    if (outer_) {                                                                                 \
-        uint64_t ns_ = ts_now_ns() - t0_;                                                         \
-        event;                                                                                    \
-        if (st_.chunks) ts_copy_note(api, &st_, ns_);                                             \
-    }                                                                                             \
-    TS_OUTER_END(api, r);                                                                         \
+#define DRV_CONVERTED_2D_BODY(base, api, sync, stream, pCopy, rest_args, event)                              \
+    size_t rows = 0;                                                                                         \
+    CUDA_MEMCPY2D rest_;                                                                                     \
+    TS_HOOK_PROLOGUE(CUresult, base, api, rest_args);                                                        \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                                 \
+    struct ts_copy_stats st_ = { 0 };                                                                        \
+    rows = outer_ ? drv_convert_2d(api, pCopy, sync, stream, &st_) : 0;                                      \
+    CUresult r = rows && rows == (pCopy)->Height ? CUDA_SUCCESS : real_ rest_args;                           \
+    if (outer_) {                                                                                            \
+        uint64_t ns_ = ts_now_ns() - t0_;                                                                    \
+        event;                                                                                               \
+        if (st_.chunks)                                                                                      \
+            ts_copy_note(api, &st_, ns_);                                                                    \
+    }                                                                                                        \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
 static inline CUresult ts_body_cuMemcpy2D_v2(int api, const CUDA_MEMCPY2D *pCopy)
@@ -368,7 +409,8 @@ static inline CUresult ts_body_cuMemcpy2DUnaligned_v2(int api, const CUDA_MEMCPY
 
 static inline CUresult ts_body_cuMemcpy2DAsync_v2(int api, const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 {
-    DRV_CONVERTED_2D_BODY(cuMemcpy2DAsync_v2, api, false, hStream, pCopy, (rest_2d(pCopy, rows, &rest_), hStream),
+    DRV_CONVERTED_2D_BODY(cuMemcpy2DAsync_v2, api, false, hStream, pCopy,
+                          (rest_2d(pCopy, rows, &rest_), hStream),
                           copy2d_event(api, pCopy, hStream, true, ns_, r));
 }
 
@@ -380,8 +422,8 @@ static inline CUresult ts_body_cuMemcpyPeer(int api, CUdeviceptr dstDevice, CUco
 }
 
 static inline CUresult ts_body_cuMemcpyPeerAsync(int api, CUdeviceptr dstDevice, CUcontext dstContext,
-                                                 CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount,
-                                                 CUstream hStream)
+                                                 CUdeviceptr srcDevice, CUcontext srcContext,
+                                                 size_t ByteCount, CUstream hStream)
 {
     DRV_COPY_BODY(cuMemcpyPeerAsync, api, (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream),
                   copy_event(api, TS_PEER, NULL, ByteCount, hStream, true, ns_, r));
@@ -391,12 +433,14 @@ static inline CUresult ts_body_cuMemcpyPeerAsync(int api, CUdeviceptr dstDevice,
 /* Wrapped even when nested: the pointer escapes to whoever asked. */
 
 static inline CUresult ts_body_cuGetProcAddress_v2(int api, const char *symbol, void **pfn, int cudaVersion,
-                                                   cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+                                                   cuuint64_t flags,
+                                                   CUdriverProcAddressQueryResult *symbolStatus)
 {
     TS_HOOK_PROLOGUE(CUresult, cuGetProcAddress_v2, api, (symbol, pfn, cudaVersion, flags, symbolStatus));
     TS_OUTER_BEGIN(api);
     CUresult r = real_(symbol, pfn, cudaVersion, flags, symbolStatus);
-    if (r == CUDA_SUCCESS && pfn) *pfn = ts_wrap_driver_proc(symbol, *pfn);
+    if (r == CUDA_SUCCESS && pfn)
+        *pfn = ts_wrap_driver_proc(symbol, *pfn);
     TS_OUTER_END(api, r);
     return r;
 }
@@ -407,7 +451,8 @@ static inline CUresult ts_body_cuGetProcAddress(int api, const char *symbol, voi
     TS_HOOK_PROLOGUE(CUresult, cuGetProcAddress, api, (symbol, pfn, cudaVersion, flags));
     TS_OUTER_BEGIN(api);
     CUresult r = real_(symbol, pfn, cudaVersion, flags);
-    if (r == CUDA_SUCCESS && pfn) *pfn = ts_wrap_driver_proc(symbol, *pfn);
+    if (r == CUDA_SUCCESS && pfn)
+        *pfn = ts_wrap_driver_proc(symbol, *pfn);
     TS_OUTER_END(api, r);
     return r;
 }

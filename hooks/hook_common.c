@@ -31,13 +31,16 @@ __attribute__((constructor)) static void counts_init(void)
 __attribute__((destructor)) static void dump_debug_counts(void)
 {
     const char *path = counts_path;
-    if (!ts_counts_enabled) return;
+    if (!ts_counts_enabled)
+        return;
     /* A process that made no CUDA call (a launcher, `timeout`, `env`, which
      * inherit LD_PRELOAD too) must not overwrite its CUDA child's file. */
     bool any = false;
     for (int i = 0; i < TS_API_COUNT && !any; i++)
-        any = __atomic_load_n(&ts_calls_outer[i], __ATOMIC_RELAXED) || __atomic_load_n(&ts_calls_nested[i], __ATOMIC_RELAXED);
-    if (!any) return;
+        any = __atomic_load_n(&ts_calls_outer[i], __ATOMIC_RELAXED)
+              || __atomic_load_n(&ts_calls_nested[i], __ATOMIC_RELAXED);
+    if (!any)
+        return;
     FILE *f = fopen(path, "w");
     if (!f) {
         ts_warn("cannot write TRAINSHIM_DEBUG_COUNTS file %s", path);
@@ -47,7 +50,8 @@ __attribute__((destructor)) static void dump_debug_counts(void)
     for (int i = 0; i < TS_API_COUNT; i++) {
         uint64_t o = __atomic_load_n(&ts_calls_outer[i], __ATOMIC_RELAXED);
         uint64_t n = __atomic_load_n(&ts_calls_nested[i], __ATOMIC_RELAXED);
-        if (o || n) fprintf(f, "%s %llu %llu\n", ts_api_name(i), (unsigned long long)o, (unsigned long long)n);
+        if (o || n)
+            fprintf(f, "%s %llu %llu\n", ts_api_name(i), (unsigned long long)o, (unsigned long long)n);
     }
     fclose(f);
 }
@@ -58,8 +62,10 @@ int ts_missing(int api)
     /* Each library's own "not supported" answer (what the emulator's stubs
      * and a too-old library answer), so callers take their usual error path. */
     static const int not_supported[TS_LIB_COUNT] = {
-        [TS_LIB_cudart] = cudaErrorNotSupported, [TS_LIB_cuda] = CUDA_ERROR_NOT_SUPPORTED,
-        [TS_LIB_nccl] = ncclInvalidUsage,        [TS_LIB_cublas] = CUBLAS_STATUS_NOT_SUPPORTED,
+        [TS_LIB_cudart] = cudaErrorNotSupported,
+        [TS_LIB_cuda] = CUDA_ERROR_NOT_SUPPORTED,
+        [TS_LIB_nccl] = ncclInvalidUsage,
+        [TS_LIB_cublas] = CUBLAS_STATUS_NOT_SUPPORTED,
         [TS_LIB_cublasLt] = CUBLAS_STATUS_NOT_SUPPORTED,
     };
     int lib = ts_api_lib(api);
@@ -100,16 +106,19 @@ int ts_current_device(void)
 {
     ts_fn_cuCtxGetDevice get = (ts_fn_cuCtxGetDevice)ts_real(TS_API_cuCtxGetDevice);
     CUdevice d = -1;
-    if (!get || get(&d) != CUDA_SUCCESS) return -1;
+    if (!get || get(&d) != CUDA_SUCCESS)
+        return -1;
     return (int)d;
 }
 
 void ts_note_device(int dev)
 {
-    static uint64_t seen;   /* bit per device ordinal */
-    if (dev < 0 || dev >= 64) return;
+    static uint64_t seen; /* bit per device ordinal */
+    if (dev < 0 || dev >= 64)
+        return;
     uint64_t bit = 1ull << dev;
-    if (ts_likely(__atomic_load_n(&seen, __ATOMIC_RELAXED) & bit)) return;
+    if (ts_likely(__atomic_load_n(&seen, __ATOMIC_RELAXED) & bit))
+        return;
     ts_fn_cuDeviceGetName get_name = (ts_fn_cuDeviceGetName)ts_real(TS_API_cuDeviceGetName);
     ts_fn_cuDeviceTotalMem_v2 get_mem = (ts_fn_cuDeviceTotalMem_v2)ts_real(TS_API_cuDeviceTotalMem_v2);
     ts_fn_cuDeviceGetAttribute get_attr = (ts_fn_cuDeviceGetAttribute)ts_real(TS_API_cuDeviceGetAttribute);
@@ -119,14 +128,21 @@ void ts_note_device(int dev)
     int major = 0, minor = 0, sms = 0;
     /* Before the driver is initialized (cudaGetDevice may come first) the
      * queries fail: record nothing yet, a later call will. */
-    if (!get_name || get_name(name, sizeof name, dev) != CUDA_SUCCESS) return;
-    if (get_mem && get_mem(&total, dev) != CUDA_SUCCESS) total = 0;
+    if (!get_name || get_name(name, sizeof name, dev) != CUDA_SUCCESS)
+        return;
+    if (get_mem && get_mem(&total, dev) != CUDA_SUCCESS)
+        total = 0;
     if (get_attr) {
-        if (get_attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS) major = 0;
-        if (get_attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS) minor = 0;
-        if (get_attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS) sms = 0;
+        if (get_attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS)
+            major = 0;
+        if (get_attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
+            minor = 0;
+        if (get_attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS)
+            sms = 0;
     }
-    if (get_pci && get_pci(pci, sizeof pci, dev) != CUDA_SUCCESS) pci[0] = 0;
-    if (__atomic_fetch_or(&seen, bit, __ATOMIC_RELAXED) & bit) return;   /* another thread recorded it */
+    if (get_pci && get_pci(pci, sizeof pci, dev) != CUDA_SUCCESS)
+        pci[0] = 0;
+    if (__atomic_fetch_or(&seen, bit, __ATOMIC_RELAXED) & bit)
+        return; /* another thread recorded it */
     ts_ev_device(dev, name, (uint64_t)total, major, minor, sms, pci);
 }

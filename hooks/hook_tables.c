@@ -49,26 +49,29 @@ static void build_index(void)
 {
     int n = 0;
     for (int i = 0; i < TS_API_COUNT; i++)
-        if (ts_hook_addr[i]) sorted_ids[n++] = i;
+        if (ts_hook_addr[i])
+            sorted_ids[n++] = i;
     qsort(sorted_ids, (size_t)n, sizeof sorted_ids[0], cmp_ids);
     sorted_count = n;
 }
 
 int ts_hook_by_name(const char *name)
 {
-    if (!name) return -1;
+    if (!name)
+        return -1;
     pthread_once(&sorted_once, build_index);
     int lo = 0, hi = sorted_count - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
         int c = strcmp(name, names[sorted_ids[mid]]);
-        if (c == 0) return sorted_ids[mid];
-        if (c < 0) hi = mid - 1; else lo = mid + 1;
+        if (c == 0)
+            return sorted_ids[mid];
+        if (c < 0)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
     }
     return -1;
 }
 
-__attribute__((constructor)) static void register_api_names(void)
-{
-    ts_register_apis(names, TS_API_COUNT);
-}
+__attribute__((constructor)) static void register_api_names(void) { ts_register_apis(names, TS_API_COUNT); }

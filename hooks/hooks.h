@@ -35,13 +35,13 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
 /* TS_HOOK expands to one TS_SYM per exported symbol (the variant twin too):
  *   TS_SYM(lib, ret, sym, base, params, args, body)
  * where base is the def line's name (shared signature) and sym the symbol. */
-#define TS_HOOK(lib, ret, name, params, args, variant, body)                \
-    TS_SYM(lib, ret, name, name, params, args, body)                        \
+#define TS_HOOK(lib, ret, name, params, args, variant, body)                                                 \
+    TS_SYM(lib, ret, name, name, params, args, body)                                                         \
     TS_VARIANT_##variant(lib, ret, name, params, args, body)
 #define TS_VARIANT_NONE(lib, ret, name, params, args, body)
-#define TS_VARIANT_PTDS(lib, ret, name, params, args, body) \
+#define TS_VARIANT_PTDS(lib, ret, name, params, args, body)                                                  \
     TS_SYM(lib, ret, name##_ptds, name, params, args, body)
-#define TS_VARIANT_PTSZ(lib, ret, name, params, args, body) \
+#define TS_VARIANT_PTSZ(lib, ret, name, params, args, body)                                                  \
     TS_SYM(lib, ret, name##_ptsz, name, params, args, body)
 
 #define TS_UNPAREN(...) __VA_ARGS__
@@ -89,13 +89,14 @@ static inline uint64_t ts_stream_id(int api, const void *stream)
  *     TS_OUTER_BEGIN(api); r = real_(...); if (outer_) {...events...}; TS_OUTER_END(api, r);
  * Events are emitted inside the bracket so the core's own CUDA calls stay
  * nested. */
-#define TS_OUTER_BEGIN(api)                                                  \
-    bool outer_ = ts_enter();                                                \
+#define TS_OUTER_BEGIN(api)                                                                                  \
+    bool outer_ = ts_enter();                                                                                \
     ts_count_call(api, outer_)
-#define TS_OUTER_END(api, r)                                                 \
-    do {                                                                     \
-        if (outer_ && (r) != 0) ts_ev_error(api, (int)(r));                  \
-        ts_leave();                                                          \
+#define TS_OUTER_END(api, r)                                                                                 \
+    do {                                                                                                     \
+        if (outer_ && (r) != 0)                                                                              \
+            ts_ev_error(api, (int)(r));                                                                      \
+        ts_leave();                                                                                          \
     } while (0)
 
 /* ---- shared helpers (hooks/hook_common.c) ------------------------------- */
@@ -131,29 +132,32 @@ void *ts_wrap_driver_proc(const char *symbol, void *p);
 /* ---- hook body helpers -------------------------------------------------- */
 /* Start of every hook: the real function (or the missing answer), and pure
  * passthrough while the shim is inactive. */
-#define TS_HOOK_PROLOGUE(ret, base, api, args)                               \
-    ts_fn_##base real_ = (ts_fn_##base)ts_real(api);                         \
-    if (ts_unlikely(!real_)) return (ret)ts_missing(api);                    \
-    if (ts_likely(!ts_active())) return real_ args
+#define TS_HOOK_PROLOGUE(ret, base, api, args)                                                               \
+    ts_fn_##base real_ = (ts_fn_##base)ts_real(api);                                                         \
+    if (ts_unlikely(!real_))                                                                                 \
+        return (ret)ts_missing(api);                                                                         \
+    if (ts_likely(!ts_active()))                                                                             \
+    return real_ args
 
 /* Generated body of a PASS hook: count, call, report an error returned to
  * the program (only the outermost call returns to the program). */
-#define TS_GEN_HOOK_PASS(lib, ret, sym, base, params, args)                  \
-    TS_EXPORT ret sym params                                                 \
-    {                                                                        \
-        TS_HOOK_PROLOGUE(ret, base, TS_API_##sym, args);                     \
-        bool outer_ = ts_enter();                                            \
-        ts_count_call(TS_API_##sym, outer_);                                 \
-        ret r_ = real_ args;                                                 \
-        ts_leave();                                                          \
-        if (outer_ && r_ != 0) ts_ev_error(TS_API_##sym, (int)r_);           \
-        return r_;                                                           \
+#define TS_GEN_HOOK_PASS(lib, ret, sym, base, params, args)                                                  \
+    TS_EXPORT ret sym params                                                                                 \
+    {                                                                                                        \
+        TS_HOOK_PROLOGUE(ret, base, TS_API_##sym, args);                                                     \
+        bool outer_ = ts_enter();                                                                            \
+        ts_count_call(TS_API_##sym, outer_);                                                                 \
+        ret r_ = real_ args;                                                                                 \
+        ts_leave();                                                                                          \
+        if (outer_ && r_ != 0)                                                                               \
+            ts_ev_error(TS_API_##sym, (int)r_);                                                              \
+        return r_;                                                                                           \
     }
 /* OWN hooks forward to the family file's static ts_body_<base>. */
-#define TS_GEN_HOOK_OWN(lib, ret, sym, base, params, args)                   \
+#define TS_GEN_HOOK_OWN(lib, ret, sym, base, params, args)                                                   \
     TS_EXPORT ret sym params { return ts_body_##base(TS_API_##sym, TS_UNPAREN args); }
 #define TS_GEN_HOOK_REAL(lib, ret, sym, base, params, args)
-#define TS_GEN_HOOK(lib, ret, sym, base, params, args, body) \
+#define TS_GEN_HOOK(lib, ret, sym, base, params, args, body)                                                 \
     TS_GEN_HOOK_##body(lib, ret, sym, base, params, args)
 
 /* A family file ends with

@@ -8,31 +8,34 @@
  * alloc_event and HOST_DEVICE. */
 #ifndef TRAINSHIM_HOST_ALLOC_BODY_H
 #define TRAINSHIM_HOST_ALLOC_BODY_H
-#define TS_HOST_ALLOC_BODY(rtype, ok, oom, ev_ptr_t, base, api, args, out, size, flags, class_args) \
-    TS_HOOK_PROLOGUE(rtype, base, api, args);                                 \
-    TS_OUTER_BEGIN(api);                                                      \
-    rtype r;                                                                  \
-    bool cached_ = false, hit_ = false;                                       \
-    if (outer_ && (out) && ts_host_cache_wanted(size, flags)) {               \
-        void *p_ = ts_host_cache_get(size, flags);                            \
-        cached_ = true;                                                       \
-        hit_ = p_ != NULL;                                                    \
-        if (p_) {                                                             \
-            *(out) = p_;                                                      \
-            r = ok;                                                           \
-        } else {                                                              \
-            r = real_ class_args;                                             \
-            if (r == (oom)) {                                                 \
-                ts_host_cache_trim();                                         \
-                r = real_ class_args;                                         \
-            }                                                                 \
-            if (r == (ok)) ts_host_cache_adopt(*(out), size, flags);          \
-        }                                                                     \
-    } else {                                                                  \
-        r = real_ args;                                                       \
-    }                                                                         \
-    if (outer_) alloc_event(api, HOST_DEVICE, (ev_ptr_t)(out), size, NULL, r);\
-    if (cached_ && r == (ok)) ts_host_cache_note(api, *(out), size, flags, hit_);\
-    TS_OUTER_END(api, r);                                                     \
+#define TS_HOST_ALLOC_BODY(rtype, ok, oom, ev_ptr_t, base, api, args, out, size, flags, class_args)          \
+    TS_HOOK_PROLOGUE(rtype, base, api, args);                                                                \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    rtype r;                                                                                                 \
+    bool cached_ = false, hit_ = false;                                                                      \
+    if (outer_ && (out) && ts_host_cache_wanted(size, flags)) {                                              \
+        void *p_ = ts_host_cache_get(size, flags);                                                           \
+        cached_ = true;                                                                                      \
+        hit_ = p_ != NULL;                                                                                   \
+        if (p_) {                                                                                            \
+            *(out) = p_;                                                                                     \
+            r = ok;                                                                                          \
+        } else {                                                                                             \
+            r = real_ class_args;                                                                            \
+            if (r == (oom)) {                                                                                \
+                ts_host_cache_trim();                                                                        \
+                r = real_ class_args;                                                                        \
+            }                                                                                                \
+            if (r == (ok))                                                                                   \
+                ts_host_cache_adopt(*(out), size, flags);                                                    \
+        }                                                                                                    \
+    } else {                                                                                                 \
+        r = real_ args;                                                                                      \
+    }                                                                                                        \
+    if (outer_)                                                                                              \
+        alloc_event(api, HOST_DEVICE, (ev_ptr_t)(out), size, NULL, r);                                       \
+    if (cached_ && r == (ok))                                                                                \
+        ts_host_cache_note(api, *(out), size, flags, hit_);                                                  \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 #endif

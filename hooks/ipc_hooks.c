@@ -13,8 +13,10 @@
 cudaError_t ts_body_cudaIpcGetMemHandle(int api, cudaIpcMemHandle_t *handle, void *devPtr)
 {
     ts_fn_cudaIpcGetMemHandle real_ = (ts_fn_cudaIpcGetMemHandle)ts_real(api);
-    if (ts_unlikely(!real_)) return (cudaError_t)ts_missing(api);
-    if (ts_likely(!ts_dev_pooling()) && ts_likely(!ts_active())) return real_(handle, devPtr);
+    if (ts_unlikely(!real_))
+        return (cudaError_t)ts_missing(api);
+    if (ts_likely(!ts_dev_pooling()) && ts_likely(!ts_active()))
+        return real_(handle, devPtr);
     TS_OUTER_BEGIN(api);
     uint64_t ptr = (uint64_t)(uintptr_t)devPtr;
     int rc = handle ? ts_ipc_export(ptr, handle) : TS_IPC_NOT_OURS;
@@ -39,12 +41,15 @@ cudaError_t ts_body_cudaIpcGetMemHandle(int api, cudaIpcMemHandle_t *handle, voi
     return r;
 }
 
-cudaError_t ts_body_cudaIpcOpenMemHandle(int api, void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags)
+cudaError_t ts_body_cudaIpcOpenMemHandle(int api, void **devPtr, cudaIpcMemHandle_t handle,
+                                         unsigned int flags)
 {
     ts_fn_cudaIpcOpenMemHandle real_ = (ts_fn_cudaIpcOpenMemHandle)ts_real(api);
-    if (ts_unlikely(!real_)) return (cudaError_t)ts_missing(api);
+    if (ts_unlikely(!real_))
+        return (cudaError_t)ts_missing(api);
     bool ours = ts_ipc_handle_is_ours(&handle);
-    if (!ours && ts_likely(!ts_active())) return real_(devPtr, handle, flags);
+    if (!ours && ts_likely(!ts_active()))
+        return real_(devPtr, handle, flags);
     TS_OUTER_BEGIN(api);
     cudaError_t r = ours ? (cudaError_t)ts_ipc_open(&handle, flags, devPtr) : real_(devPtr, handle, flags);
     TS_OUTER_END(api, r);
@@ -54,7 +59,8 @@ cudaError_t ts_body_cudaIpcOpenMemHandle(int api, void **devPtr, cudaIpcMemHandl
 cudaError_t ts_body_cudaIpcCloseMemHandle(int api, void *devPtr)
 {
     ts_fn_cudaIpcCloseMemHandle real_ = (ts_fn_cudaIpcCloseMemHandle)ts_real(api);
-    if (ts_unlikely(!real_)) return (cudaError_t)ts_missing(api);
+    if (ts_unlikely(!real_))
+        return (cudaError_t)ts_missing(api);
     TS_OUTER_BEGIN(api);
     int rc = ts_ipc_close(devPtr);
     cudaError_t r = rc != TS_IPC_NOT_OURS ? (cudaError_t)rc : real_(devPtr);
@@ -80,15 +86,17 @@ static CUresult cu_result(int rt)
 CUresult ts_body_cuIpcGetMemHandle(int api, CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
     ts_fn_cuIpcGetMemHandle real_ = (ts_fn_cuIpcGetMemHandle)ts_real(api);
-    if (ts_unlikely(!real_)) return (CUresult)ts_missing(api);
-    if (ts_likely(!ts_dev_pooling()) && ts_likely(!ts_active())) return real_(pHandle, dptr);
+    if (ts_unlikely(!real_))
+        return (CUresult)ts_missing(api);
+    if (ts_likely(!ts_dev_pooling()) && ts_likely(!ts_active()))
+        return real_(pHandle, dptr);
     TS_OUTER_BEGIN(api);
     int rc = pHandle ? ts_ipc_export((uint64_t)dptr, pHandle) : TS_IPC_NOT_OURS;
     CUresult r;
     if (rc != TS_IPC_NOT_OURS)
         r = cu_result(rc);
     else if (ts_dev_lookup((uint64_t)dptr, NULL, NULL))
-        r = CUDA_ERROR_INVALID_VALUE;   /* a caching-mode block: see cudaIpcGetMemHandle */
+        r = CUDA_ERROR_INVALID_VALUE; /* a caching-mode block: see cudaIpcGetMemHandle */
     else
         r = real_(pHandle, dptr);
     TS_OUTER_END(api, r);
@@ -98,15 +106,18 @@ CUresult ts_body_cuIpcGetMemHandle(int api, CUipcMemHandle *pHandle, CUdeviceptr
 CUresult ts_body_cuIpcOpenMemHandle_v2(int api, CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
 {
     ts_fn_cuIpcOpenMemHandle_v2 real_ = (ts_fn_cuIpcOpenMemHandle_v2)ts_real(api);
-    if (ts_unlikely(!real_)) return (CUresult)ts_missing(api);
+    if (ts_unlikely(!real_))
+        return (CUresult)ts_missing(api);
     bool ours = ts_ipc_handle_is_ours(&handle);
-    if (!ours && ts_likely(!ts_active())) return real_(pdptr, handle, Flags);
+    if (!ours && ts_likely(!ts_active()))
+        return real_(pdptr, handle, Flags);
     TS_OUTER_BEGIN(api);
     CUresult r;
     if (ours) {
         void *p = NULL;
         r = cu_result(ts_ipc_open(&handle, Flags, pdptr ? &p : NULL));
-        if (r == CUDA_SUCCESS) *pdptr = (CUdeviceptr)(uintptr_t)p;
+        if (r == CUDA_SUCCESS)
+            *pdptr = (CUdeviceptr)(uintptr_t)p;
     } else {
         r = real_(pdptr, handle, Flags);
     }
@@ -117,7 +128,8 @@ CUresult ts_body_cuIpcOpenMemHandle_v2(int api, CUdeviceptr *pdptr, CUipcMemHand
 CUresult ts_body_cuIpcCloseMemHandle(int api, CUdeviceptr dptr)
 {
     ts_fn_cuIpcCloseMemHandle real_ = (ts_fn_cuIpcCloseMemHandle)ts_real(api);
-    if (ts_unlikely(!real_)) return (CUresult)ts_missing(api);
+    if (ts_unlikely(!real_))
+        return (CUresult)ts_missing(api);
     TS_OUTER_BEGIN(api);
     int rc = ts_ipc_close((void *)(uintptr_t)dptr);
     CUresult r = rc != TS_IPC_NOT_OURS ? cu_result(rc) : real_(dptr);

@@ -79,16 +79,16 @@ static void nccl_finish(struct nccl_acct *a, int result)
     ts_ev_nccl(&a->r);
 }
 
-#define NCCL_BODY(base, api, args, op, count, dt, peer, comm, stream)                                 \
-    TS_HOOK_PROLOGUE(ncclResult_t, base, api, args);                                                  \
-    TS_OUTER_BEGIN(api);                                                                              \
-    struct nccl_acct acct_;                                                                           \
-    if (outer_)                                                                                       \
-        nccl_prepare(&acct_, api, op, count, dt, peer, comm, stream);                                 \
-    ncclResult_t r_ = real_ args;                                                                     \
-    if (outer_)                                                                                       \
-        nccl_finish(&acct_, (int)r_);                                                                 \
-    TS_OUTER_END(api, r_);                                                                            \
+#define NCCL_BODY(base, api, args, op, count, dt, peer, comm, stream)                                        \
+    TS_HOOK_PROLOGUE(ncclResult_t, base, api, args);                                                         \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    struct nccl_acct acct_;                                                                                  \
+    if (outer_)                                                                                              \
+        nccl_prepare(&acct_, api, op, count, dt, peer, comm, stream);                                        \
+    ncclResult_t r_ = real_ args;                                                                            \
+    if (outer_)                                                                                              \
+        nccl_finish(&acct_, (int)r_);                                                                        \
+    TS_OUTER_END(api, r_);                                                                                   \
     return r_
 
 static inline ncclResult_t ts_body_ncclAllReduce(int api, const void *sendbuff, void *recvbuff, size_t count,
@@ -103,35 +103,36 @@ static inline ncclResult_t ts_body_ncclBroadcast(int api, const void *sendbuff, 
                                                  ncclDataType_t datatype, int root, ncclComm_t comm,
                                                  cudaStream_t stream)
 {
-    NCCL_BODY(ncclBroadcast, api, (sendbuff, recvbuff, count, datatype, root, comm, stream), TS_NCCL_BROADCAST,
-              count, datatype, root, comm, stream);
+    NCCL_BODY(ncclBroadcast, api, (sendbuff, recvbuff, count, datatype, root, comm, stream),
+              TS_NCCL_BROADCAST, count, datatype, root, comm, stream);
 }
 
-static inline ncclResult_t ts_body_ncclBcast(int api, void *buff, size_t count, ncclDataType_t datatype, int root,
-                                             ncclComm_t comm, cudaStream_t stream)
+static inline ncclResult_t ts_body_ncclBcast(int api, void *buff, size_t count, ncclDataType_t datatype,
+                                             int root, ncclComm_t comm, cudaStream_t stream)
 {
     NCCL_BODY(ncclBcast, api, (buff, count, datatype, root, comm, stream), TS_NCCL_BROADCAST, count, datatype,
               root, comm, stream);
 }
 
 static inline ncclResult_t ts_body_ncclReduce(int api, const void *sendbuff, void *recvbuff, size_t count,
-                                              ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
-                                              cudaStream_t stream)
+                                              ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                              ncclComm_t comm, cudaStream_t stream)
 {
     NCCL_BODY(ncclReduce, api, (sendbuff, recvbuff, count, datatype, op, root, comm, stream), TS_NCCL_REDUCE,
               count, datatype, root, comm, stream);
 }
 
-static inline ncclResult_t ts_body_ncclAllGather(int api, const void *sendbuff, void *recvbuff, size_t sendcount,
-                                                 ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
+static inline ncclResult_t ts_body_ncclAllGather(int api, const void *sendbuff, void *recvbuff,
+                                                 size_t sendcount, ncclDataType_t datatype, ncclComm_t comm,
+                                                 cudaStream_t stream)
 {
     NCCL_BODY(ncclAllGather, api, (sendbuff, recvbuff, sendcount, datatype, comm, stream), TS_NCCL_ALLGATHER,
               sendcount, datatype, -1, comm, stream);
 }
 
 static inline ncclResult_t ts_body_ncclReduceScatter(int api, const void *sendbuff, void *recvbuff,
-                                                     size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op,
-                                                     ncclComm_t comm, cudaStream_t stream)
+                                                     size_t recvcount, ncclDataType_t datatype,
+                                                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
     NCCL_BODY(ncclReduceScatter, api, (sendbuff, recvbuff, recvcount, datatype, op, comm, stream),
               TS_NCCL_REDUCESCATTER, recvcount, datatype, -1, comm, stream);
@@ -148,8 +149,8 @@ static inline ncclResult_t ts_body_ncclGather(int api, const void *sendbuff, voi
                                               ncclDataType_t datatype, int root, ncclComm_t comm,
                                               cudaStream_t stream)
 {
-    NCCL_BODY(ncclGather, api, (sendbuff, recvbuff, count, datatype, root, comm, stream), TS_NCCL_GATHER, count,
-              datatype, root, comm, stream);
+    NCCL_BODY(ncclGather, api, (sendbuff, recvbuff, count, datatype, root, comm, stream), TS_NCCL_GATHER,
+              count, datatype, root, comm, stream);
 }
 
 static inline ncclResult_t ts_body_ncclScatter(int api, const void *sendbuff, void *recvbuff, size_t count,
@@ -160,18 +161,19 @@ static inline ncclResult_t ts_body_ncclScatter(int api, const void *sendbuff, vo
               count, datatype, root, comm, stream);
 }
 
-static inline ncclResult_t ts_body_ncclSend(int api, const void *sendbuff, size_t count, ncclDataType_t datatype,
-                                            int peer, ncclComm_t comm, cudaStream_t stream)
+static inline ncclResult_t ts_body_ncclSend(int api, const void *sendbuff, size_t count,
+                                            ncclDataType_t datatype, int peer, ncclComm_t comm,
+                                            cudaStream_t stream)
 {
-    NCCL_BODY(ncclSend, api, (sendbuff, count, datatype, peer, comm, stream), TS_NCCL_SEND, count, datatype, peer,
-              comm, stream);
+    NCCL_BODY(ncclSend, api, (sendbuff, count, datatype, peer, comm, stream), TS_NCCL_SEND, count, datatype,
+              peer, comm, stream);
 }
 
 static inline ncclResult_t ts_body_ncclRecv(int api, void *recvbuff, size_t count, ncclDataType_t datatype,
                                             int peer, ncclComm_t comm, cudaStream_t stream)
 {
-    NCCL_BODY(ncclRecv, api, (recvbuff, count, datatype, peer, comm, stream), TS_NCCL_RECV, count, datatype, peer,
-              comm, stream);
+    NCCL_BODY(ncclRecv, api, (recvbuff, count, datatype, peer, comm, stream), TS_NCCL_RECV, count, datatype,
+              peer, comm, stream);
 }
 
 /* ---- groups --------------------------------------------------------------- */
@@ -224,7 +226,7 @@ static inline ncclResult_t group_end_body(int api)
 /* ---- communicators -------------------------------------------------------- */
 static void comm_created(int api, ncclComm_t comm, uint64_t id, int nranks, int rank, int result)
 {
-    struct ts_comm_info ci = {.id = id, .size = nranks, .rank = rank};
+    struct ts_comm_info ci = { .id = id, .size = nranks, .rank = rank };
     if (result == ncclSuccess || result == ncclInProgress) {
         if (comm)
             ts_comm_remember(comm, &ci);
@@ -232,8 +234,8 @@ static void comm_created(int api, ncclComm_t comm, uint64_t id, int nranks, int 
     ts_ev_comm(api, TS_COMM_CREATED, id, 0, nranks, rank, -1, result);
 }
 
-static inline ncclResult_t ts_body_ncclCommInitRank(int api, ncclComm_t *comm, int nranks, ncclUniqueId commId,
-                                                    int rank)
+static inline ncclResult_t ts_body_ncclCommInitRank(int api, ncclComm_t *comm, int nranks,
+                                                    ncclUniqueId commId, int rank)
 {
     TS_HOOK_PROLOGUE(ncclResult_t, ncclCommInitRank, api, (comm, nranks, commId, rank));
     TS_OUTER_BEGIN(api);
@@ -258,10 +260,12 @@ static inline ncclResult_t ts_body_ncclCommInitRankConfig(int api, ncclComm_t *c
     return r;
 }
 
-static inline ncclResult_t ts_body_ncclCommInitRankScalable(int api, ncclComm_t *newcomm, int nranks, int myrank,
-                                                            int nId, ncclUniqueId *commIds, ncclConfig_t *config)
+static inline ncclResult_t ts_body_ncclCommInitRankScalable(int api, ncclComm_t *newcomm, int nranks,
+                                                            int myrank, int nId, ncclUniqueId *commIds,
+                                                            ncclConfig_t *config)
 {
-    TS_HOOK_PROLOGUE(ncclResult_t, ncclCommInitRankScalable, api, (newcomm, nranks, myrank, nId, commIds, config));
+    TS_HOOK_PROLOGUE(ncclResult_t, ncclCommInitRankScalable, api,
+                     (newcomm, nranks, myrank, nId, commIds, config));
     TS_OUTER_BEGIN(api);
     ncclResult_t r = real_(newcomm, nranks, myrank, nId, commIds, config);
     if (outer_)
@@ -294,7 +298,7 @@ static inline ncclResult_t ts_body_ncclCommInitAll(int api, ncclComm_t *comm, in
 
 static void comm_split(int api, ncclComm_t parent, ncclComm_t child, uint64_t seq, int color, int result)
 {
-    struct ts_comm_info pi = comm_info(parent), ci = {.id = 0, .size = -1, .rank = -1};
+    struct ts_comm_info pi = comm_info(parent), ci = { .id = 0, .size = -1, .rank = -1 };
     if (child && (result == ncclSuccess || result == ncclInProgress)) {
         ci.id = ts_comm_id_from_split(pi.id, color, seq);
         comm_query(child, &ci.size, &ci.rank);
@@ -303,8 +307,8 @@ static void comm_split(int api, ncclComm_t parent, ncclComm_t child, uint64_t se
     ts_ev_comm(api, TS_COMM_SPLIT, ci.id, pi.id, ci.size, ci.rank, color, result);
 }
 
-static inline ncclResult_t ts_body_ncclCommSplit(int api, ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
-                                                 ncclConfig_t *config)
+static inline ncclResult_t ts_body_ncclCommSplit(int api, ncclComm_t comm, int color, int key,
+                                                 ncclComm_t *newcomm, ncclConfig_t *config)
 {
     TS_HOOK_PROLOGUE(ncclResult_t, ncclCommSplit, api, (comm, color, key, newcomm, config));
     TS_OUTER_BEGIN(api);
@@ -317,8 +321,8 @@ static inline ncclResult_t ts_body_ncclCommSplit(int api, ncclComm_t comm, int c
 }
 
 static inline ncclResult_t ts_body_ncclCommShrink(int api, ncclComm_t comm, int *excludeRanksList,
-                                                  int excludeRanksCount, ncclComm_t *newcomm, ncclConfig_t *config,
-                                                  int shrinkFlags)
+                                                  int excludeRanksCount, ncclComm_t *newcomm,
+                                                  ncclConfig_t *config, int shrinkFlags)
 {
     TS_HOOK_PROLOGUE(ncclResult_t, ncclCommShrink, api,
                      (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags));
@@ -341,15 +345,15 @@ static void comm_ended(int api, ncclComm_t comm, int kind, int result)
 }
 
 /* The communicator's facts are taken before the real call frees it. */
-#define COMM_END_BODY(base, api, comm, kind)                                                          \
-    TS_HOOK_PROLOGUE(ncclResult_t, base, api, (comm));                                                \
-    TS_OUTER_BEGIN(api);                                                                              \
-    if (outer_)                                                                                       \
-        (void)comm_info(comm);                                                                        \
-    ncclResult_t r_ = real_(comm);                                                                    \
-    if (outer_)                                                                                       \
-        comm_ended(api, comm, kind, (int)r_);                                                         \
-    TS_OUTER_END(api, r_);                                                                            \
+#define COMM_END_BODY(base, api, comm, kind)                                                                 \
+    TS_HOOK_PROLOGUE(ncclResult_t, base, api, (comm));                                                       \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    if (outer_)                                                                                              \
+        (void)comm_info(comm);                                                                               \
+    ncclResult_t r_ = real_(comm);                                                                           \
+    if (outer_)                                                                                              \
+        comm_ended(api, comm, kind, (int)r_);                                                                \
+    TS_OUTER_END(api, r_);                                                                                   \
     return r_
 
 static inline ncclResult_t ts_body_ncclCommFinalize(int api, ncclComm_t comm)

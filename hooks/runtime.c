@@ -6,7 +6,7 @@
  * Pure observation: every argument and result goes through unchanged. */
 #include "hooks.h"
 #include "copy/copy_engine.h"
-#include "devmem_hooks.h"   /* device-memory bodies: cudaMalloc, cudaFree, ... */
+#include "devmem_hooks.h" /* device-memory bodies: cudaMalloc, cudaFree, ... */
 #include "copy/host_cache.h"
 #include "host_alloc_body.h"
 
@@ -23,7 +23,8 @@ static void alloc_event(int api, int device, void *const *out, uint64_t size, co
 static void free_event(int api, int device, const void *ptr, const void *stream, cudaError_t r)
 {
     /* cudaFree(NULL) is the usual "initialize the runtime" idiom, not a free. */
-    if (ptr) ts_ev_free(api, device, (uint64_t)(uintptr_t)ptr, ts_stream_id(api, stream), (int)r);
+    if (ptr)
+        ts_ev_free(api, device, (uint64_t)(uintptr_t)ptr, ts_stream_id(api, stream), (int)r);
 }
 
 /* A copy of `bytes` between dst and src as the runtime's kind says.  For
@@ -33,17 +34,29 @@ static void copy_event(int api, void *dst, const void *src, uint64_t bytes, enum
 {
     int dir = TS_DEFAULT_DIR, host = TS_HOST_UNKNOWN;
     switch (kind) {
-    case cudaMemcpyHostToDevice: dir = TS_H2D; host = ts_host_kind_of(ts_classify_ptr(src)); break;
-    case cudaMemcpyDeviceToHost: dir = TS_D2H; host = ts_host_kind_of(ts_classify_ptr(dst)); break;
-    case cudaMemcpyDeviceToDevice: dir = TS_D2D; host = TS_HOST_NONE; break;
-    case cudaMemcpyHostToHost: dir = TS_H2H; host = ts_host_kind_of(ts_classify_ptr(src)); break;
+    case cudaMemcpyHostToDevice:
+        dir = TS_H2D;
+        host = ts_host_kind_of(ts_classify_ptr(src));
+        break;
+    case cudaMemcpyDeviceToHost:
+        dir = TS_D2H;
+        host = ts_host_kind_of(ts_classify_ptr(dst));
+        break;
+    case cudaMemcpyDeviceToDevice:
+        dir = TS_D2D;
+        host = TS_HOST_NONE;
+        break;
+    case cudaMemcpyHostToHost:
+        dir = TS_H2H;
+        host = ts_host_kind_of(ts_classify_ptr(src));
+        break;
     case cudaMemcpyDefault: {
         enum ts_ptr_kind d = ts_classify_ptr(dst), s = ts_classify_ptr(src);
         dir = ts_copy_dir_of(d, s);
         host = ts_host_kind_of(dir == TS_D2H ? d : s);
         break;
     }
-    default: break;   /* an invalid kind: the runtime has already said so in r */
+    default: break; /* an invalid kind: the runtime has already said so in r */
     }
     ts_ev_copy(api, dir, bytes, host, ts_stream_id(api, stream), async, ns, (int)r);
 }
@@ -52,27 +65,29 @@ static void copy_event(int api, void *dst, const void *src, uint64_t bytes, enum
 
 /* Body shared by the allocation entry points: `args` are the real call's
  * arguments, `out` where the pointer lands, `size` the bytes asked for. */
-#define RT_ALLOC_BODY(base, api, args, out, size, stream, device_expr)          \
-    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                           \
-    TS_OUTER_BEGIN(api);                                                      \
-    cudaError_t r = real_ args;                                               \
-    if (outer_) alloc_event(api, device_expr, (void *const *)(out), size, stream, r); \
-    TS_OUTER_END(api, r);                                                     \
+#define RT_ALLOC_BODY(base, api, args, out, size, stream, device_expr)                                       \
+    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                                                          \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    cudaError_t r = real_ args;                                                                              \
+    if (outer_)                                                                                              \
+        alloc_event(api, device_expr, (void *const *)(out), size, stream, r);                                \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
-#define RT_FREE_BODY(base, api, args, ptr, stream, device_expr)               \
-    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                           \
-    TS_OUTER_BEGIN(api);                                                      \
-    cudaError_t r = real_ args;                                               \
-    if (outer_) free_event(api, device_expr, ptr, stream, r);                 \
-    TS_OUTER_END(api, r);                                                     \
+#define RT_FREE_BODY(base, api, args, ptr, stream, device_expr)                                              \
+    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                                                          \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    cudaError_t r = real_ args;                                                                              \
+    if (outer_)                                                                                              \
+        free_event(api, device_expr, ptr, stream, r);                                                        \
+    TS_OUTER_END(api, r);                                                                                    \
     return r
 
 /* Pinned host memory is logged with device -1. */
 enum { HOST_DEVICE = -1 };
 
-static inline cudaError_t ts_body_cudaMallocFromPoolAsync(int api, void **ptr, size_t size, cudaMemPool_t memPool,
-                                                          cudaStream_t stream)
+static inline cudaError_t ts_body_cudaMallocFromPoolAsync(int api, void **ptr, size_t size,
+                                                          cudaMemPool_t memPool, cudaStream_t stream)
 {
     RT_ALLOC_BODY(cudaMallocFromPoolAsync, api, (ptr, size, memPool, stream), ptr, size, stream,
                   ts_current_device());
@@ -83,7 +98,8 @@ static inline cudaError_t ts_body_cudaMallocManaged(int api, void **devPtr, size
     RT_ALLOC_BODY(cudaMallocManaged, api, (devPtr, size, flags), devPtr, size, NULL, ts_current_device());
 }
 
-static inline cudaError_t ts_body_cudaMallocPitch(int api, void **devPtr, size_t *pitch, size_t width, size_t height)
+static inline cudaError_t ts_body_cudaMallocPitch(int api, void **devPtr, size_t *pitch, size_t width,
+                                                  size_t height)
 {
     /* The allocation is pitch * height bytes once the runtime chose the pitch. */
     TS_HOOK_PROLOGUE(cudaError_t, cudaMallocPitch, api, (devPtr, pitch, width, height));
@@ -98,7 +114,7 @@ static inline cudaError_t ts_body_cudaMallocPitch(int api, void **devPtr, size_t
 }
 
 /* Pinned host allocations through the cache: hooks/host_alloc_body.h. */
-#define RT_HOST_ALLOC_BODY(...) \
+#define RT_HOST_ALLOC_BODY(...)                                                                              \
     TS_HOST_ALLOC_BODY(cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, void *const *, __VA_ARGS__)
 
 static inline cudaError_t ts_body_cudaMallocHost(int api, void **ptr, size_t size)
@@ -122,7 +138,8 @@ static inline cudaError_t ts_body_cudaFreeHost(int api, void *ptr)
     case TS_HC_PUT_DOUBLE_FREE: r = cudaErrorInvalidValue; break;
     default: r = real_(ptr); break;
     }
-    if (outer_) free_event(api, HOST_DEVICE, ptr, NULL, r);
+    if (outer_)
+        free_event(api, HOST_DEVICE, ptr, NULL, r);
     TS_OUTER_END(api, r);
     return r;
 }
@@ -137,7 +154,7 @@ static enum ts_copy_engine_dir rt_engine_dir(enum cudaMemcpyKind kind)
     switch (kind) {
     case cudaMemcpyHostToDevice: return TS_CE_H2D;
     case cudaMemcpyDeviceToHost: return TS_CE_D2H;
-    default: return TS_CE_NONE;   /* cudaMemcpyDefault: from the pointers */
+    default: return TS_CE_NONE; /* cudaMemcpyDefault: from the pointers */
     }
 }
 
@@ -147,15 +164,23 @@ static size_t rt_convert(int api, void *dst, size_t dpitch, const void *src, siz
                          size_t *bytes_done, struct ts_copy_stats *st)
 {
     *bytes_done = 0;
-    if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDefault) return 0;
-    if (!ts_copy_wanted((uint64_t)width * height)) return 0;
+    if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDefault)
+        return 0;
+    if (!ts_copy_wanted((uint64_t)width * height))
+        return 0;
     struct ts_copy_req q = {
-        .dst = dst, .src = src, .width = width, .height = height, .dpitch = dpitch, .spitch = spitch,
+        .dst = dst,
+        .src = src,
+        .width = width,
+        .height = height,
+        .dpitch = dpitch,
+        .spitch = spitch,
         .stream = stream == NULL && ts_api_per_thread(api) ? CU_STREAM_PER_THREAD : (CUstream)stream,
         .sync = sync,
     };
     enum ts_copy_engine_dir dir = ts_copy_classify(&q, rt_engine_dir(kind));
-    if (dir == TS_CE_NONE) return 0;
+    if (dir == TS_CE_NONE)
+        return 0;
     size_t rows = 0;
     ts_copy_run(&q, dir, &rows, bytes_done, st);
     return rows;
@@ -168,14 +193,17 @@ static inline cudaError_t ts_body_cudaMemcpy(int api, void *dst, const void *src
     TS_OUTER_BEGIN(api);
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;
     size_t done = 0;
-    struct ts_copy_stats st_ = {0};
-    if (outer_) rt_convert(api, dst, count, src, count, count, 1, kind, NULL, true, &done, &st_);
-    cudaError_t r = done && done == count ? cudaSuccess
-                                          : real_((char *)dst + done, (const char *)src + done, count - done, kind);
+    struct ts_copy_stats st_ = { 0 };
+    if (outer_)
+        rt_convert(api, dst, count, src, count, count, 1, kind, NULL, true, &done, &st_);
+    cudaError_t r = done && done == count
+                        ? cudaSuccess
+                        : real_((char *)dst + done, (const char *)src + done, count - done, kind);
     if (outer_) {
         uint64_t ns_ = ts_now_ns() - t0_;
         copy_event(api, dst, src, count, kind, NULL, false, ns_, r);
-        if (st_.chunks) ts_copy_note(api, &st_, ns_);
+        if (st_.chunks)
+            ts_copy_note(api, &st_, ns_);
     }
     TS_OUTER_END(api, r);
     return r;
@@ -188,37 +216,42 @@ static inline cudaError_t ts_body_cudaMemcpyAsync(int api, void *dst, const void
     TS_OUTER_BEGIN(api);
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;
     size_t done = 0;
-    struct ts_copy_stats st_ = {0};
-    if (outer_) rt_convert(api, dst, count, src, count, count, 1, kind, stream, false, &done, &st_);
+    struct ts_copy_stats st_ = { 0 };
+    if (outer_)
+        rt_convert(api, dst, count, src, count, count, 1, kind, stream, false, &done, &st_);
     cudaError_t r = done && done == count
                         ? cudaSuccess
                         : real_((char *)dst + done, (const char *)src + done, count - done, kind, stream);
     if (outer_) {
         uint64_t ns_ = ts_now_ns() - t0_;
         copy_event(api, dst, src, count, kind, stream, true, ns_, r);
-        if (st_.chunks) ts_copy_note(api, &st_, ns_);
+        if (st_.chunks)
+            ts_copy_note(api, &st_, ns_);
     }
     TS_OUTER_END(api, r);
     return r;
 }
 
-static inline cudaError_t ts_body_cudaMemcpy2D(int api, void *dst, size_t dpitch, const void *src, size_t spitch,
-                                               size_t width, size_t height, enum cudaMemcpyKind kind)
+static inline cudaError_t ts_body_cudaMemcpy2D(int api, void *dst, size_t dpitch, const void *src,
+                                               size_t spitch, size_t width, size_t height,
+                                               enum cudaMemcpyKind kind)
 {
     TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpy2D, api, (dst, dpitch, src, spitch, width, height, kind));
     TS_OUTER_BEGIN(api);
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;
     size_t rows = 0, unused;
-    struct ts_copy_stats st_ = {0};
+    struct ts_copy_stats st_ = { 0 };
     if (outer_ && height > 1)
         rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, NULL, true, &unused, &st_);
-    cudaError_t r = rows && rows == height ? cudaSuccess
-                                           : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch,
-                                                   spitch, width, height - rows, kind);
+    cudaError_t r = rows && rows == height
+                        ? cudaSuccess
+                        : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch,
+                                spitch, width, height - rows, kind);
     if (outer_) {
         uint64_t ns_ = ts_now_ns() - t0_;
         copy_event(api, dst, src, (uint64_t)width * height, kind, NULL, false, ns_, r);
-        if (st_.chunks) ts_copy_note(api, &st_, ns_);
+        if (st_.chunks)
+            ts_copy_note(api, &st_, ns_);
     }
     TS_OUTER_END(api, r);
     return r;
@@ -228,35 +261,38 @@ static inline cudaError_t ts_body_cudaMemcpy2DAsync(int api, void *dst, size_t d
                                                     size_t spitch, size_t width, size_t height,
                                                     enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpy2DAsync, api, (dst, dpitch, src, spitch, width, height, kind, stream));
+    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpy2DAsync, api,
+                     (dst, dpitch, src, spitch, width, height, kind, stream));
     TS_OUTER_BEGIN(api);
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;
     size_t rows = 0, unused;
-    struct ts_copy_stats st_ = {0};
+    struct ts_copy_stats st_ = { 0 };
     if (outer_ && height > 1)
         rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, stream, false, &unused, &st_);
     cudaError_t r = rows && rows == height
                         ? cudaSuccess
-                        : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch, spitch,
-                                width, height - rows, kind, stream);
+                        : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch,
+                                spitch, width, height - rows, kind, stream);
     if (outer_) {
         uint64_t ns_ = ts_now_ns() - t0_;
         copy_event(api, dst, src, (uint64_t)width * height, kind, stream, true, ns_, r);
-        if (st_.chunks) ts_copy_note(api, &st_, ns_);
+        if (st_.chunks)
+            ts_copy_note(api, &st_, ns_);
     }
     TS_OUTER_END(api, r);
     return r;
 }
 
 /* Peer copies never touch host memory. */
-static inline cudaError_t ts_body_cudaMemcpyPeer(int api, void *dst, int dstDevice, const void *src, int srcDevice,
-                                                 size_t count)
+static inline cudaError_t ts_body_cudaMemcpyPeer(int api, void *dst, int dstDevice, const void *src,
+                                                 int srcDevice, size_t count)
 {
     TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpyPeer, api, (dst, dstDevice, src, srcDevice, count));
     TS_OUTER_BEGIN(api);
     uint64_t t0 = outer_ ? ts_now_ns() : 0;
     cudaError_t r = real_(dst, dstDevice, src, srcDevice, count);
-    if (outer_) ts_ev_copy(api, TS_PEER, count, TS_HOST_NONE, 0, false, ts_now_ns() - t0, (int)r);
+    if (outer_)
+        ts_ev_copy(api, TS_PEER, count, TS_HOST_NONE, 0, false, ts_now_ns() - t0, (int)r);
     TS_OUTER_END(api, r);
     return r;
 }
@@ -269,7 +305,8 @@ static inline cudaError_t ts_body_cudaMemcpyPeerAsync(int api, void *dst, int ds
     uint64_t t0 = outer_ ? ts_now_ns() : 0;
     cudaError_t r = real_(dst, dstDevice, src, srcDevice, count, stream);
     if (outer_)
-        ts_ev_copy(api, TS_PEER, count, TS_HOST_NONE, ts_stream_id(api, stream), true, ts_now_ns() - t0, (int)r);
+        ts_ev_copy(api, TS_PEER, count, TS_HOST_NONE, ts_stream_id(api, stream), true, ts_now_ns() - t0,
+                   (int)r);
     TS_OUTER_END(api, r);
     return r;
 }
@@ -281,7 +318,8 @@ static inline cudaError_t ts_body_cudaGetDeviceProperties(int api, struct cudaDe
     TS_HOOK_PROLOGUE(cudaError_t, cudaGetDeviceProperties, api, (prop, device));
     TS_OUTER_BEGIN(api);
     cudaError_t r = real_(prop, device);
-    if (outer_ && r == cudaSuccess) ts_note_device(device);
+    if (outer_ && r == cudaSuccess)
+        ts_note_device(device);
     TS_OUTER_END(api, r);
     return r;
 }
@@ -291,7 +329,8 @@ static inline cudaError_t ts_body_cudaGetDevice(int api, int *device)
     TS_HOOK_PROLOGUE(cudaError_t, cudaGetDevice, api, (device));
     TS_OUTER_BEGIN(api);
     cudaError_t r = real_(device);
-    if (outer_ && r == cudaSuccess && device) ts_note_device(*device);
+    if (outer_ && r == cudaSuccess && device)
+        ts_note_device(*device);
     TS_OUTER_END(api, r);
     return r;
 }
@@ -301,7 +340,8 @@ static inline cudaError_t ts_body_cudaSetDevice(int api, int device)
     TS_HOOK_PROLOGUE(cudaError_t, cudaSetDevice, api, (device));
     TS_OUTER_BEGIN(api);
     cudaError_t r = real_(device);
-    if (outer_ && r == cudaSuccess) ts_note_device(device);
+    if (outer_ && r == cudaSuccess)
+        ts_note_device(device);
     TS_OUTER_END(api, r);
     return r;
 }
@@ -317,21 +357,23 @@ static inline cudaError_t ts_body_cudaGetDriverEntryPoint(int api, const char *s
     TS_HOOK_PROLOGUE(cudaError_t, cudaGetDriverEntryPoint, api, (symbol, funcPtr, flags, driverStatus));
     TS_OUTER_BEGIN(api);
     cudaError_t r = real_(symbol, funcPtr, flags, driverStatus);
-    if (r == cudaSuccess && funcPtr) *funcPtr = ts_wrap_driver_proc(symbol, *funcPtr);
+    if (r == cudaSuccess && funcPtr)
+        *funcPtr = ts_wrap_driver_proc(symbol, *funcPtr);
     TS_OUTER_END(api, r);
     return r;
 }
 
-static inline cudaError_t ts_body_cudaGetDriverEntryPointByVersion(int api, const char *symbol, void **funcPtr,
-                                                                   unsigned int cudaVersion,
-                                                                   unsigned long long flags,
-                                                                   enum cudaDriverEntryPointQueryResult *driverStatus)
+static inline cudaError_t
+ts_body_cudaGetDriverEntryPointByVersion(int api, const char *symbol, void **funcPtr,
+                                         unsigned int cudaVersion, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus)
 {
     TS_HOOK_PROLOGUE(cudaError_t, cudaGetDriverEntryPointByVersion, api,
                      (symbol, funcPtr, cudaVersion, flags, driverStatus));
     TS_OUTER_BEGIN(api);
     cudaError_t r = real_(symbol, funcPtr, cudaVersion, flags, driverStatus);
-    if (r == cudaSuccess && funcPtr) *funcPtr = ts_wrap_driver_proc(symbol, *funcPtr);
+    if (r == cudaSuccess && funcPtr)
+        *funcPtr = ts_wrap_driver_proc(symbol, *funcPtr);
     TS_OUTER_END(api, r);
     return r;
 }

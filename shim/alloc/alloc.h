@@ -69,7 +69,7 @@ enum ts_alloc_mode { TS_ALLOC_EXPANDABLE = 0, TS_ALLOC_CACHING = 1, TS_ALLOC_OFF
 enum ts_alloc_status { TS_ALLOC_OK = 0, TS_ALLOC_OOM = 1, TS_ALLOC_ERROR = 2, TS_ALLOC_INVALID = 3 };
 
 /* alloc flags */
-#define TS_AF_CAPTURING 0x1u   /* the stream is capturing: no fence work, no thread cache */
+#define TS_AF_CAPTURING 0x1u /* the stream is capturing: no fence work, no thread cache */
 /* free flags */
 #define TS_FF_STREAM_ORDERED 0x1u /* cudaFreeAsync semantics on `stream` */
 #define TS_FF_NO_CACHE 0x2u       /* never into a thread cache (the pool will not allocate again) */
@@ -78,23 +78,23 @@ enum ts_alloc_status { TS_ALLOC_OK = 0, TS_ALLOC_OOM = 1, TS_ALLOC_ERROR = 2, TS
 #define TS_ALLOC_SMALL_MAX (1u << 20)
 
 typedef struct ts_pool_config {
-    int mode;                 /* enum ts_alloc_mode */
+    int mode; /* enum ts_alloc_mode */
     int device;
-    uint64_t capacity;        /* device memory, bytes (sizes the virtual range) */
-    uint64_t memory_limit;    /* cap on reserved bytes; 0 = none */
-    unsigned va_factor;       /* virtual range = va_factor * capacity; 0 = 4 */
-    bool no_thread_cache;     /* serve stream-ordered frees only through the pool */
-    bool sync_thread_cache;   /* synchronous frees too go to the thread cache (see below) */
+    uint64_t capacity;      /* device memory, bytes (sizes the virtual range) */
+    uint64_t memory_limit;  /* cap on reserved bytes; 0 = none */
+    unsigned va_factor;     /* virtual range = va_factor * capacity; 0 = 4 */
+    bool no_thread_cache;   /* serve stream-ordered frees only through the pool */
+    bool sync_thread_cache; /* synchronous frees too go to the thread cache (see below) */
 } ts_pool_config;
 
 typedef struct ts_alloc_stats {
     uint64_t reserved_bytes, allocated_bytes;
     uint64_t peak_reserved_bytes, peak_allocated_bytes;
-    uint64_t allocated_at_reserved_peak;   /* allocated bytes while reserved was at its peak */
-    double fragmentation;                  /* 1 - allocated/reserved at the reserved peak */
-    uint64_t largest_free_block;           /* largest free block usable without new memory */
-    uint64_t thread_cached_bytes;          /* freed blocks held by per-thread caches */
-    uint64_t pending_bytes;                /* freed blocks waiting for a fence */
+    uint64_t allocated_at_reserved_peak; /* allocated bytes while reserved was at its peak */
+    double fragmentation;                /* 1 - allocated/reserved at the reserved peak */
+    uint64_t largest_free_block;         /* largest free block usable without new memory */
+    uint64_t thread_cached_bytes;        /* freed blocks held by per-thread caches */
+    uint64_t pending_bytes;              /* freed blocks waiting for a fence */
     uint64_t live_blocks, segments, mapped_pages, idle_pages;
     uint64_t allocs, frees, cache_hits, thread_cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
@@ -104,9 +104,9 @@ typedef struct ts_alloc_stats {
 typedef struct ts_oom_report {
     uint64_t requested, reserved, allocated, memory_limit, capacity;
     uint64_t largest_free_block;
-    double fragmentation;                  /* 1 - allocated/reserved now */
+    double fragmentation; /* 1 - allocated/reserved now */
     int ntop;
-    uint64_t top_ptr[TS_OOM_TOP], top_size[TS_OOM_TOP];  /* largest live blocks */
+    uint64_t top_ptr[TS_OOM_TOP], top_size[TS_OOM_TOP]; /* largest live blocks */
 } ts_oom_report;
 
 typedef struct ts_pool ts_pool;
@@ -144,16 +144,16 @@ struct ts_index;
 struct ts_segment;
 typedef struct ts_block {
     uint64_t addr, size, requested;
-    struct ts_block *prev, *next;     /* address neighbours in the same segment */
-    struct ts_block *fprev, *fnext;   /* list of the index holding it */
-    struct ts_block *qprev, *qnext;   /* pending FIFO (state PENDING) */
-    struct ts_index *index;           /* index holding it (FREE, or PENDING on a stream) */
+    struct ts_block *prev, *next;   /* address neighbours in the same segment */
+    struct ts_block *fprev, *fnext; /* list of the index holding it */
+    struct ts_block *qprev, *qnext; /* pending FIFO (state PENDING) */
+    struct ts_index *index;         /* index holding it (FREE, or PENDING on a stream) */
     struct ts_segment *seg;
-    uint64_t seq;                     /* free sequence number while PENDING */
-    uint64_t stream;                  /* allocation stream / stream of a stream-ordered free */
+    uint64_t seq;    /* free sequence number while PENDING */
+    uint64_t stream; /* allocation stream / stream of a stream-ordered free */
     int state;
     int kind;
-} __attribute__((aligned(64))) ts_block;   /* a line of its own: thread caches flip their own blocks */
+} __attribute__((aligned(64))) ts_block; /* a line of its own: thread caches flip their own blocks */
 
 /* TLSF two-level segregated free index over sizes in 512-byte units. */
 #define TS_IDX_SL_LOG 4
@@ -193,8 +193,8 @@ ts_block *ts_block_coalesce(ts_block_slab *s, ts_index *ix, ts_block *b);
 #define TS_MAP_SHARDS 64
 #define TS_MAP_RETIRED 40
 typedef struct ts_map_shard {
-    int lock;                         /* spinlock, writers only */
-    unsigned seq;                     /* odd while a writer changes the table */
+    int lock;     /* spinlock, writers only */
+    unsigned seq; /* odd while a writer changes the table */
     uint32_t cap, count;
     uint64_t *keys;
     ts_block **vals;
@@ -203,11 +203,13 @@ typedef struct ts_map_shard {
     int nretired;
     void *retired[TS_MAP_RETIRED];
 } __attribute__((aligned(64))) ts_map_shard;
-typedef struct ts_block_map { ts_map_shard shards[TS_MAP_SHARDS]; } ts_block_map;
+typedef struct ts_block_map {
+    ts_map_shard shards[TS_MAP_SHARDS];
+} ts_block_map;
 int ts_map_init(ts_block_map *m);
 void ts_map_destroy(ts_block_map *m);
-int ts_map_put(ts_block_map *m, uint64_t key, ts_block *b);   /* takes the shard lock */
-ts_block *ts_map_take(ts_block_map *m, uint64_t key);          /* removes */
+int ts_map_put(ts_block_map *m, uint64_t key, ts_block *b); /* takes the shard lock */
+ts_block *ts_map_take(ts_block_map *m, uint64_t key);       /* removes */
 ts_block *ts_map_get(ts_block_map *m, uint64_t key);
 /* Lock-free lookup (seqlock read): the record mapped to key at one instant. */
 ts_block *ts_map_find(ts_block_map *m, uint64_t key);
@@ -222,11 +224,11 @@ void ts_spin_unlock(int *l);
  * segment from seg_alloc. */
 typedef struct ts_page {
     uint64_t handle;
-    uint32_t refs;                    /* live or thread-cached blocks touching the page */
+    uint32_t refs; /* live or thread-cached blocks touching the page */
     uint8_t mapped;
-    uint8_t fresh;                    /* mapped by the ts_seg_pages_get in progress */
-    int32_t iprev, inext;             /* idle LRU (mapped, refs == 0) */
-    uint64_t idle_seq;                /* free sequence at which it became idle */
+    uint8_t fresh;        /* mapped by the ts_seg_pages_get in progress */
+    int32_t iprev, inext; /* idle LRU (mapped, refs == 0) */
+    uint64_t idle_seq;    /* free sequence at which it became idle */
 } ts_page;
 typedef struct ts_segment {
     uint64_t base, size;
@@ -236,16 +238,16 @@ typedef struct ts_segment {
 } ts_segment;
 
 /* Fences over the registered streams. */
-#define TS_MAX_STREAMS 1024   /* registered streams per pool (PyTorch: ~100 per device) */
+#define TS_MAX_STREAMS 1024 /* registered streams per pool (PyTorch: ~100 per device) */
 #define TS_MAX_BATCHES 4
 typedef struct ts_stream_ent {
     uint64_t stream;
     bool capturing;
-    ts_index *pending;                /* stream-ordered frees reusable on this stream */
+    ts_index *pending; /* stream-ordered frees reusable on this stream */
 } ts_stream_ent;
 typedef struct ts_fence_batch {
-    uint64_t seq;                     /* frees up to seq are safe when all fences are done */
-    uint64_t epoch;                   /* fence epoch begun just before its records */
+    uint64_t seq;   /* frees up to seq are safe when all fences are done */
+    uint64_t epoch; /* fence epoch begun just before its records */
     int nfences;
     uint64_t fences[TS_MAX_STREAMS];
     uint64_t streams[TS_MAX_STREAMS];
@@ -261,7 +263,7 @@ struct ts_pool {
     uint64_t gran;
     /* expandable */
     uint64_t va_base, va_size;
-    ts_segment arena[2];              /* [TS_KIND_LARGE], [TS_KIND_SMALL] */
+    ts_segment arena[2]; /* [TS_KIND_LARGE], [TS_KIND_SMALL] */
     ts_page *pages;
     uint64_t npages;
     int32_t idle_head, idle_tail;
@@ -277,8 +279,8 @@ struct ts_pool {
     ts_stream_ent streams[TS_MAX_STREAMS];
     int nstreams, ncapturing;
     uint64_t seq, safe_seq;
-    ts_block *q_head, *q_tail;        /* pending FIFO, oldest first */
-    ts_fence_batch *batches;          /* ring of TS_MAX_BATCHES */
+    ts_block *q_head, *q_tail; /* pending FIFO, oldest first */
+    ts_fence_batch *batches;   /* ring of TS_MAX_BATCHES */
     int batch_first, batch_count;
     /* Fence epochs for thread-cached synchronous frees: fence_epoch is bumped
      * (under the lock) when a fence check begins; safe_epoch is the epoch of
@@ -294,7 +296,7 @@ struct ts_pool {
     uint64_t peak_reserved, peak_held, held_at_peak;
     uint64_t live_blocks, allocs, frees, cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
-    uint64_t idle_queries;            /* stream_idle calls (provider) */
+    uint64_t idle_queries; /* stream_idle calls (provider) */
     uint64_t tc_hits_flushed;
     ts_oom_report last_oom;
 };
@@ -341,7 +343,7 @@ bool ts_tcache_free_sync(ts_pool *p, ts_block *b, uint64_t stream);
 /* ts_tcache_alloc's answer when it missed only because cached synchronous
  * frees of that size wait for a fence check. */
 #define TS_TC_STALE 2
-void ts_tcache_flush_all(ts_pool *p);       /* with p->lock held */
+void ts_tcache_flush_all(ts_pool *p); /* with p->lock held */
 uint64_t ts_tcache_bytes(ts_pool *p);
 uint64_t ts_tcache_hits(ts_pool *p);
 void ts_tcache_detach_all(ts_pool *p);
@@ -359,12 +361,12 @@ static inline uint64_t ts_round_up(uint64_t x, uint64_t a) { return (x + a - 1) 
 /* A live block of an expandable pool and the pages under it, seen under the
  * pool's lock. */
 typedef struct ts_seg_block_view {
-    uint64_t base, size;              /* the block */
-    uint64_t stream;                  /* its allocation stream (devmem.c: UINT64_MAX = synchronous) */
+    uint64_t base, size; /* the block */
+    uint64_t stream;     /* its allocation stream (devmem.c: UINT64_MAX = synchronous) */
     uint64_t first_page_va, gran;
     uint64_t npages;
     int device;
-    const ts_page *pages;             /* npages entries, all mapped */
+    const ts_page *pages; /* npages entries, all mapped */
 } ts_seg_block_view;
 /* Finds the expandable pool whose virtual range holds ptr and, under its
  * lock, the live block holding ptr; calls fn (still under the lock) and
@@ -375,7 +377,7 @@ int ts_seg_with_live_block(uint64_t ptr, int no_block,
 /* Called under the pool's lock when [addr, addr+size) stops being live
  * memory (a block freed, the pool destroyed) while ts_seg_live_exports > 0. */
 extern void (*ts_seg_export_gone)(ts_pool *p, uint64_t addr, uint64_t size);
-extern unsigned ts_seg_live_exports;  /* atomic: exports alive in the process */
+extern unsigned ts_seg_live_exports; /* atomic: exports alive in the process */
 /* True if the block at addr is exported: its free must reach
  * ts_seg_pages_put (not a thread cache, which would hand the same address to
  * the next allocation of that size while the handle still opens it).  One

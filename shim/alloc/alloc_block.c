@@ -55,7 +55,7 @@ ts_block *ts_block_split(ts_block_slab *s, ts_block *b, uint64_t size)
         return NULL;
     ts_block *r = ts_block_new(s);
     if (!r)
-        return NULL;   /* keeping the block whole is always correct */
+        return NULL; /* keeping the block whole is always correct */
     r->addr = b->addr + size;
     r->size = b->size - size;
     r->seg = b->seg;

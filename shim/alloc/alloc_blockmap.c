@@ -16,14 +16,11 @@ void ts_spin_lock(int *l)
             __builtin_ia32_pause();
 }
 
-void ts_spin_unlock(int *l)
-{
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
+void ts_spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
 static inline uint64_t mix(uint64_t k)
 {
-    k >>= 9;   /* blocks are 512-aligned */
+    k >>= 9; /* blocks are 512-aligned */
     k ^= k >> 31;
     k *= 0x9e3779b97f4a7c15ull;
     return k ^ (k >> 29);
@@ -58,10 +55,7 @@ ts_map_shard *ts_map_lock(ts_block_map *m, uint64_t key)
     return s;
 }
 
-void ts_map_unlock(ts_map_shard *s)
-{
-    ts_spin_unlock(&s->lock);
-}
+void ts_map_unlock(ts_map_shard *s) { ts_spin_unlock(&s->lock); }
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -86,10 +80,7 @@ static void write_begin(ts_map_shard *s)
     __atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
-static void write_end(ts_map_shard *s)
-{
-    __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
-}
+static void write_end(ts_map_shard *s) { __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE); }
 
 ts_block *ts_map_find(ts_block_map *m, uint64_t key)
 {

@@ -17,8 +17,8 @@ struct ts_cuda_provider {
     ts_cuda_fns fn;
     ts_page_provider table;
     int device;
-    CUmemAllocationProp prop;   /* requestedHandleTypes: POSIX fd while the driver takes it */
-    CUevent *spare;          /* released events, reused by fence_record */
+    CUmemAllocationProp prop; /* requestedHandleTypes: POSIX fd while the driver takes it */
+    CUevent *spare;           /* released events, reused by fence_record */
     size_t nspare, capspare;
 };
 
@@ -33,7 +33,7 @@ static int c_gran(void *ctx, uint64_t *bytes)
     size_t g = 0;
     CUresult r = c->fn.cuMemGetAllocationGranularity(&g, &c->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
     if (r != CUDA_SUCCESS && c->prop.requestedHandleTypes) {
-        c->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;   /* not exportable here */
+        c->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE; /* not exportable here */
         r = c->fn.cuMemGetAllocationGranularity(&g, &c->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
     }
     *bytes = g;
@@ -182,19 +182,26 @@ ts_cuda_provider *ts_cuda_provider_create(const ts_cuda_fns *fns, int device)
     if (ts_cuda_pages_exportable)
         c->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     c->table = (ts_page_provider){
-        .ctx = c, .granularity = c_gran, .reserve = c_reserve, .unreserve = c_unreserve,
-        .create = c_create, .release = c_release, .map = c_map, .unmap = c_unmap,
-        .set_access = c_set_access, .seg_alloc = c_seg_alloc, .seg_free = c_seg_free,
-        .fence_record = c_fence_record, .fence_query = c_fence_query,
-        .fence_wait = c_fence_wait, .fence_release = c_fence_release,
+        .ctx = c,
+        .granularity = c_gran,
+        .reserve = c_reserve,
+        .unreserve = c_unreserve,
+        .create = c_create,
+        .release = c_release,
+        .map = c_map,
+        .unmap = c_unmap,
+        .set_access = c_set_access,
+        .seg_alloc = c_seg_alloc,
+        .seg_free = c_seg_free,
+        .fence_record = c_fence_record,
+        .fence_query = c_fence_query,
+        .fence_wait = c_fence_wait,
+        .fence_release = c_fence_release,
     };
     return c;
 }
 
-const ts_page_provider *ts_cuda_provider_table(ts_cuda_provider *c)
-{
-    return &c->table;
-}
+const ts_page_provider *ts_cuda_provider_table(ts_cuda_provider *c) { return &c->table; }
 
 void ts_cuda_provider_destroy(ts_cuda_provider *c)
 {

@@ -181,7 +181,7 @@ static bool batch_complete(ts_pool *p, ts_fence_batch *bt, bool wait)
             rc = TS_PCALL(p, fence_query, bt->fences[i]);
         }
         if (rc != TS_FENCE_DONE)
-            return false;   /* pending, or an error: never assume done */
+            return false; /* pending, or an error: never assume done */
         bt->done[i] = 1;
         p->prov.fence_release(p->prov.ctx, bt->fences[i]);
         bt->fences[i] = 0;

@@ -7,10 +7,7 @@
 
 #define SCAN_LIMIT 16
 
-void ts_index_init(ts_index *ix)
-{
-    __builtin_memset(ix, 0, sizeof *ix);
-}
+void ts_index_init(ts_index *ix) { __builtin_memset(ix, 0, sizeof *ix); }
 
 void ts_index_class(uint64_t size, int *fl, int *sl)
 {

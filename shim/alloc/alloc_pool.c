@@ -14,8 +14,10 @@ static int pool_ids;
 
 const char *ts_alloc_mode_name(int mode)
 {
-    return mode == TS_ALLOC_EXPANDABLE ? "expandable" : mode == TS_ALLOC_CACHING ? "caching"
-         : mode == TS_ALLOC_OFF ? "off" : "?";
+    return mode == TS_ALLOC_EXPANDABLE ? "expandable"
+           : mode == TS_ALLOC_CACHING  ? "caching"
+           : mode == TS_ALLOC_OFF      ? "off"
+                                       : "?";
 }
 
 ts_pool *ts_pool_create(const ts_pool_config *cfg, const ts_page_provider *prov, int *status)
@@ -25,14 +27,14 @@ ts_pool *ts_pool_create(const ts_pool_config *cfg, const ts_page_provider *prov,
     if (!cfg || !prov || cfg->mode < 0 || cfg->mode > TS_ALLOC_OFF || !cfg->capacity)
         goto out;
     if (cfg->mode == TS_ALLOC_EXPANDABLE
-        ? !(prov->granularity && prov->reserve && prov->unreserve && prov->create && prov->release
-            && prov->map && prov->unmap && prov->set_access)
-        : !(prov->seg_alloc && prov->seg_free))
+            ? !(prov->granularity && prov->reserve && prov->unreserve && prov->create && prov->release
+                && prov->map && prov->unmap && prov->set_access)
+            : !(prov->seg_alloc && prov->seg_free))
         goto out;
     if (!prov->fence_record || !prov->fence_query || !prov->fence_wait || !prov->fence_release)
         goto out;
     st = TS_ALLOC_ERROR;
-    p = aligned_alloc(_Alignof(ts_pool), sizeof *p);   /* its shards and epochs are line-aligned */
+    p = aligned_alloc(_Alignof(ts_pool), sizeof *p); /* its shards and epochs are line-aligned */
     if (p)
         memset(p, 0, sizeof *p);
     if (!p || !(p->batches = calloc(TS_MAX_BATCHES, sizeof *p->batches)))
@@ -178,7 +180,8 @@ static uint64_t release_free_segments(ts_pool *p)
 static uint64_t safe_idle_pages(ts_pool *p, uint64_t want, uint64_t addr, uint64_t size)
 {
     uint64_t n = 0;
-    int64_t f = (int64_t)((addr - p->va_base) / p->gran), l = (int64_t)((addr + size - 1 - p->va_base) / p->gran);
+    int64_t f = (int64_t)((addr - p->va_base) / p->gran),
+            l = (int64_t)((addr + size - 1 - p->va_base) / p->gran);
     for (int32_t i = p->idle_head; i >= 0 && n < want && p->pages[i].idle_seq <= p->safe_seq;
          i = p->pages[i].inext)
         n += i < f || i > l;
@@ -324,7 +327,7 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
                 if (!rc)
                     continue;
             } else {
-                rc = TS_PROV_OOM;   /* virtual range exhausted */
+                rc = TS_PROV_OOM; /* virtual range exhausted */
             }
         }
         if (!rc) {

@@ -66,7 +66,7 @@ typedef struct ts_fake_counters {
     uint64_t creates, releases, maps, unmaps, set_access, reserves, unreserves;
     uint64_t seg_allocs, seg_frees, fence_records, fence_queries, fence_waits;
     uint64_t live_handles, mapped_pages, phys_bytes, phys_peak, seg_bytes, live_fences;
-    uint64_t misuse;          /* calls real CUDA would reject */
+    uint64_t misuse;             /* calls real CUDA would reject */
     uint64_t fence_on_capturing; /* fence operations on a stream marked capturing */
 } ts_fake_counters;
 
@@ -104,19 +104,21 @@ extern bool ts_cuda_pages_exportable;
 typedef struct ts_cuda_fns {
     CUresult (*cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
     CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
-    CUresult (*cuMemCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+    CUresult (*cuMemCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+                            unsigned long long);
     CUresult (*cuMemRelease)(CUmemGenericAllocationHandle);
     CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
     CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
     CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
-    CUresult (*cuMemGetAllocationGranularity)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
-    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);          /* cuMemAlloc_v2 */
-    CUresult (*cuMemFree)(CUdeviceptr);                     /* cuMemFree_v2 */
+    CUresult (*cuMemGetAllocationGranularity)(size_t *, const CUmemAllocationProp *,
+                                              CUmemAllocationGranularity_flags);
+    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t); /* cuMemAlloc_v2 */
+    CUresult (*cuMemFree)(CUdeviceptr);            /* cuMemFree_v2 */
     CUresult (*cuEventCreate)(CUevent *, unsigned int);
     CUresult (*cuEventRecord)(CUevent, CUstream);
     CUresult (*cuEventQuery)(CUevent);
     CUresult (*cuEventSynchronize)(CUevent);
-    CUresult (*cuEventDestroy)(CUevent);                    /* cuEventDestroy_v2 */
+    CUresult (*cuEventDestroy)(CUevent); /* cuEventDestroy_v2 */
 } ts_cuda_fns;
 typedef struct ts_cuda_provider ts_cuda_provider;
 /* NULL if a needed entry point is missing (cuMemAlloc/cuMemFree may be NULL

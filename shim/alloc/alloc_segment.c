@@ -33,7 +33,8 @@ static void seg_unregister(ts_pool *p)
 {
     for (int i = 0; i < SEG_MAX_POOLS; i++) {
         ts_pool *mine = p;
-        if (__atomic_compare_exchange_n(&seg_pools[i], &mine, NULL, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        if (__atomic_compare_exchange_n(&seg_pools[i], &mine, NULL, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
             return;
     }
 }
@@ -84,9 +85,14 @@ int ts_seg_with_live_block(uint64_t ptr, int no_block,
         if (b) {
             uint64_t f = (b->addr - p->va_base) / p->gran, l = (b->addr + b->size - 1 - p->va_base) / p->gran;
             ts_seg_block_view v = {
-                .base = b->addr, .size = b->size, .stream = b->stream,
-                .first_page_va = p->va_base + f * p->gran, .gran = p->gran,
-                .npages = l - f + 1, .device = p->cfg.device, .pages = &p->pages[f],
+                .base = b->addr,
+                .size = b->size,
+                .stream = b->stream,
+                .first_page_va = p->va_base + f * p->gran,
+                .gran = p->gran,
+                .npages = l - f + 1,
+                .device = p->cfg.device,
+                .pages = &p->pages[f],
             };
             rc = fn(arg, p, &v);
         }
@@ -148,7 +154,7 @@ int ts_seg_init_arenas(ts_pool *p)
     for (uint64_t i = 0; i < p->npages; i++)
         p->pages[i].iprev = p->pages[i].inext = -1;
     p->idle_head = p->idle_tail = -1;
-    uint64_t bounds[2][2] = {{p->va_base + small, total - small}, {p->va_base, small}};
+    uint64_t bounds[2][2] = { { p->va_base + small, total - small }, { p->va_base, small } };
     for (int k = 0; k < 2; k++) {
         ts_segment *s = &p->arena[k];
         s->base = bounds[k][0];
@@ -290,7 +296,7 @@ void ts_seg_pages_put(ts_pool *p, uint64_t addr, uint64_t size, uint64_t seq)
 {
     uint64_t g = p->gran;
     uint64_t f = (addr - p->va_base) / g, l = (addr + size - 1 - p->va_base) / g;
-    seg_gone(p, addr, size);   /* before the pages can move to another block */
+    seg_gone(p, addr, size); /* before the pages can move to another block */
     for (uint64_t i = f; i <= l; i++) {
         ts_page *pg = &p->pages[i];
         if (--pg->refs == 0) {

@@ -25,7 +25,8 @@ static uint64_t largest_usable_free(ts_pool *p)
 {
     if (p->cfg.mode != TS_ALLOC_EXPANDABLE)
         return ts_index_largest(&p->index[0]) > ts_index_largest(&p->index[1])
-             ? ts_index_largest(&p->index[0]) : ts_index_largest(&p->index[1]);
+                   ? ts_index_largest(&p->index[0])
+                   : ts_index_largest(&p->index[1]);
     uint64_t best = 0;
     for (int k = 0; k < 2; k++)
         for (int fl = TS_IDX_FL - 1; fl >= 0; fl--)
@@ -53,7 +54,9 @@ void ts_pool_stats(ts_pool *p, ts_alloc_stats *o)
     o->largest_free_block = largest_usable_free(p);
     o->pending_bytes = p->pending_bytes;
     o->live_blocks = p->live_blocks;
-    o->segments = p->cfg.mode == TS_ALLOC_CACHING ? p->nsegs : p->cfg.mode == TS_ALLOC_OFF ? p->live_blocks : 2;
+    o->segments = p->cfg.mode == TS_ALLOC_CACHING ? p->nsegs
+                  : p->cfg.mode == TS_ALLOC_OFF   ? p->live_blocks
+                                                  : 2;
     o->mapped_pages = p->mapped_count;
     o->idle_pages = p->idle_count;
     o->allocs = p->allocs;

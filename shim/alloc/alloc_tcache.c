@@ -26,17 +26,17 @@
 #define TC_MAX_POOLS 64
 
 typedef struct ts_tcache {
-    int lock;                            /* thread exit vs pool destroy only */
-    int flush_req;                       /* set by the pool, read by the owner */
-    ts_pool *pool;                       /* NULL once the pool is gone */
-    struct ts_tcache *next, *prev;       /* the pool's list (under registry) */
-    uint64_t bytes, hits;                /* written by the owner, read by stats */
+    int lock;                      /* thread exit vs pool destroy only */
+    int flush_req;                 /* set by the pool, read by the owner */
+    ts_pool *pool;                 /* NULL once the pool is gone */
+    struct ts_tcache *next, *prev; /* the pool's list (under registry) */
+    uint64_t bytes, hits;          /* written by the owner, read by stats */
     /* A slot's keys on lines of their own: a lookup reads one line of sizes
      * and touches no block record until it has found its block. */
     struct tc_slot {
-        uint64_t size[TC_WAYS];          /* 0: empty way */
+        uint64_t size[TC_WAYS]; /* 0: empty way */
         uint64_t stream[TC_WAYS];
-        uint64_t epoch[TC_WAYS];         /* TC_ASYNC, or a synchronous free's stamp */
+        uint64_t epoch[TC_WAYS]; /* TC_ASYNC, or a synchronous free's stamp */
         ts_block *block[TC_WAYS];
     } slot[TC_SLOTS];
 } __attribute__((aligned(64))) ts_tcache;
@@ -114,10 +114,7 @@ static void thread_exit(void *arg)
     }
 }
 
-static void make_key(void)
-{
-    pthread_key_create(&tc_key, thread_exit);
-}
+static void make_key(void) { pthread_key_create(&tc_key, thread_exit); }
 
 static ts_tcache *get_tc(ts_pool *p, bool create)
 {
@@ -139,7 +136,7 @@ static ts_tcache *get_tc(ts_pool *p, bool create)
     p->tcaches = tc;
     pthread_mutex_unlock(&registry);
     tls_tc[p->id] = tc;
-    pthread_setspecific(tc_key, tc);   /* any non-NULL value runs thread_exit */
+    pthread_setspecific(tc_key, tc); /* any non-NULL value runs thread_exit */
     return tc;
 }
 
@@ -172,7 +169,8 @@ int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr)
         }
         /* acquire: the check that proved a synchronous free safe happened
          * before this reuse */
-        if (sl->epoch[w] != TC_ASYNC && sl->epoch[w] >= __atomic_load_n(&p->ep.safe_epoch, __ATOMIC_ACQUIRE)) {
+        if (sl->epoch[w] != TC_ASYNC
+            && sl->epoch[w] >= __atomic_load_n(&p->ep.safe_epoch, __ATOMIC_ACQUIRE)) {
             stale++;
             continue;
         }
@@ -218,10 +216,7 @@ static bool park(ts_pool *p, ts_block *b, uint64_t stream, uint64_t epoch)
     return false;
 }
 
-bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream)
-{
-    return park(p, b, stream, TC_ASYNC);
-}
+bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream) { return park(p, b, stream, TC_ASYNC); }
 
 bool ts_tcache_free_sync(ts_pool *p, ts_block *b, uint64_t stream)
 {

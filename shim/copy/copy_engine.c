@@ -25,7 +25,7 @@ enum {
     /* The first piece of a synchronous entry point is a synchronous copy
      * (transfer_sync): nothing overlaps it, so it is kept small. */
     FIRST_SYNC_PIECE = 256 << 10,
-    SYNC_AHEAD = 3,   /* chunks a synchronous H2D stages ahead of its transfers (run_h2d) */
+    SYNC_AHEAD = 3, /* chunks a synchronous H2D stages ahead of its transfers (run_h2d) */
 };
 
 /* Bytes of the next piece: a whole chunk, or FIRST_SYNC_PIECE for the
@@ -44,34 +44,40 @@ bool ts_copy_wanted(uint64_t bytes)
     return c->pinned_copy && bytes > 0 && bytes >= c->pinned_copy_min;
 }
 
-static size_t extent(size_t width, size_t height, size_t pitch)
-{
-    return pitch * (height - 1) + width;
-}
+static size_t extent(size_t width, size_t height, size_t pitch) { return pitch * (height - 1) + width; }
 
 static bool is_1d(const struct ts_copy_req *q) { return q->height == 1; }
 
 enum ts_copy_engine_dir ts_copy_classify(const struct ts_copy_req *q, enum ts_copy_engine_dir dir)
 {
-    if (!q->dst || !q->src || q->width == 0 || q->height == 0) return TS_CE_NONE;
-    if (q->height > 1 && (q->dpitch < q->width || q->spitch < q->width)) return TS_CE_NONE;
-    if (!is_1d(q) && q->width > ts_staging_chunk()) return TS_CE_NONE;
+    if (!q->dst || !q->src || q->width == 0 || q->height == 0)
+        return TS_CE_NONE;
+    if (q->height > 1 && (q->dpitch < q->width || q->spitch < q->width))
+        return TS_CE_NONE;
+    if (!is_1d(q) && q->width > ts_staging_chunk())
+        return TS_CE_NONE;
     ts_fn_cuCtxGetCurrent get_ctx = REAL(cuCtxGetCurrent);
     CUcontext ctx = NULL;
     /* No current context: this thread has not used CUDA yet; the original
      * call sets it up. */
-    if (!get_ctx || get_ctx(&ctx) != CUDA_SUCCESS || !ctx) return TS_CE_NONE;
+    if (!get_ctx || get_ctx(&ctx) != CUDA_SUCCESS || !ctx)
+        return TS_CE_NONE;
     enum ts_host_class dk = ts_hostclass(q->dst), sk = ts_hostclass(q->src);
     if (dir == TS_CE_NONE) {
-        if (sk == TS_HC_PAGEABLE && dk == TS_HC_DEVICE) dir = TS_CE_H2D;
-        else if (dk == TS_HC_PAGEABLE && sk == TS_HC_DEVICE) dir = TS_CE_D2H;
-        else return TS_CE_NONE;
+        if (sk == TS_HC_PAGEABLE && dk == TS_HC_DEVICE)
+            dir = TS_CE_H2D;
+        else if (dk == TS_HC_PAGEABLE && sk == TS_HC_DEVICE)
+            dir = TS_CE_D2H;
+        else
+            return TS_CE_NONE;
     }
     size_t dext = extent(q->width, q->height, q->dpitch), sext = extent(q->width, q->height, q->spitch);
     if (dir == TS_CE_H2D) {
-        if (sk != TS_HC_PAGEABLE || !ts_hostclass_device_range(q->dst, dext)) return TS_CE_NONE;
+        if (sk != TS_HC_PAGEABLE || !ts_hostclass_device_range(q->dst, dext))
+            return TS_CE_NONE;
     } else {
-        if (dk != TS_HC_PAGEABLE || !ts_hostclass_device_range(q->src, sext)) return TS_CE_NONE;
+        if (dk != TS_HC_PAGEABLE || !ts_hostclass_device_range(q->src, sext))
+            return TS_CE_NONE;
     }
     /* During capture a copy becomes a graph node: pass through.  An error
      * here (e.g. the legacy stream while another stream captures) also means
@@ -93,12 +99,14 @@ static bool next_piece(const struct ts_copy_req *q, const struct piece *done, st
 {
     if (is_1d(q)) {
         size_t off = done->off + done->len;
-        if (off >= q->width) return false;
-        *p = (struct piece){.off = off, .len = q->width - off < chunk ? q->width - off : chunk};
+        if (off >= q->width)
+            return false;
+        *p = (struct piece){ .off = off, .len = q->width - off < chunk ? q->width - off : chunk };
     } else {
         size_t row = done->row + done->rows, per = chunk / q->width ? chunk / q->width : 1;
-        if (row >= q->height) return false;
-        *p = (struct piece){.row = row, .rows = q->height - row < per ? q->height - row : per};
+        if (row >= q->height)
+            return false;
+        *p = (struct piece){ .row = row, .rows = q->height - row < per ? q->height - row : per };
         p->len = p->rows * q->width;
     }
     return true;
@@ -111,7 +119,8 @@ static void pack_rows(char *dst, const char *src, size_t pitch, size_t width, si
         ts_copy_pool_memcpy(dst, src, width * rows);
         return;
     }
-    for (size_t r = 0; r < rows; r++) memcpy(dst + r * width, src + r * pitch, width);
+    for (size_t r = 0; r < rows; r++)
+        memcpy(dst + r * width, src + r * pitch, width);
 }
 
 static void unpack_rows(char *dst, const char *src, size_t pitch, size_t width, size_t rows)
@@ -120,13 +129,15 @@ static void unpack_rows(char *dst, const char *src, size_t pitch, size_t width, 
         ts_copy_pool_memcpy_out(dst, src, width * rows);
         return;
     }
-    for (size_t r = 0; r < rows; r++) memcpy(dst + r * pitch, src + r * width, width);
+    for (size_t r = 0; r < rows; r++)
+        memcpy(dst + r * pitch, src + r * width, width);
 }
 
 static CUresult queue_2d(const struct ts_copy_req *q, const struct piece *p, void *staging, bool h2d)
 {
     ts_fn_cuMemcpy2DAsync_v2 copy2d = REAL(cuMemcpy2DAsync_v2);
-    if (!copy2d) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!copy2d)
+        return CUDA_ERROR_NOT_SUPPORTED;
     CUDA_MEMCPY2D m;
     memset(&m, 0, sizeof m);
     m.WidthInBytes = q->width;
@@ -151,7 +162,8 @@ static CUresult queue_2d(const struct ts_copy_req *q, const struct piece *p, voi
 
 static CUresult queue_transfer(const struct ts_copy_req *q, const struct piece *p, void *staging, bool h2d)
 {
-    if (!is_1d(q)) return queue_2d(q, p, staging, h2d);
+    if (!is_1d(q))
+        return queue_2d(q, p, staging, h2d);
     if (h2d) {
         ts_fn_cuMemcpyHtoDAsync_v2 htod = REAL(cuMemcpyHtoDAsync_v2);
         return htod ? htod((CUdeviceptr)(uintptr_t)(q->dst + p->off), staging, p->len, q->stream)
@@ -174,7 +186,8 @@ static CUresult transfer_sync(const struct ts_copy_req *q, const struct piece *p
     bool pt = q->stream == CU_STREAM_PER_THREAD;
     if (!is_1d(q)) {
         ts_fn_cuMemcpy2D_v2 copy2d = pt ? REAL(cuMemcpy2D_v2_ptds) : REAL(cuMemcpy2D_v2);
-        if (!copy2d) return CUDA_ERROR_NOT_SUPPORTED;
+        if (!copy2d)
+            return CUDA_ERROR_NOT_SUPPORTED;
         CUDA_MEMCPY2D m;
         memset(&m, 0, sizeof m);
         m.WidthInBytes = q->width;
@@ -192,7 +205,8 @@ static CUresult transfer_sync(const struct ts_copy_req *q, const struct piece *p
     }
     if (h2d) {
         ts_fn_cuMemcpyHtoD_v2 htod = pt ? REAL(cuMemcpyHtoD_v2_ptds) : REAL(cuMemcpyHtoD_v2);
-        return htod ? htod((CUdeviceptr)(uintptr_t)(q->dst + p->off), staging, p->len) : CUDA_ERROR_NOT_SUPPORTED;
+        return htod ? htod((CUdeviceptr)(uintptr_t)(q->dst + p->off), staging, p->len)
+                    : CUDA_ERROR_NOT_SUPPORTED;
     }
     ts_fn_cuMemcpyDtoH_v2 dtoh = pt ? REAL(cuMemcpyDtoH_v2_ptds) : REAL(cuMemcpyDtoH_v2);
     return dtoh ? dtoh(staging, (CUdeviceptr)(uintptr_t)(q->src + p->off), p->len) : CUDA_ERROR_NOT_SUPPORTED;
@@ -220,37 +234,47 @@ static void run_h2d(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
             uint64_t t0 = ts_now_ns();
             CUresult r = ts_staging_wait(b);
             st->staging_wait_ns += ts_now_ns() - t0;
-            if (r != CUDA_SUCCESS) break;   /* a failed device: the original call reports it */
+            if (r != CUDA_SUCCESS)
+                break; /* a failed device: the original call reports it */
             oldest = (oldest + 1) % SYNC_AHEAD;
         } else {
             b = ts_staging_acquire(ctx, &st->staging_wait_ns);
-            if (!b) break;
+            if (!b)
+                break;
         }
         char *buf = ts_staging_ptr(b);
-        if (is_1d(q)) ts_copy_pool_memcpy(buf, q->src + p.off, p.len);
-        else pack_rows(buf, q->src + p.row * q->spitch, q->spitch, q->width, p.rows);
+        if (is_1d(q))
+            ts_copy_pool_memcpy(buf, q->src + p.off, p.len);
+        else
+            pack_rows(buf, q->src + p.row * q->spitch, q->spitch, q->width, p.rows);
         if (first_sync) {
             CUresult r = transfer_sync(q, &p, buf, true);
-            ts_staging_release(b);   /* the copy is complete: nothing reads it any more */
-            if (r != CUDA_SUCCESS) break;
+            ts_staging_release(b); /* the copy is complete: nothing reads it any more */
+            if (r != CUDA_SUCCESS)
+                break;
         } else {
             if (queue_transfer(q, &p, buf, true) != CUDA_SUCCESS) {
-                if (!in_held) ts_staging_release(b);   /* nothing queued reads it */
+                if (!in_held)
+                    ts_staging_release(b); /* nothing queued reads it */
                 break;
             }
             if (ts_staging_record(b, q->stream) != CUDA_SUCCESS) {
                 /* Cannot track this transfer alone: wait for the stream. */
                 ts_fn_cuStreamSynchronize sync = REAL(cuStreamSynchronize);
-                if (sync) sync(q->stream);
+                if (sync)
+                    sync(q->stream);
             }
-            if (own && !in_held) held[n_held++] = b;
-            else if (!own) ts_staging_release(b);
+            if (own && !in_held)
+                held[n_held++] = b;
+            else if (!own)
+                ts_staging_release(b);
         }
         *done = p;
         st->bytes += p.len;
         st->chunks++;
     }
-    for (int i = 0; i < n_held; i++) ts_staging_release(held[i]);   /* reusable once their events complete */
+    for (int i = 0; i < n_held; i++)
+        ts_staging_release(held[i]); /* reusable once their events complete */
 }
 
 static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *done, struct ts_copy_stats *st)
@@ -264,16 +288,20 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
     bool stop = false;
     if (q->sync) {
         struct piece p;
-        if (!next_piece(q, done, &p, piece_limit(q, st))) return;
+        if (!next_piece(q, done, &p, piece_limit(q, st)))
+            return;
         struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
-        if (!b) return;
+        if (!b)
+            return;
         char *buf = ts_staging_ptr(b);
         if (transfer_sync(q, &p, buf, false) != CUDA_SUCCESS) {
             ts_staging_release(b);
             return;
         }
-        if (is_1d(q)) ts_copy_pool_memcpy_out(q->dst + p.off, buf, p.len);
-        else unpack_rows(q->dst + p.row * q->dpitch, buf, q->dpitch, q->width, p.rows);
+        if (is_1d(q))
+            ts_copy_pool_memcpy_out(q->dst + p.off, buf, p.len);
+        else
+            unpack_rows(q->dst + p.row * q->dpitch, buf, q->dpitch, q->width, p.rows);
         ts_staging_release(b);
         *done = issued = p;
         st->bytes += p.len;
@@ -306,7 +334,8 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
             count++;
             issued = p;
         }
-        if (count == 0) return;
+        if (count == 0)
+            return;
         struct ts_staging_buf *b = fifo[head].b;
         struct piece cur = fifo[head].p;
         head = (head + 1) % PIPE_DEPTH;
@@ -324,8 +353,10 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
             return;
         }
         const char *buf = ts_staging_ptr(b);
-        if (is_1d(q)) ts_copy_pool_memcpy_out(q->dst + cur.off, buf, cur.len);
-        else unpack_rows(q->dst + cur.row * q->dpitch, buf, q->dpitch, q->width, cur.rows);
+        if (is_1d(q))
+            ts_copy_pool_memcpy_out(q->dst + cur.off, buf, cur.len);
+        else
+            unpack_rows(q->dst + cur.row * q->dpitch, buf, q->dpitch, q->width, cur.rows);
         ts_staging_release(b);
         *done = cur;
         st->bytes += cur.len;
@@ -333,10 +364,10 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
     }
 }
 
-void ts_copy_run(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, size_t *done_rows, size_t *done_bytes,
-                 struct ts_copy_stats *st)
+void ts_copy_run(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, size_t *done_rows,
+                 size_t *done_bytes, struct ts_copy_stats *st)
 {
-    struct piece done = {0};
+    struct piece done = { 0 };
     memset(st, 0, sizeof *st);
     st->dir = dir;
     st->sync = q->sync;
@@ -347,11 +378,15 @@ void ts_copy_run(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, size_
      * (transfer_sync): the stream sync before the copy, and the capture rules
      * of synchronous calls. */
     if (go) {
-        if (dir == TS_CE_H2D) run_h2d(q, ctx, &done, st);
-        else if (dir == TS_CE_D2H) run_d2h(q, ctx, &done, st);
+        if (dir == TS_CE_H2D)
+            run_h2d(q, ctx, &done, st);
+        else if (dir == TS_CE_D2H)
+            run_d2h(q, ctx, &done, st);
     }
-    if (done_bytes) *done_bytes = is_1d(q) ? done.off + done.len : 0;
-    if (done_rows) *done_rows = is_1d(q) ? (done.off + done.len == q->width) : done.row + done.rows;
+    if (done_bytes)
+        *done_bytes = is_1d(q) ? done.off + done.len : 0;
+    if (done_rows)
+        *done_rows = is_1d(q) ? (done.off + done.len == q->width) : done.row + done.rows;
 }
 
 static uint64_t total_bytes, total_chunks, total_wait_ns;
@@ -379,7 +414,10 @@ void ts_copy_note(int api, const struct ts_copy_stats *st, uint64_t host_blocked
 
 void ts_copy_totals(uint64_t *bytes, uint64_t *chunks, uint64_t *staging_wait_ns)
 {
-    if (bytes) *bytes = __atomic_load_n(&total_bytes, __ATOMIC_RELAXED);
-    if (chunks) *chunks = __atomic_load_n(&total_chunks, __ATOMIC_RELAXED);
-    if (staging_wait_ns) *staging_wait_ns = __atomic_load_n(&total_wait_ns, __ATOMIC_RELAXED);
+    if (bytes)
+        *bytes = __atomic_load_n(&total_bytes, __ATOMIC_RELAXED);
+    if (chunks)
+        *chunks = __atomic_load_n(&total_chunks, __ATOMIC_RELAXED);
+    if (staging_wait_ns)
+        *staging_wait_ns = __atomic_load_n(&total_wait_ns, __ATOMIC_RELAXED);
 }

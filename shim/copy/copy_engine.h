@@ -31,16 +31,16 @@ struct ts_copy_req {
     char *dst;
     const char *src;
     size_t width, height, dpitch, spitch;
-    CUstream stream;   /* already resolved: CU_STREAM_LEGACY / CU_STREAM_PER_THREAD / a stream */
-    bool sync;         /* a non-Async entry point */
+    CUstream stream; /* already resolved: CU_STREAM_LEGACY / CU_STREAM_PER_THREAD / a stream */
+    bool sync;       /* a non-Async entry point */
 };
 
 /* What a converted copy did, for the log and the report. */
 struct ts_copy_stats {
-    uint64_t bytes;          /* bytes moved through staging */
+    uint64_t bytes; /* bytes moved through staging */
     uint32_t chunks;
-    uint64_t staging_wait_ns;  /* time spent waiting for a staging buffer */
-    int dir;                   /* enum ts_copy_engine_dir of the run */
+    uint64_t staging_wait_ns; /* time spent waiting for a staging buffer */
+    int dir;                  /* enum ts_copy_engine_dir of the run */
     bool sync;
 };
 

@@ -22,13 +22,13 @@
 
 enum {
     POOL_MAX_THREADS = 16,
-    QUEUE_SLOTS = 64,             /* power of two */
-    SPLIT_MIN = 1 << 20,          /* below this, one memcpy is as fast */
+    QUEUE_SLOTS = 64,    /* power of two */
+    SPLIT_MIN = 1 << 20, /* below this, one memcpy is as fast */
     PART_MIN = 512 << 10,
 };
 
 struct job {
-    atomic_int remaining;   /* queued parts not yet copied */
+    atomic_int remaining; /* queued parts not yet copied */
 };
 
 struct part {
@@ -36,20 +36,21 @@ struct part {
     const char *src;
     size_t n;
     struct job *job;
-    bool stream_dst;   /* non-temporal stores (ts_copy_pool_memcpy_out) */
+    bool stream_dst; /* non-temporal stores (ts_copy_pool_memcpy_out) */
 };
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work_cond = PTHREAD_COND_INITIALIZER;  /* a part was queued */
-static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER;  /* a part was finished */
+static pthread_cond_t work_cond = PTHREAD_COND_INITIALIZER; /* a part was queued */
+static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER; /* a part was finished */
 static struct part queue[QUEUE_SLOTS];
-static unsigned q_head, q_tail;   /* q_tail - q_head parts are queued */
-static int threads_started;       /* -1: could not start, 0: not yet */
+static unsigned q_head, q_tail; /* q_tail - q_head parts are queued */
+static int threads_started;     /* -1: could not start, 0: not yet */
 static int n_threads;
 
 static bool pop_locked(struct part *out)
 {
-    if (q_head == q_tail) return false;
+    if (q_head == q_tail)
+        return false;
     *out = queue[q_head++ % QUEUE_SLOTS];
     return true;
 }
@@ -72,14 +73,16 @@ static void copy_streaming(char *dst, const char *src, size_t n)
     dst += head, src += head, n -= head;
     size_t body = n & ~(size_t)63;
     for (size_t i = 0; i < body; i += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(src + i)), b = _mm_loadu_si128((const __m128i *)(src + i + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32)), d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+        __m128i a = _mm_loadu_si128((const __m128i *)(src + i)),
+                b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32)),
+                d = _mm_loadu_si128((const __m128i *)(src + i + 48));
         _mm_stream_si128((__m128i *)(dst + i), a);
         _mm_stream_si128((__m128i *)(dst + i + 16), b);
         _mm_stream_si128((__m128i *)(dst + i + 32), c);
         _mm_stream_si128((__m128i *)(dst + i + 48), d);
     }
-    _mm_sfence();   /* streamed stores are weakly ordered: visible before we report the part done */
+    _mm_sfence(); /* streamed stores are weakly ordered: visible before we report the part done */
     memcpy(dst + body, src + body, n - body);
 #else
     memcpy(dst, src, n);
@@ -88,8 +91,10 @@ static void copy_streaming(char *dst, const char *src, size_t n)
 
 static void copy_part(const struct part *p)
 {
-    if (p->stream_dst) copy_streaming(p->dst, p->src, p->n);
-    else memcpy(p->dst, p->src, p->n);
+    if (p->stream_dst)
+        copy_streaming(p->dst, p->src, p->n);
+    else
+        memcpy(p->dst, p->src, p->n);
 }
 
 static void run_part(const struct part *p)
@@ -108,7 +113,8 @@ static void *helper_main(void *arg)
     for (;;) {
         struct part p;
         pthread_mutex_lock(&pool_lock);
-        while (!pop_locked(&p)) pthread_cond_wait(&work_cond, &pool_lock);
+        while (!pop_locked(&p))
+            pthread_cond_wait(&work_cond, &pool_lock);
         pthread_mutex_unlock(&pool_lock);
         run_part(&p);
     }
@@ -132,11 +138,13 @@ static void start_helpers_locked(void)
 {
     static bool atfork_done;
     uint64_t want = ts_cfg()->copy_threads;
-    if (want > POOL_MAX_THREADS) want = POOL_MAX_THREADS;
+    if (want > POOL_MAX_THREADS)
+        want = POOL_MAX_THREADS;
     /* A memcpy split over more threads than CPUs only adds switches: the
      * caller is one of them. */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus >= 1 && want > (uint64_t)(cpus - 1)) want = (uint64_t)(cpus - 1);
+    if (cpus >= 1 && want > (uint64_t)(cpus - 1))
+        want = (uint64_t)(cpus - 1);
     if (!atfork_done) {
         pthread_atfork(NULL, NULL, after_fork_child);
         atfork_done = true;
@@ -147,7 +155,8 @@ static void start_helpers_locked(void)
     pthread_attr_setstacksize(&attr, 64 << 10);
     for (uint64_t i = 0; i < want; i++) {
         pthread_t t;
-        if (pthread_create(&t, &attr, helper_main, NULL) != 0) break;
+        if (pthread_create(&t, &attr, helper_main, NULL) != 0)
+            break;
         n_threads++;
     }
     pthread_attr_destroy(&attr);
@@ -156,17 +165,19 @@ static void start_helpers_locked(void)
 
 static void pool_copy(void *dst, const void *src, size_t n, bool stream_dst)
 {
-    struct part whole = {dst, src, n, NULL, stream_dst};
+    struct part whole = { dst, src, n, NULL, stream_dst };
     if (n < SPLIT_MIN || ts_cfg()->copy_threads == 0) {
         copy_part(&whole);
         return;
     }
     pthread_mutex_lock(&pool_lock);
-    if (threads_started == 0) start_helpers_locked();
+    if (threads_started == 0)
+        start_helpers_locked();
     int helpers = n_threads;
     pthread_mutex_unlock(&pool_lock);
     size_t parts = (size_t)helpers + 1;
-    if (parts > n / PART_MIN) parts = n / PART_MIN;
+    if (parts > n / PART_MIN)
+        parts = n / PART_MIN;
     if (helpers <= 0 || parts < 2) {
         copy_part(&whole);
         return;
@@ -180,14 +191,16 @@ static void pool_copy(void *dst, const void *src, size_t n, bool stream_dst)
     while (off < n && q_tail - q_head < QUEUE_SLOTS) {
         size_t len = n - off < part ? n - off : part;
         atomic_fetch_add_explicit(&job.remaining, 1, memory_order_relaxed);
-        queue[q_tail++ % QUEUE_SLOTS] = (struct part){(char *)dst + off, (const char *)src + off, len, &job, stream_dst};
+        queue[q_tail++ % QUEUE_SLOTS] =
+            (struct part){ (char *)dst + off, (const char *)src + off, len, &job, stream_dst };
         off += len;
     }
     pthread_cond_broadcast(&work_cond);
     pthread_mutex_unlock(&pool_lock);
     /* What did not fit in the queue is the caller's too. */
-    copy_part(&(struct part){dst, src, first, NULL, stream_dst});
-    if (off < n) copy_part(&(struct part){(char *)dst + off, (const char *)src + off, n - off, NULL, stream_dst});
+    copy_part(&(struct part){ dst, src, first, NULL, stream_dst });
+    if (off < n)
+        copy_part(&(struct part){ (char *)dst + off, (const char *)src + off, n - off, NULL, stream_dst });
     pthread_mutex_lock(&pool_lock);
     while (atomic_load_explicit(&job.remaining, memory_order_acquire) > 0) {
         struct part p;

@@ -34,13 +34,13 @@ enum { VALID_FLAGS = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_M
 struct block {
     struct block *next;
     void *ptr;
-    size_t size;       /* class size, what was really allocated */
+    size_t size; /* class size, what was really allocated */
     unsigned flags;
-    bool free;         /* in the cache, not owned by the program */
+    bool free; /* in the cache, not owned by the program */
 };
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct block *blocks;   /* every block the cache owns, in use or free */
+static struct block *blocks; /* every block the cache owns, in use or free */
 static uint64_t free_bytes, hits, misses;
 
 #define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
@@ -53,7 +53,8 @@ bool ts_host_cache_wanted(size_t size, unsigned flags)
 /* Four classes per power of two above 4 KiB: at most 25% slack. */
 size_t ts_host_cache_class(size_t size)
 {
-    if (size <= 4096) return 4096;
+    if (size <= 4096)
+        return 4096;
     unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)size);
     size_t step = (size_t)1 << (lg - 2);
     return (size + step - 1) & ~(step - 1);
@@ -86,8 +87,10 @@ void *ts_host_cache_get(size_t size, unsigned flags)
             p = b->ptr;
             break;
         }
-    if (p) hits++;
-    else misses++;
+    if (p)
+        hits++;
+    else
+        misses++;
     pthread_mutex_unlock(&cache_lock);
     /* A cached block dies with its context (cudaDeviceReset): forget it. */
     if (p && !ts_hostclass_driver_pinned(p)) {
@@ -100,8 +103,9 @@ void *ts_host_cache_get(size_t size, unsigned flags)
 void ts_host_cache_adopt(void *p, size_t size, unsigned flags)
 {
     struct block *b = malloc(sizeof *b);
-    if (!b) return;   /* unknown to the cache: its free passes through */
-    *b = (struct block){.ptr = p, .size = ts_host_cache_class(size), .flags = flags};
+    if (!b)
+        return; /* unknown to the cache: its free passes through */
+    *b = (struct block){ .ptr = p, .size = ts_host_cache_class(size), .flags = flags };
     ts_hostclass_add(p, b->size);
     pthread_mutex_lock(&cache_lock);
     b->next = blocks;
@@ -134,7 +138,8 @@ static void release_blocks(struct block *list)
     while (list) {
         struct block *next = list->next;
         ts_hostclass_remove(list->ptr);
-        if (real_free) real_free(list->ptr);
+        if (real_free)
+            real_free(list->ptr);
         free(list);
         list = next;
     }
@@ -154,23 +159,31 @@ static bool contexts_idle(void)
     ts_fn_cuDevicePrimaryCtxRetain retain = REAL(cuDevicePrimaryCtxRetain);
     ts_fn_cuDevicePrimaryCtxRelease_v2 release = REAL(cuDevicePrimaryCtxRelease_v2);
     ts_fn_cuCtxSynchronize_v2 sync_ctx = REAL(cuCtxSynchronize_v2);
-    if (!get_ctx || !sync_cur || !count || !get_dev || !state || !retain || !release || !sync_ctx) return false;
+    if (!get_ctx || !sync_cur || !count || !get_dev || !state || !retain || !release || !sync_ctx)
+        return false;
     CUcontext cur = NULL;
-    if (get_ctx(&cur) != CUDA_SUCCESS) cur = NULL;
-    if (cur && sync_cur() != CUDA_SUCCESS) return false;
+    if (get_ctx(&cur) != CUDA_SUCCESS)
+        cur = NULL;
+    if (cur && sync_cur() != CUDA_SUCCESS)
+        return false;
     int n = 0;
-    if (count(&n) != CUDA_SUCCESS) return false;
+    if (count(&n) != CUDA_SUCCESS)
+        return false;
     for (int i = 0; i < n; i++) {
         CUdevice dev;
         unsigned flags = 0;
         int active = 0;
-        if (get_dev(&dev, i) != CUDA_SUCCESS || state(dev, &flags, &active) != CUDA_SUCCESS) return false;
-        if (!active) continue;
+        if (get_dev(&dev, i) != CUDA_SUCCESS || state(dev, &flags, &active) != CUDA_SUCCESS)
+            return false;
+        if (!active)
+            continue;
         CUcontext primary = NULL;
-        if (retain(&primary, dev) != CUDA_SUCCESS) return false;
+        if (retain(&primary, dev) != CUDA_SUCCESS)
+            return false;
         CUresult r = primary == cur ? CUDA_SUCCESS : sync_ctx(primary);
         release(dev);
-        if (r != CUDA_SUCCESS) return false;
+        if (r != CUDA_SUCCESS)
+            return false;
     }
     return true;
 }
@@ -228,16 +241,21 @@ void ts_host_cache_trim(void)
 void ts_host_cache_stats(uint64_t *hit, uint64_t *miss, uint64_t *cached_free)
 {
     pthread_mutex_lock(&cache_lock);
-    if (hit) *hit = hits;
-    if (miss) *miss = misses;
-    if (cached_free) *cached_free = free_bytes;
+    if (hit)
+        *hit = hits;
+    if (miss)
+        *miss = misses;
+    if (cached_free)
+        *cached_free = free_bytes;
     pthread_mutex_unlock(&cache_lock);
 }
 
 void ts_host_cache_note(int api, void *p, size_t size, unsigned flags, bool hit)
 {
-    struct ts_rec_pinned_alloc *r = (struct ts_rec_pinned_alloc *)ts_log_reserve(sizeof *r, TS_REC_PINNED_ALLOC);
-    if (!r) return;
+    struct ts_rec_pinned_alloc *r =
+        (struct ts_rec_pinned_alloc *)ts_log_reserve(sizeof *r, TS_REC_PINNED_ALLOC);
+    if (!r)
+        return;
     r->api = api;
     r->flags = flags;
     r->ptr = (uint64_t)(uintptr_t)p;

@@ -26,10 +26,10 @@ void *ts_host_cache_get(size_t size, unsigned flags);
 void ts_host_cache_adopt(void *p, size_t size, unsigned flags);
 
 enum ts_host_cache_put {
-    TS_HC_PUT_UNKNOWN,      /* not a cache block: do the real free */
-    TS_HC_PUT_CACHED,       /* kept for reuse: report success */
-    TS_HC_PUT_DOUBLE_FREE,  /* already free: report the invalid-value error */
-    TS_HC_PUT_RELEASE,      /* left the cache: do the real free */
+    TS_HC_PUT_UNKNOWN,     /* not a cache block: do the real free */
+    TS_HC_PUT_CACHED,      /* kept for reuse: report success */
+    TS_HC_PUT_DOUBLE_FREE, /* already free: report the invalid-value error */
+    TS_HC_PUT_RELEASE,     /* left the cache: do the real free */
 };
 enum ts_host_cache_put ts_host_cache_put(void *p);
 /* Really frees every cached free block (an allocation failed). */

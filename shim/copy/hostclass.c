@@ -14,10 +14,12 @@
 
 enum { MAX_RANGES = 8192 };
 
-struct range { uintptr_t start, end; };
+struct range {
+    uintptr_t start, end;
+};
 
 static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct range table[MAX_RANGES];   /* sorted by start, disjoint */
+static struct range table[MAX_RANGES]; /* sorted by start, disjoint */
 static int n_ranges;
 
 /* Index of the first range with start > p. */
@@ -26,8 +28,10 @@ static int upper_bound(uintptr_t p)
     int lo = 0, hi = n_ranges;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        if (table[mid].start <= p) lo = mid + 1;
-        else hi = mid;
+        if (table[mid].start <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -36,10 +40,10 @@ void ts_hostclass_add(const void *p, size_t n)
 {
     uintptr_t s = (uintptr_t)p;
     pthread_rwlock_wrlock(&table_lock);
-    if (n_ranges < MAX_RANGES) {   /* a full table only costs driver queries */
+    if (n_ranges < MAX_RANGES) { /* a full table only costs driver queries */
         int i = upper_bound(s);
         memmove(&table[i + 1], &table[i], (size_t)(n_ranges - i) * sizeof table[0]);
-        table[i] = (struct range){s, s + n};
+        table[i] = (struct range){ s, s + n };
         n_ranges++;
     }
     pthread_rwlock_unlock(&table_lock);
@@ -62,7 +66,8 @@ static bool known_pinned(uintptr_t p)
     bool hit = false;
     pthread_rwlock_rdlock(&table_lock);
     int i = upper_bound(p) - 1;
-    if (i >= 0 && p < table[i].end) hit = true;
+    if (i >= 0 && p < table[i].end)
+        hit = true;
     pthread_rwlock_unlock(&table_lock);
     return hit;
 }
@@ -71,14 +76,17 @@ static bool known_pinned(uintptr_t p)
 
 enum ts_host_class ts_hostclass(const void *p)
 {
-    if (known_pinned((uintptr_t)p)) return TS_HC_PINNED;
+    if (known_pinned((uintptr_t)p))
+        return TS_HC_PINNED;
     ts_fn_cuPointerGetAttribute get = REAL(cuPointerGetAttribute);
     unsigned int type = 0, managed = 0;
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
     if (!get || get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d) != CUDA_SUCCESS)
-        return TS_HC_PAGEABLE;   /* unknown to the driver: ordinary host memory */
-    if (type == CU_MEMORYTYPE_HOST) return TS_HC_PINNED;
-    if (get(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, d) == CUDA_SUCCESS && managed) return TS_HC_MANAGED;
+        return TS_HC_PAGEABLE; /* unknown to the driver: ordinary host memory */
+    if (type == CU_MEMORYTYPE_HOST)
+        return TS_HC_PINNED;
+    if (get(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, d) == CUDA_SUCCESS && managed)
+        return TS_HC_MANAGED;
     return TS_HC_DEVICE;
 }
 
@@ -88,11 +96,16 @@ bool ts_hostclass_device_range(const void *p, size_t n)
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)p, start = 0;
     unsigned int type = 0, managed = 1;
     size_t size = 0;
-    if (!get) return false;
-    if (get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d) != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE) return false;
-    if (get(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, d) != CUDA_SUCCESS || managed) return false;
-    if (get(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d) != CUDA_SUCCESS) return false;
-    if (get(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d) != CUDA_SUCCESS) return false;
+    if (!get)
+        return false;
+    if (get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d) != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE)
+        return false;
+    if (get(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, d) != CUDA_SUCCESS || managed)
+        return false;
+    if (get(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d) != CUDA_SUCCESS)
+        return false;
+    if (get(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d) != CUDA_SUCCESS)
+        return false;
     return d >= start && n <= size && d - start <= size - n;
 }
 
@@ -100,6 +113,6 @@ bool ts_hostclass_driver_pinned(const void *p)
 {
     ts_fn_cuPointerGetAttribute get = REAL(cuPointerGetAttribute);
     unsigned int type = 0;
-    return get && get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS &&
-           type == CU_MEMORYTYPE_HOST;
+    return get && get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS
+           && type == CU_MEMORYTYPE_HOST;
 }

@@ -21,19 +21,19 @@
 enum { MAX_BUFS = 1024 };
 
 struct ts_staging_buf {
-    void *ptr;        /* NULL: slot being allocated or allocation failed */
+    void *ptr; /* NULL: slot being allocated or allocation failed */
     CUevent ev;
-    CUcontext ctx;    /* context ev belongs to */
-    bool recorded;    /* ev recorded and not yet seen complete */
-    bool busy;        /* held by a caller */
-    uint64_t stamp;   /* release order: the oldest in-flight buffer is waited for first */
+    CUcontext ctx;  /* context ev belongs to */
+    bool recorded;  /* ev recorded and not yet seen complete */
+    bool busy;      /* held by a caller */
+    uint64_t stamp; /* release order: the oldest in-flight buffer is waited for first */
 };
 
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ts_staging_buf bufs[MAX_BUFS];
 static int n_bufs;
 static uint64_t allocated, release_stamp;
-static bool alloc_failed;   /* the driver refused pinned memory once: stop asking */
+static bool alloc_failed; /* the driver refused pinned memory once: stop asking */
 
 #define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
 
@@ -41,26 +41,27 @@ size_t ts_staging_chunk(void)
 {
     static size_t chunk;
     size_t c = __atomic_load_n(&chunk, __ATOMIC_RELAXED);
-    if (ts_likely(c)) return c;
+    if (ts_likely(c))
+        return c;
     uint64_t want = ts_cfg()->copy_chunk;
-    if (want < (64u << 10)) want = 64u << 10;            /* smaller chunks only add overhead */
-    if (want > (256ull << 20)) want = 256ull << 20;
+    if (want < (64u << 10))
+        want = 64u << 10; /* smaller chunks only add overhead */
+    if (want > (256ull << 20))
+        want = 256ull << 20;
     c = (size_t)(want + 4095) & ~(size_t)4095;
     __atomic_store_n(&chunk, c, __ATOMIC_RELAXED);
     return c;
 }
 
-uint64_t ts_staging_bytes(void)
-{
-    return __atomic_load_n(&allocated, __ATOMIC_RELAXED);
-}
+uint64_t ts_staging_bytes(void) { return __atomic_load_n(&allocated, __ATOMIC_RELAXED); }
 
 void *ts_staging_ptr(const struct ts_staging_buf *b) { return b->ptr; }
 
 /* Under ring_lock: true if b's last transfer is known complete. */
 static bool idle_locked(struct ts_staging_buf *b)
 {
-    if (!b->recorded) return true;
+    if (!b->recorded)
+        return true;
     ts_fn_cuEventQuery query = REAL(cuEventQuery);
     if (query && query(b->ev) == CUDA_SUCCESS) {
         b->recorded = false;
@@ -72,11 +73,14 @@ static bool idle_locked(struct ts_staging_buf *b)
 /* b is held by the caller and idle: give it an event of ctx. */
 static bool bind_context(struct ts_staging_buf *b, CUcontext ctx)
 {
-    if (b->ev && b->ctx == ctx) return true;
+    if (b->ev && b->ctx == ctx)
+        return true;
     ts_fn_cuEventCreate create = REAL(cuEventCreate);
     ts_fn_cuEventDestroy_v2 destroy = REAL(cuEventDestroy_v2);
-    if (!create || !destroy) return false;
-    if (b->ev) destroy(b->ev);
+    if (!create || !destroy)
+        return false;
+    if (b->ev)
+        destroy(b->ev);
     b->ev = NULL;
     if (create(&b->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
         b->ev = NULL;
@@ -92,7 +96,7 @@ static void retire(struct ts_staging_buf *b)
 {
     ts_hostclass_remove(b->ptr);
     pthread_mutex_lock(&ring_lock);
-    b->ptr = NULL;   /* stays busy: the slot is dead */
+    b->ptr = NULL; /* stays busy: the slot is dead */
     __atomic_fetch_sub(&allocated, ts_staging_chunk(), __ATOMIC_RELAXED);
     pthread_mutex_unlock(&ring_lock);
 }
@@ -103,7 +107,8 @@ static struct ts_staging_buf *hand_out(struct ts_staging_buf *b, CUcontext ctx)
         retire(b);
         return NULL;
     }
-    if (bind_context(b, ctx)) return b;
+    if (bind_context(b, ctx))
+        return b;
     ts_staging_release(b);
     return NULL;
 }
@@ -121,7 +126,7 @@ static struct ts_staging_buf *fill_slot(struct ts_staging_buf *b, CUcontext ctx)
     pthread_mutex_lock(&ring_lock);
     alloc_failed = true;
     __atomic_fetch_sub(&allocated, ts_staging_chunk(), __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&ring_lock);   /* the slot stays busy with no memory: never handed out */
+    pthread_mutex_unlock(&ring_lock); /* the slot stays busy with no memory: never handed out */
     return NULL;
 }
 
@@ -133,22 +138,24 @@ struct ts_staging_buf *ts_staging_acquire(CUcontext ctx, uint64_t *wait_ns)
     struct ts_staging_buf *oldest = NULL;
     for (int i = 0; i < n_bufs; i++) {
         struct ts_staging_buf *b = &bufs[i];
-        if (b->busy || !b->ptr) continue;
+        if (b->busy || !b->ptr)
+            continue;
         if (idle_locked(b)) {
             b->busy = true;
             pthread_mutex_unlock(&ring_lock);
             return hand_out(b, ctx);
         }
-        if (!oldest || b->stamp < oldest->stamp) oldest = b;
+        if (!oldest || b->stamp < oldest->stamp)
+            oldest = b;
     }
     if (!alloc_failed && n_bufs < MAX_BUFS && allocated + chunk <= cap) {
         struct ts_staging_buf *b = &bufs[n_bufs++];
-        *b = (struct ts_staging_buf){.busy = true};
+        *b = (struct ts_staging_buf){ .busy = true };
         __atomic_fetch_add(&allocated, chunk, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&ring_lock);
         return fill_slot(b, ctx);
     }
-    if (!oldest) {   /* every buffer is held by another caller */
+    if (!oldest) { /* every buffer is held by another caller */
         pthread_mutex_unlock(&ring_lock);
         return NULL;
     }
@@ -156,8 +163,9 @@ struct ts_staging_buf *ts_staging_acquire(CUcontext ctx, uint64_t *wait_ns)
     pthread_mutex_unlock(&ring_lock);
     uint64_t t0 = ts_now_ns();
     CUresult r = ts_staging_wait(oldest);
-    if (wait_ns) *wait_ns += ts_now_ns() - t0;
-    if (r != CUDA_SUCCESS) {   /* a failed device: let the original call report it */
+    if (wait_ns)
+        *wait_ns += ts_now_ns() - t0;
+    if (r != CUDA_SUCCESS) { /* a failed device: let the original call report it */
         ts_staging_release(oldest);
         return NULL;
     }
@@ -168,16 +176,19 @@ CUresult ts_staging_record(struct ts_staging_buf *b, CUstream stream)
 {
     ts_fn_cuEventRecord record = REAL(cuEventRecord);
     CUresult r = record ? record(b->ev, stream) : CUDA_ERROR_NOT_SUPPORTED;
-    if (r == CUDA_SUCCESS) b->recorded = true;
+    if (r == CUDA_SUCCESS)
+        b->recorded = true;
     return r;
 }
 
 CUresult ts_staging_wait(struct ts_staging_buf *b)
 {
-    if (!b->recorded) return CUDA_SUCCESS;
+    if (!b->recorded)
+        return CUDA_SUCCESS;
     ts_fn_cuEventSynchronize sync = REAL(cuEventSynchronize);
     CUresult r = sync ? sync(b->ev) : CUDA_ERROR_NOT_SUPPORTED;
-    if (r == CUDA_SUCCESS) b->recorded = false;
+    if (r == CUDA_SUCCESS)
+        b->recorded = false;
     return r;
 }
 

@@ -70,15 +70,36 @@ static uint64_t rate_of(const struct pair *a, const struct pair *b)
 /* counts in ns at rate */
 static uint64_t counts_of(uint64_t ns, uint64_t rate) { return (uint64_t)(((u128)ns << 32) / rate); }
 /* rate * num / den */
-static uint64_t rate_times(uint64_t rate, uint64_t num, uint64_t den) { return (uint64_t)((u128)rate * num / den); }
+static uint64_t rate_times(uint64_t rate, uint64_t num, uint64_t den)
+{
+    return (uint64_t)((u128)rate * num / den);
+}
 #define HAVE_MATH 1
 #else
 /* no 128-bit arithmetic: the counter is never used (counter_invariant) */
 #define HAVE_MATH 0
-static inline uint64_t scale(uint64_t d, uint64_t mult) { (void)mult; return d; }
-static uint64_t rate_of(const struct pair *a, const struct pair *b) { (void)a; (void)b; return 0; }
-static uint64_t counts_of(uint64_t ns, uint64_t rate) { (void)rate; return ns; }
-static uint64_t rate_times(uint64_t rate, uint64_t num, uint64_t den) { (void)num; (void)den; return rate; }
+static inline uint64_t scale(uint64_t d, uint64_t mult)
+{
+    (void)mult;
+    return d;
+}
+static uint64_t rate_of(const struct pair *a, const struct pair *b)
+{
+    (void)a;
+    (void)b;
+    return 0;
+}
+static uint64_t counts_of(uint64_t ns, uint64_t rate)
+{
+    (void)rate;
+    return ns;
+}
+static uint64_t rate_times(uint64_t rate, uint64_t num, uint64_t den)
+{
+    (void)num;
+    (void)den;
+    return rate;
+}
 #endif
 
 /* Is there a counter whose rate never changes (P-states, C-states) and that

@@ -21,8 +21,8 @@
 #define TS_TYPENAME_TS_FRACTION_OR_SIZE "fraction-or-size"
 
 static const struct ts_option_info options[TS_OPTION_COUNT] = {
-#define TS_OPTION(NAME, field, type, def, values, help) \
-    {#NAME, "TRAINSHIM_" #NAME, type, TS_TYPENAME_##type, def, values, help},
+#define TS_OPTION(NAME, field, type, def, values, help)                                                      \
+    { #NAME, "TRAINSHIM_" #NAME, type, TS_TYPENAME_##type, def, values, help },
 #include "core/options.def"
 #undef TS_OPTION
 };
@@ -54,8 +54,8 @@ int ts_option_find(const char *name, size_t len)
 
 const char *ts_parse_bool(const char *s, bool *out)
 {
-    static const char *const yes[] = {"1", "true", "yes", "on"};
-    static const char *const no[] = {"0", "false", "no", "off"};
+    static const char *const yes[] = { "1", "true", "yes", "on" };
+    static const char *const no[] = { "0", "false", "no", "off" };
     if (!s || !*s)
         return "empty value";
     for (int i = 0; i < 4; i++) {
@@ -74,8 +74,8 @@ const char *ts_parse_bool(const char *s, bool *out)
 /* A decimal number "123" or "1.25": whole part, and the fractional part as
  * frac_num / frac_den (at most 18 digits kept: below a millionth of a byte
  * even for T suffixes).  *end is the first character after the number. */
-static const char *parse_decimal(const char *s, const char **end, uint64_t *whole,
-                                 uint64_t *frac_num, uint64_t *frac_den)
+static const char *parse_decimal(const char *s, const char **end, uint64_t *whole, uint64_t *frac_num,
+                                 uint64_t *frac_den)
 {
     if (!s || !*s)
         return "empty value";
@@ -111,10 +111,20 @@ const char *ts_parse_size(const char *s, uint64_t *out)
         const char *suffix;
         uint64_t mult;
     } suffixes[] = {
-        {"", 1},          {"b", 1},
-        {"k", 1ull << 10}, {"m", 1ull << 20}, {"g", 1ull << 30}, {"t", 1ull << 40},
-        {"kib", 1ull << 10}, {"mib", 1ull << 20}, {"gib", 1ull << 30}, {"tib", 1ull << 40},
-        {"kb", 1000ull},  {"mb", 1000000ull}, {"gb", 1000000000ull}, {"tb", 1000000000000ull},
+        { "", 1 },
+        { "b", 1 },
+        { "k", 1ull << 10 },
+        { "m", 1ull << 20 },
+        { "g", 1ull << 30 },
+        { "t", 1ull << 40 },
+        { "kib", 1ull << 10 },
+        { "mib", 1ull << 20 },
+        { "gib", 1ull << 30 },
+        { "tib", 1ull << 40 },
+        { "kb", 1000ull },
+        { "mb", 1000000ull },
+        { "gb", 1000000000ull },
+        { "tb", 1000000000000ull },
     };
     const char *rest;
     uint64_t whole, num, den;
@@ -212,37 +222,34 @@ const char *ts_parse_fraction_or_size(const char *s, struct ts_fraction_or_size 
     if (!strcmp(rest, "%")) {
         if (value <= 0 || value > 100)
             return "a percentage must be in (0, 100]";
-        *out = (struct ts_fraction_or_size){value / 100, 0};
+        *out = (struct ts_fraction_or_size){ value / 100, 0 };
         return NULL;
     }
     if (*rest) { /* a size with a suffix */
         uint64_t bytes;
         if ((err = ts_parse_size(s, &bytes)))
             return err;
-        *out = (struct ts_fraction_or_size){0, bytes};
+        *out = (struct ts_fraction_or_size){ 0, bytes };
         return NULL;
     }
     if (value == 0) {
-        *out = (struct ts_fraction_or_size){0, 0};
+        *out = (struct ts_fraction_or_size){ 0, 0 };
         return NULL;
     }
     if (value <= 1) {
-        *out = (struct ts_fraction_or_size){value, 0};
+        *out = (struct ts_fraction_or_size){ value, 0 };
         return NULL;
     }
     if (num)
         return "a fraction must be in (0, 1]; a size needs a whole number or a unit suffix";
-    *out = (struct ts_fraction_or_size){0, whole};
+    *out = (struct ts_fraction_or_size){ 0, whole };
     return NULL;
 }
 
 /* ---- values in a struct ts_config ------------------------------------------ */
 
 static void *field(struct ts_config *cfg, int i) { return (char *)cfg + field_offset[i]; }
-static const void *cfield(const struct ts_config *cfg, int i)
-{
-    return (const char *)cfg + field_offset[i];
-}
+static const void *cfield(const struct ts_config *cfg, int i) { return (const char *)cfg + field_offset[i]; }
 
 /* Copies s into cfg's string space; NULL when it does not fit. */
 static const char *keep_string(struct ts_config *cfg, const char *s)
@@ -425,8 +432,7 @@ static void problem(struct loader *ld, const char *what, const char *why, const 
 
 /* "TRAINSHIM_X=value" or "TRAINSHIM_CONF: key:value" for messages, long
  * values shortened. */
-static void describe(char *buf, size_t n, bool from_conf, const char *key, size_t keylen,
-                     const char *value)
+static void describe(char *buf, size_t n, bool from_conf, const char *key, size_t keylen, const char *value)
 {
     size_t vlen = strlen(value);
     int show = vlen > 200 ? 200 : (int)vlen;
@@ -554,8 +560,8 @@ static void apply_option(struct loader *ld, struct ts_config *cfg, int i, const 
 
 /* Finds TRAINSHIM, TRAINSHIM_CONF and the TRAINSHIM_<option> variables in
  * envp (the first of duplicates, as getenv); reports unknown TRAINSHIM_*. */
-static void scan_env(struct loader *ld, char *const *envp, struct raw_value *env,
-                     const char **conf_text, const char **switch_text)
+static void scan_env(struct loader *ld, char *const *envp, struct raw_value *env, const char **conf_text,
+                     const char **switch_text)
 {
     for (char *const *e = envp; e && *e; e++) {
         const char *s = *e;
@@ -580,7 +586,7 @@ static void scan_env(struct loader *ld, char *const *envp, struct raw_value *env
             if (strlen(options[k].env) == namelen && !strncmp(options[k].env, s, namelen))
                 i = k;
         if (i >= 0 && !env[i].present)
-            env[i] = (struct raw_value){eq + 1, true};
+            env[i] = (struct raw_value){ eq + 1, true };
         else if (i < 0)
             unknown_name(ld, false, s + 10, namelen - 10);
     }
@@ -595,16 +601,16 @@ int ts_config_load(struct ts_config *cfg, char *const *envp, bool allow_exit)
             ts_error("options.def: default '%s' of %s: %s", options[i].def, options[i].env, err);
         cfg->source_[i] = TS_SRC_DEFAULT;
     }
-    struct raw_value env[TS_OPTION_COUNT] = {{0}}, conf[TS_OPTION_COUNT] = {{0}};
+    struct raw_value env[TS_OPTION_COUNT] = { { 0 } }, conf[TS_OPTION_COUNT] = { { 0 } };
     const char *conf_text = NULL, *switch_text = NULL;
     char scratch[TS_CONFIG_STRSPACE];
     /* STRICT decides whether problems are warnings or errors: a quiet first
      * pass finds it, the second reports. */
-    struct loader ld = {.quiet = true};
+    struct loader ld = { .quiet = true };
     scan_env(&ld, envp, env, &conf_text, &switch_text);
     if (conf_text)
         split_conf(&ld, conf_text, conf, scratch, sizeof scratch);
-    ld = (struct loader){.strict = read_strict(env, conf)};
+    ld = (struct loader){ .strict = read_strict(env, conf) };
     conf_text = switch_text = NULL;
     memset(env, 0, sizeof env);
     memset(conf, 0, sizeof conf);
@@ -638,14 +644,14 @@ static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 
 static void print_effective(const struct ts_config *cfg)
 {
-    static const char *const source_names[] = {"default", "variable", "TRAINSHIM_CONF"};
+    static const char *const source_names[] = { "default", "variable", "TRAINSHIM_CONF" };
     char text[8192];
     size_t used = (size_t)snprintf(text, sizeof text, "effective configuration (pid %d):\n", (int)getpid());
     for (int i = 0; i < TS_OPTION_COUNT && used < sizeof text; i++) {
         char value[1024];
         ts_option_format_value(cfg, i, value, sizeof value);
-        used += (size_t)snprintf(text + used, sizeof text - used, "  %s=%s (%s)\n", options[i].env,
-                                 value, source_names[cfg->source_[i]]);
+        used += (size_t)snprintf(text + used, sizeof text - used, "  %s=%s (%s)\n", options[i].env, value,
+                                 source_names[cfg->source_[i]]);
     }
     ts_info("%s", text);
 }
@@ -657,7 +663,7 @@ static void load_process_config(void)
     if (sw && !ts_parse_bool(sw, &on) && !on) {
         /* TRAINSHIM=0: pure passthrough, so not a word about the other
          * variables either; every option keeps its default */
-        char *none[] = {NULL};
+        char *none[] = { NULL };
         ts_config_load(&process_cfg, none, false);
         process_cfg.disabled_ = true;
         return;

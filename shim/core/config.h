@@ -95,8 +95,8 @@ size_t ts_config_format_cfg(const struct ts_config *cfg, char *buf, size_t n);
 
 /* ---- the option table, for `trainshim config` ---------------------------- */
 struct ts_option_info {
-    const char *name;      /* "LOG_BUFFER" */
-    const char *env;       /* "TRAINSHIM_LOG_BUFFER" */
+    const char *name; /* "LOG_BUFFER" */
+    const char *env;  /* "TRAINSHIM_LOG_BUFFER" */
     enum ts_option_type type;
     const char *type_name; /* "size" */
     const char *def;       /* default, as written in options.def */

@@ -39,9 +39,9 @@ uint64_t ts_now_ns(void);
 
 /* ---- messages (shim/core/msg.c): one prefix, "trainshim: " ------------------- */
 void ts_msg(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#define ts_warn(...)  ts_msg("warning", __VA_ARGS__)
+#define ts_warn(...) ts_msg("warning", __VA_ARGS__)
 #define ts_error(...) ts_msg("error", __VA_ARGS__)
-#define ts_info(...)  ts_msg(NULL, __VA_ARGS__)
+#define ts_info(...) ts_msg(NULL, __VA_ARGS__)
 
 /* ---- events (shim/log/events.c over shim/log/log.c) ----------------------------- */
 /* The hooks register their symbol names once so the log can name API ids. */
@@ -56,8 +56,8 @@ void ts_ev_copy(int api, int dir, uint64_t bytes, int host_kind, uint64_t stream
                 uint64_t duration_ns, int result);
 /* Device properties, once per device when the process first uses it (the log
  * header lists them). */
-void ts_ev_device(int device, const char *name, uint64_t total_mem, int cc_major, int cc_minor,
-                  int sm_count, const char *pci_bus_id);
+void ts_ev_device(int device, const char *name, uint64_t total_mem, int cc_major, int cc_minor, int sm_count,
+                  const char *pci_bus_id);
 /* An error returned to the program by any hooked call. */
 void ts_ev_error(int api, int result);
 /* Compute and communication accounting (records in shim/log/logfmt.h). */
@@ -67,8 +67,8 @@ struct ts_rec_nccl;
  * copies it into the log. */
 void ts_ev_gemm(const struct ts_rec_gemm *g);
 void ts_ev_nccl(const struct ts_rec_nccl *c);
-void ts_ev_comm(int api, int kind, uint64_t comm_id, uint64_t parent_id, int comm_size, int rank,
-                int color, int result);
+void ts_ev_comm(int api, int kind, uint64_t comm_id, uint64_t parent_id, int comm_size, int rank, int color,
+                int result);
 /* kind: TS_REC_GEMM or TS_REC_NCCL */
 void ts_ev_gpu_time(uint64_t sample_id, uint64_t gpu_ns, int kind);
 /* Device memory pool (records in shim/log/logfmt.h): the caller fills every

@@ -35,8 +35,8 @@ void ts_msg(const char *level, const char *fmt, ...)
     while (line < end || first) {
         const char *nl = memchr(line, '\n', (size_t)(end - line));
         size_t llen = nl ? (size_t)(nl - line) : (size_t)(end - line);
-        int head = snprintf(out + len, cap - len, "%s%s%s", TS_PREFIX,
-                            first && level ? level : "", first && level ? ": " : "");
+        int head = snprintf(out + len, cap - len, "%s%s%s", TS_PREFIX, first && level ? level : "",
+                            first && level ? ": " : "");
         if (head < 0 || (size_t)head >= cap - len)
             break;
         len += (size_t)head;

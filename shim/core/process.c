@@ -129,8 +129,8 @@ static void flush_on_signal(void)
     }
 }
 
-static const int term_signals[] = {SIGTERM, SIGINT};
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+static const int term_signals[] = { SIGTERM, SIGINT };
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL };
 #define NSIG_HANDLED 7
 static struct sigaction previous[NSIG_HANDLED];
 static int handled_signo[NSIG_HANDLED];
@@ -158,7 +158,7 @@ static void on_term_signal(int sig, siginfo_t *info, void *uctx)
     flush_on_signal();
     if (slot >= 0)
         sigaction(sig, &previous[slot], NULL); /* the default */
-    raise(sig); /* blocked while we run; delivered when we return */
+    raise(sig);                                /* blocked while we run; delivered when we return */
     errno = saved_errno;
 }
 
@@ -261,8 +261,8 @@ static void init(void)
  * would take the job down; passing through one call does not). */
 static int wait_for_init(void)
 {
-    struct timespec nap = {0, 100000}; /* 0.1 ms */
-    for (int i = 0; i < 20000; i++) { /* about 2 s */
+    struct timespec nap = { 0, 100000 }; /* 0.1 ms */
+    for (int i = 0; i < 20000; i++) {    /* about 2 s */
         int s = atomic_load(&state);
         if (s != ST_INIT)
             return s;

@@ -20,16 +20,15 @@ static const unsigned char api_libs[TS_API_COUNT] = {
 #undef TS_SYM
 };
 static const char *const lib_sonames[TS_LIB_COUNT] = {
-    [TS_LIB_cudart] = "libcudart.so.13", [TS_LIB_cuda] = "libcuda.so.1",
-    [TS_LIB_nccl] = "libnccl.so.2",      [TS_LIB_cublas] = "libcublas.so.13",
+    [TS_LIB_cudart] = "libcudart.so.13",     [TS_LIB_cuda] = "libcuda.so.1",
+    [TS_LIB_nccl] = "libnccl.so.2",          [TS_LIB_cublas] = "libcublas.so.13",
     [TS_LIB_cublasLt] = "libcublasLt.so.13",
 };
 /* Prefixes are distinct: "libcuda.so" does not prefix "libcudart.so", nor
  * "libcublas.so" "libcublasLt.so". */
 static const char *const lib_prefixes[TS_LIB_COUNT] = {
-    [TS_LIB_cudart] = "libcudart.so", [TS_LIB_cuda] = "libcuda.so",
-    [TS_LIB_nccl] = "libnccl.so",     [TS_LIB_cublas] = "libcublas.so",
-    [TS_LIB_cublasLt] = "libcublasLt.so",
+    [TS_LIB_cudart] = "libcudart.so", [TS_LIB_cuda] = "libcuda.so",         [TS_LIB_nccl] = "libnccl.so",
+    [TS_LIB_cublas] = "libcublas.so", [TS_LIB_cublasLt] = "libcublasLt.so",
 };
 
 int ts_api_count(void) { return TS_API_COUNT; }
@@ -43,13 +42,16 @@ static void *(*ts_real_dlsym_fp)(void *, const char *);
 static void *(*load_real_dlsym(void))(void *, const char *)
 {
     void *(*fp)(void *, const char *) = __atomic_load_n(&ts_real_dlsym_fp, __ATOMIC_ACQUIRE);
-    if (ts_likely(fp != NULL)) return fp;
+    if (ts_likely(fp != NULL))
+        return fp;
     /* dlvsym is not hooked, so this reaches glibc.  GLIBC_2.2.5 is dlsym's
      * x86-64 base version; GLIBC_2.34 (libdl merged into libc) is the same
      * function under its newer name. */
     fp = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    if (!fp) fp = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (fp) __atomic_store_n(&ts_real_dlsym_fp, fp, __ATOMIC_RELEASE);
+    if (!fp)
+        fp = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (fp)
+        __atomic_store_n(&ts_real_dlsym_fp, fp, __ATOMIC_RELEASE);
     return fp;
 }
 
@@ -69,7 +71,8 @@ bool ts_addr_is_ours(const void *p)
     void *base = __atomic_load_n(&our_base, __ATOMIC_RELAXED);
     if (!base) {
         Dl_info self;
-        if (!dladdr((void *)&ts_addr_is_ours, &self)) return false;
+        if (!dladdr((void *)&ts_addr_is_ours, &self))
+            return false;
         base = self.dli_fbase;
         __atomic_store_n(&our_base, base, __ATOMIC_RELAXED);
     }
@@ -79,23 +82,25 @@ bool ts_addr_is_ours(const void *p)
 
 static void offer(int api, void *p)
 {
-    if (!p || ts_addr_is_ours(p)) return;
+    if (!p || ts_addr_is_ours(p))
+        return;
     void *expected = NULL;
     /* First answer wins; racing resolvers find the same address anyway. */
-    __atomic_compare_exchange_n(&ts_real_slots[api], &expected, p, false, __ATOMIC_ACQ_REL,
-                                __ATOMIC_ACQUIRE);
+    __atomic_compare_exchange_n(&ts_real_slots[api], &expected, p, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 void ts_real_offer(int api, void *p)
 {
-    if (api >= 0 && api < TS_API_COUNT) offer(api, p);
+    if (api >= 0 && api < TS_API_COUNT)
+        offer(api, p);
 }
 
 void *ts_real_resolve(int api)
 {
-    if (api < 0 || api >= TS_API_COUNT) return NULL;
+    if (api < 0 || api >= TS_API_COUNT)
+        return NULL;
     const char *name = api_names[api];
-    bool failed = false;   /* one of our dl* lookups failed and left a dlerror() message */
+    bool failed = false; /* one of our dl* lookups failed and left a dlerror() message */
     void *p = ts_real_dlsym(RTLD_NEXT, name);
     if (p && !ts_addr_is_ours(p)) {
         offer(api, p);
@@ -113,6 +118,7 @@ void *ts_real_resolve(int api)
     }
     /* The program made no failing dl* call: a message left by ours would
      * make its own "dlerror() after a successful dlsym" check fail. */
-    if (failed) (void)dlerror();
+    if (failed)
+        (void)dlerror();
     return __atomic_load_n(&ts_real_slots[api], __ATOMIC_ACQUIRE);
 }

@@ -37,8 +37,8 @@ bool ts_addr_is_ours(const void *p);
 /* Symbol table facts generated from hooks/hooks.def. */
 int ts_api_count(void);
 const char *ts_api_name(int api);
-int ts_api_lib(int api);              /* enum ts_lib of hooks/hooks.h */
-const char *ts_lib_soname(int lib);   /* "libcudart.so.13", ... */
+int ts_api_lib(int api);            /* enum ts_lib of hooks/hooks.h */
+const char *ts_lib_soname(int lib); /* "libcudart.so.13", ... */
 /* File name prefix that identifies lib's object ("libcudart.so"). */
 const char *ts_lib_file_prefix(int lib);
 #endif

@@ -55,20 +55,23 @@
 struct devpool {
     ts_pool *pool;
     ts_cuda_provider *cp;
-    bool limited;               /* TRAINSHIM_MEMORY_LIMIT caps it */
+    bool limited; /* TRAINSHIM_MEMORY_LIMIT caps it */
 };
 
-static struct devpool *pools[TS_DEV_MAX];   /* published with release stores */
-static bool pool_failed[TS_DEV_MAX];        /* creation failed: pass through */
+static struct devpool *pools[TS_DEV_MAX]; /* published with release stores */
+static bool pool_failed[TS_DEV_MAX];      /* creation failed: pass through */
 static bool any_pool;
-static int captures;                        /* captures in progress, begun through the hooks */
-static uint64_t capture_changes;            /* counted begins and ends so far */
-static bool capture_unseen;                 /* proof of a capture begun elsewhere: always ask */
+static int captures;             /* captures in progress, begun through the hooks */
+static uint64_t capture_changes; /* counted begins and ends so far */
+static bool capture_unseen;      /* proof of a capture begun elsewhere: always ask */
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Streams created through the hooks, with their device, for pools created
  * later (stream creation is rare: a plain locked array). */
-static struct { uint64_t stream; int dev; } known_streams[TS_DEV_MAX_STREAMS];
+static struct {
+    uint64_t stream;
+    int dev;
+} known_streams[TS_DEV_MAX_STREAMS];
 static int nknown;
 
 /* Peers granted access to each device's pool (bit = accessing device), and
@@ -87,7 +90,8 @@ static int real_device(void)
 {
     ts_fn_cuCtxGetDevice get = (ts_fn_cuCtxGetDevice)ts_real(TS_API_cuCtxGetDevice);
     CUdevice d = -1;
-    if (!get || get(&d) != CUDA_SUCCESS) return -1;
+    if (!get || get(&d) != CUDA_SUCCESS)
+        return -1;
     return (int)d;
 }
 
@@ -98,7 +102,8 @@ static void note_capture_unseen(const char *how)
 {
     if (!__atomic_exchange_n(&capture_unseen, true, __ATOMIC_ACQ_REL))
         ts_warn("a CUDA stream capture began where trainshim could not see it (%s); "
-                "stream-ordered allocations now ask the driver about captures every time", how);
+                "stream-ordered allocations now ask the driver about captures every time",
+                how);
 }
 
 /* True when work cannot be enqueued on `stream` without joining a capture. */
@@ -106,11 +111,13 @@ static bool stream_capturing(uint64_t stream)
 {
     ts_fn_cuStreamIsCapturing is = (ts_fn_cuStreamIsCapturing)ts_real(TS_API_cuStreamIsCapturing);
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (!is) return false;
+    if (!is)
+        return false;
     uint64_t changes = __atomic_load_n(&capture_changes, __ATOMIC_SEQ_CST);
     int counted = __atomic_load_n(&captures, __ATOMIC_SEQ_CST);
     CUresult r = is((CUstream)(uintptr_t)stream, &st);
-    bool capturing = r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;   /* error: e.g. implicit capture */
+    bool capturing =
+        r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE; /* error: e.g. implicit capture */
     /* The count rises before a hooked begin reaches the driver and falls
      * after its end: a capture seen while none was counted, with no begin
      * or end counted meanwhile, was begun elsewhere. */
@@ -132,8 +139,8 @@ static bool stream_capturing(uint64_t stream)
  * capturing stream itself. */
 static bool stream_capturing_if_any(uint64_t stream)
 {
-    if (ts_likely(__atomic_load_n(&captures, __ATOMIC_ACQUIRE) == 0) &&
-        !__atomic_load_n(&capture_unseen, __ATOMIC_RELAXED) && ts_active())
+    if (ts_likely(__atomic_load_n(&captures, __ATOMIC_ACQUIRE) == 0)
+        && !__atomic_load_n(&capture_unseen, __ATOMIC_RELAXED) && ts_active())
         return false;
     return stream_capturing(stream);
 }
@@ -145,24 +152,28 @@ static int fence_record(void *ctx, uint64_t stream, uint64_t *fence)
         *fence = 0;
         return TS_PROV_OK;
     }
-    if (stream_capturing(stream)) return TS_PROV_ERROR;
+    if (stream_capturing(stream))
+        return TS_PROV_ERROR;
     return inner_record(ctx, stream, fence);
 }
 static int fence_query(void *ctx, uint64_t f) { return f ? inner_query(ctx, f) : TS_FENCE_DONE; }
 static int fence_wait(void *ctx, uint64_t f) { return f ? inner_wait(ctx, f) : TS_PROV_OK; }
 static void fence_release(void *ctx, uint64_t f)
 {
-    if (f) inner_release(ctx, f);
+    if (f)
+        inner_release(ctx, f);
 }
 /* One cuMemSetAccess for every device in mask. */
 static int grant_peers(uint64_t mask, uint64_t va, uint64_t size)
 {
     ts_fn_cuMemSetAccess set = (ts_fn_cuMemSetAccess)ts_real(TS_API_cuMemSetAccess);
-    if (!set) return TS_PROV_ERROR;
+    if (!set)
+        return TS_PROV_ERROR;
     CUmemAccessDesc d[64];
     size_t n = 0;
     for (int peer = 0; mask && peer < 64; peer++, mask >>= 1) {
-        if (!(mask & 1)) continue;
+        if (!(mask & 1))
+            continue;
         memset(&d[n], 0, sizeof d[n]);
         d[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
         d[n].location.id = peer;
@@ -183,10 +194,12 @@ static uint64_t peer_capable(int dev)
     ts_fn_cuDeviceCanAccessPeer can = (ts_fn_cuDeviceCanAccessPeer)ts_real(TS_API_cuDeviceCanAccessPeer);
     int n = 0;
     uint64_t mask = 0;
-    if (!count || !can || count(&n) != CUDA_SUCCESS) return 0;
+    if (!count || !can || count(&n) != CUDA_SUCCESS)
+        return 0;
     for (int peer = 0; peer < n && peer < 64; peer++) {
         int ok = 0;
-        if (peer != dev && can(&ok, peer, dev) == CUDA_SUCCESS && ok) mask |= 1ull << peer;
+        if (peer != dev && can(&ok, peer, dev) == CUDA_SUCCESS && ok)
+            mask |= 1ull << peer;
     }
     return mask;
 }
@@ -195,7 +208,8 @@ static uint64_t peer_capable(int dev)
 static int set_access(void *ctx, uint64_t va, uint64_t size)
 {
     int rc = inner_set_access(ctx, va, size);
-    if (rc) return rc;
+    if (rc)
+        return rc;
     for (int dev = 0; dev < TS_DEV_MAX; dev++)
         if (provider_ctx[dev] == ctx) {
             uint64_t mask = __atomic_load_n(&peer_mask[dev], __ATOMIC_ACQUIRE);
@@ -206,20 +220,26 @@ static int set_access(void *ctx, uint64_t va, uint64_t size)
 
 void ts_dev_peer_enabled(int owner, int accessor)
 {
-    if (owner < 0 || owner >= TS_DEV_MAX || accessor < 0 || accessor >= 64 || owner == accessor) return;
+    if (owner < 0 || owner >= TS_DEV_MAX || accessor < 0 || accessor >= 64 || owner == accessor)
+        return;
     /* set first: a page mapped after this sees the bit (set_access runs
      * under the pool lock, which the walk below takes) */
     __atomic_fetch_or(&peer_mask[owner], 1ull << accessor, __ATOMIC_ACQ_REL);
     struct devpool *d = __atomic_load_n(&pools[owner], __ATOMIC_ACQUIRE);
-    if (!d) return;
+    if (!d)
+        return;
     ts_pool *p = d->pool;
     pthread_mutex_lock(&p->lock);
     if (p->cfg.mode == TS_ALLOC_EXPANDABLE && p->pages) {
         /* existing mappings, in runs of adjacent mapped pages */
         for (uint64_t i = 0; i < p->npages;) {
-            if (!p->pages[i].mapped) { i++; continue; }
+            if (!p->pages[i].mapped) {
+                i++;
+                continue;
+            }
             uint64_t j = i;
-            while (j < p->npages && p->pages[j].mapped) j++;
+            while (j < p->npages && p->pages[j].mapped)
+                j++;
             if (grant_peers(1ull << accessor, p->va_base + i * p->gran, (j - i) * p->gran))
                 ts_warn("device %d: cannot grant device %d access to pooled memory", owner, accessor);
             i = j;
@@ -235,9 +255,11 @@ void ts_dev_peer_enabled(int owner, int accessor)
 static int stream_idle(void *ctx, uint64_t stream)
 {
     (void)ctx;
-    if (stream == TS_DEV_NO_STREAM) return TS_FENCE_DONE;
+    if (stream == TS_DEV_NO_STREAM)
+        return TS_FENCE_DONE;
     ts_fn_cuStreamQuery query = (ts_fn_cuStreamQuery)ts_real(TS_API_cuStreamQuery);
-    if (!query || stream_capturing(stream)) return TS_FENCE_PENDING;
+    if (!query || stream_capturing(stream))
+        return TS_FENCE_PENDING;
     CUresult r = query((CUstream)(uintptr_t)stream);
     return r == CUDA_SUCCESS ? TS_FENCE_DONE : r == CUDA_ERROR_NOT_READY ? TS_FENCE_PENDING : -1;
 }
@@ -246,13 +268,20 @@ static ts_cuda_provider *make_provider(int dev)
 {
 #define REAL(name) ((void *)ts_real(TS_API_##name))
     ts_cuda_fns f = {
-        .cuMemAddressReserve = REAL(cuMemAddressReserve), .cuMemAddressFree = REAL(cuMemAddressFree),
-        .cuMemCreate = REAL(cuMemCreate), .cuMemRelease = REAL(cuMemRelease), .cuMemMap = REAL(cuMemMap),
-        .cuMemUnmap = REAL(cuMemUnmap), .cuMemSetAccess = REAL(cuMemSetAccess),
+        .cuMemAddressReserve = REAL(cuMemAddressReserve),
+        .cuMemAddressFree = REAL(cuMemAddressFree),
+        .cuMemCreate = REAL(cuMemCreate),
+        .cuMemRelease = REAL(cuMemRelease),
+        .cuMemMap = REAL(cuMemMap),
+        .cuMemUnmap = REAL(cuMemUnmap),
+        .cuMemSetAccess = REAL(cuMemSetAccess),
         .cuMemGetAllocationGranularity = REAL(cuMemGetAllocationGranularity),
-        .cuMemAlloc = REAL(cuMemAlloc_v2), .cuMemFree = REAL(cuMemFree_v2),
-        .cuEventCreate = REAL(cuEventCreate), .cuEventRecord = REAL(cuEventRecord),
-        .cuEventQuery = REAL(cuEventQuery), .cuEventSynchronize = REAL(cuEventSynchronize),
+        .cuMemAlloc = REAL(cuMemAlloc_v2),
+        .cuMemFree = REAL(cuMemFree_v2),
+        .cuEventCreate = REAL(cuEventCreate),
+        .cuEventRecord = REAL(cuEventRecord),
+        .cuEventQuery = REAL(cuEventQuery),
+        .cuEventSynchronize = REAL(cuEventSynchronize),
         .cuEventDestroy = REAL(cuEventDestroy_v2),
     };
 #undef REAL
@@ -262,10 +291,12 @@ static ts_cuda_provider *make_provider(int dev)
 static int chosen_mode(int dev)
 {
     int mode = ts_cfg()->alloc;
-    if (mode != TS_ALLOC_EXPANDABLE) return mode;
+    if (mode != TS_ALLOC_EXPANDABLE)
+        return mode;
     ts_fn_cuDeviceGetAttribute attr = (ts_fn_cuDeviceGetAttribute)ts_real(TS_API_cuDeviceGetAttribute);
     int vmm = 0;
-    if (!attr || attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS) vmm = 0;
+    if (!attr || attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS)
+        vmm = 0;
     return vmm ? TS_ALLOC_EXPANDABLE : TS_ALLOC_CACHING;
 }
 
@@ -273,9 +304,11 @@ static struct devpool *create_pool(int dev)
 {
     ts_fn_cuDeviceTotalMem_v2 total_mem = (ts_fn_cuDeviceTotalMem_v2)ts_real(TS_API_cuDeviceTotalMem_v2);
     size_t total = 0;
-    if (!total_mem || total_mem(&total, dev) != CUDA_SUCCESS || !total) return NULL;
+    if (!total_mem || total_mem(&total, dev) != CUDA_SUCCESS || !total)
+        return NULL;
     struct devpool *d = calloc(1, sizeof *d);
-    if (!d) return NULL;
+    if (!d)
+        return NULL;
     d->cp = make_provider(dev);
     if (!d->cp) {
         free(d);
@@ -297,14 +330,20 @@ static struct devpool *create_pool(int dev)
     __atomic_fetch_or(&peer_mask[dev], peer_capable(dev), __ATOMIC_ACQ_REL);
 
     const struct ts_fraction_or_size *lim = &ts_cfg()->memory_limit;
-    uint64_t limit = lim->bytes ? lim->bytes : lim->fraction > 0 && lim->fraction < 1 ? (uint64_t)(lim->fraction * total) : 0;
-    if (limit >= total) limit = 0;
-    ts_pool_config cfg = {.mode = chosen_mode(dev), .device = dev, .capacity = total, .memory_limit = limit,
-                          .sync_thread_cache = true};
+    uint64_t limit = lim->bytes                               ? lim->bytes
+                     : lim->fraction > 0 && lim->fraction < 1 ? (uint64_t)(lim->fraction * total)
+                                                              : 0;
+    if (limit >= total)
+        limit = 0;
+    ts_pool_config cfg = { .mode = chosen_mode(dev),
+                           .device = dev,
+                           .capacity = total,
+                           .memory_limit = limit,
+                           .sync_thread_cache = true };
     int status = 0;
     d->pool = ts_pool_create(&cfg, &prov, &status);
     if (!d->pool && cfg.mode == TS_ALLOC_EXPANDABLE) {
-        cfg.mode = TS_ALLOC_CACHING;   /* VMM refused (old driver, MIG...): plain segments */
+        cfg.mode = TS_ALLOC_CACHING; /* VMM refused (old driver, MIG...): plain segments */
         d->pool = ts_pool_create(&cfg, &prov, &status);
     }
     if (!d->pool) {
@@ -315,7 +354,8 @@ static struct devpool *create_pool(int dev)
     d->limited = limit != 0;
     ts_pool_stream_add(d->pool, 0);
     for (int i = 0; i < nknown; i++)
-        if (known_streams[i].dev == dev) ts_pool_stream_add(d->pool, known_streams[i].stream);
+        if (known_streams[i].dev == dev)
+            ts_pool_stream_add(d->pool, known_streams[i].stream);
     return d;
 }
 
@@ -357,17 +397,20 @@ static void log_pool_stats(int dev, struct devpool *d, uint32_t reason)
 static pid_t pools_owner_pid;
 static void log_pools_at_exit(void)
 {
-    if (getpid() != pools_owner_pid) return;
+    if (getpid() != pools_owner_pid)
+        return;
     for (int dev = 0; dev < TS_DEV_MAX; dev++) {
         struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-        if (d) log_pool_stats(dev, d, TS_POOL_REASON_SHUTDOWN);
+        if (d)
+            log_pool_stats(dev, d, TS_POOL_REASON_SHUTDOWN);
     }
 }
 static bool exit_logging_registered;
 
 int ts_dev_pool_mode(int dev)
 {
-    if (dev < 0 || dev >= TS_DEV_MAX) return -1;
+    if (dev < 0 || dev >= TS_DEV_MAX)
+        return -1;
     struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
     return d ? d->pool->cfg.mode : -1;
 }
@@ -375,7 +418,8 @@ int ts_dev_pool_mode(int dev)
 static struct devpool *pool_of(int dev)
 {
     struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-    if (ts_likely(d != NULL) || __atomic_load_n(&pool_failed[dev], __ATOMIC_RELAXED)) return d;
+    if (ts_likely(d != NULL) || __atomic_load_n(&pool_failed[dev], __ATOMIC_RELAXED))
+        return d;
     pthread_mutex_lock(&create_lock);
     d = pools[dev];
     if (!d && !pool_failed[dev]) {
@@ -401,28 +445,36 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
 {
     *ptr = 0;
     *devp = -1;
-    if (size == 0 || ts_cfg()->alloc == TS_ALLOC_OFF) return TS_DEV_PASS;
+    if (size == 0 || ts_cfg()->alloc == TS_ALLOC_OFF)
+        return TS_DEV_PASS;
     int dev = real_device();
     *devp = dev;
-    if (dev < 0 || dev >= TS_DEV_MAX) return TS_DEV_PASS;   /* no context: the real call says so */
+    if (dev < 0 || dev >= TS_DEV_MAX)
+        return TS_DEV_PASS; /* no context: the real call says so */
     struct devpool *d = pool_of(dev);
-    if (!d) return TS_DEV_PASS;
+    if (!d)
+        return TS_DEV_PASS;
     /* While any capture is in progress every allocation is the real call's:
      * on the capturing stream it is graph-owned; a synchronous one is the
      * real call's to allow or refuse as the thread's capture mode says; and
      * growing the pool (cuMemAlloc, cuMemCreate...) could invalidate a
      * global-mode capture that the program's own call would not. */
-    if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0) return TS_DEV_PASS;
+    if (__atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0)
+        return TS_DEV_PASS;
     /* A synchronous allocation served by the thread cache makes no driver
      * call, so a capture begun where the hooks did not see it (the legacy
      * stream's cuStreamIsCapturing below) has nothing to be invalidated by:
      * the driver is asked only before the pool's own path. */
-    if (!async && ts_pool_alloc_cached(d->pool, size, TS_DEV_NO_STREAM, ptr)) return TS_DEV_SERVED;
-    if (stream_capturing_if_any(async ? stream : 0)) return TS_DEV_PASS;
+    if (!async && ts_pool_alloc_cached(d->pool, size, TS_DEV_NO_STREAM, ptr))
+        return TS_DEV_SERVED;
+    if (stream_capturing_if_any(async ? stream : 0))
+        return TS_DEV_PASS;
     int rc = ts_pool_alloc(d->pool, size, async ? stream : TS_DEV_NO_STREAM, 0, ptr);
-    if (rc == TS_ALLOC_OK) return TS_DEV_SERVED;
+    if (rc == TS_ALLOC_OK)
+        return TS_DEV_SERVED;
     *ptr = 0;
-    if (rc == TS_ALLOC_OOM) return d->limited ? TS_DEV_OOM : TS_DEV_PASS;
+    if (rc == TS_ALLOC_OOM)
+        return d->limited ? TS_DEV_OOM : TS_DEV_PASS;
     if (rc == TS_ALLOC_ERROR) {
         /* passthrough from now on: what the pool holds idle (its thread
          * caches included) goes back, so the real calls find that memory */
@@ -433,10 +485,7 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
     return TS_DEV_PASS;
 }
 
-bool ts_dev_pooling(void)
-{
-    return __atomic_load_n(&any_pool, __ATOMIC_ACQUIRE);
-}
+bool ts_dev_pooling(void) { return __atomic_load_n(&any_pool, __ATOMIC_ACQUIRE); }
 
 /* True if ptr lies in memory a pool reserved (its virtual range or one of
  * its segments), live block or not: such a pointer must never reach the real
@@ -454,7 +503,8 @@ static bool pool_memory(ts_pool *p, uint64_t ptr)
 int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
 {
     *devp = -1;
-    if (!ptr || !ts_dev_pooling()) return TS_DEV_NOT_OURS;
+    if (!ptr || !ts_dev_pooling())
+        return TS_DEV_NOT_OURS;
     unsigned flags = 0;
     if (async && stream_capturing_if_any(stream)) {
         /* Only graph allocations (the real call's) may be freed in capture:
@@ -464,10 +514,11 @@ int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
     if (async)
         flags = TS_FF_STREAM_ORDERED;
     else
-        stream = TS_DEV_NO_STREAM;   /* reused after fences on every stream, none while one captures */
+        stream = TS_DEV_NO_STREAM; /* reused after fences on every stream, none while one captures */
     /* passthrough (the pool serves no more allocations): no thread cache
      * holds the block for a reuse that will not come */
-    if (!ts_active()) flags |= TS_FF_NO_CACHE;
+    if (!ts_active())
+        flags |= TS_FF_NO_CACHE;
     /* one lookup per pool: the block's own pool frees it (the usual single
      * device answers at the first) */
     for (int dev = 0; dev < TS_DEV_MAX; dev++) {
@@ -489,19 +540,23 @@ int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
 
 bool ts_dev_lookup(uint64_t ptr, uint64_t *base, uint64_t *size)
 {
-    if (!ptr || !ts_dev_pooling()) return false;
+    if (!ptr || !ts_dev_pooling())
+        return false;
     for (int dev = 0; dev < TS_DEV_MAX; dev++) {
         struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-        if (d && ts_pool_lookup(d->pool, ptr, base, size) == TS_ALLOC_OK) return true;
+        if (d && ts_pool_lookup(d->pool, ptr, base, size) == TS_ALLOC_OK)
+            return true;
     }
     return false;
 }
 
 bool ts_dev_stats(int dev, ts_alloc_stats *out)
 {
-    if (dev < 0 || dev >= TS_DEV_MAX) return false;
+    if (dev < 0 || dev >= TS_DEV_MAX)
+        return false;
     struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-    if (!d) return false;
+    if (!d)
+        return false;
     ts_pool_stats(d->pool, out);
     return true;
 }
@@ -509,19 +564,23 @@ bool ts_dev_stats(int dev, ts_alloc_stats *out)
 uint64_t ts_dev_idle_bytes(int dev)
 {
     ts_alloc_stats st;
-    if (!ts_dev_stats(dev, &st)) return 0;
+    if (!ts_dev_stats(dev, &st))
+        return 0;
     return st.reserved_bytes > st.allocated_bytes ? st.reserved_bytes - st.allocated_bytes : 0;
 }
 
 void ts_dev_stream_created(uint64_t stream)
 {
     int dev = real_device();
-    if (dev < 0 || dev >= TS_DEV_MAX) return;
+    if (dev < 0 || dev >= TS_DEV_MAX)
+        return;
     pthread_mutex_lock(&create_lock);
-    if (nknown < TS_DEV_MAX_STREAMS) known_streams[nknown++] = (__typeof__(known_streams[0])){stream, dev};
+    if (nknown < TS_DEV_MAX_STREAMS)
+        known_streams[nknown++] = (__typeof__(known_streams[0])){ stream, dev };
     struct devpool *d = pools[dev];
     pthread_mutex_unlock(&create_lock);
-    if (d) ts_pool_stream_add(d->pool, stream);
+    if (d)
+        ts_pool_stream_add(d->pool, stream);
 }
 
 void ts_dev_stream_destroying(uint64_t stream)
@@ -538,19 +597,22 @@ void ts_dev_stream_destroying(uint64_t stream)
     /* Streams seen only by cudaMallocAsync/cudaFreeAsync are in a pool too. */
     for (int i = 0; i < TS_DEV_MAX; i++) {
         struct devpool *d = __atomic_load_n(&pools[i], __ATOMIC_ACQUIRE);
-        if (d && (dev < 0 || dev == i)) ts_pool_stream_remove(d->pool, stream);
+        if (d && (dev < 0 || dev == i))
+            ts_pool_stream_remove(d->pool, stream);
     }
 }
 
 void ts_dev_reset(int dev)
 {
-    if (dev < 0 || dev >= TS_DEV_MAX) return;
+    if (dev < 0 || dev >= TS_DEV_MAX)
+        return;
     pthread_mutex_lock(&create_lock);
     struct devpool *d = pools[dev];
     __atomic_store_n(&pools[dev], NULL, __ATOMIC_RELEASE);
     pool_failed[dev] = false;
     pthread_mutex_unlock(&create_lock);
-    if (!d) return;
+    if (!d)
+        return;
     log_pool_stats(dev, d, TS_POOL_REASON_RESET);
     /* The reset destroys the context's work and memory anyway; the pool's
      * pages go back first so that nothing of ours outlives it. */
@@ -561,9 +623,11 @@ void ts_dev_reset(int dev)
 
 bool ts_dev_last_oom(int dev, ts_oom_report *out)
 {
-    if (dev < 0 || dev >= TS_DEV_MAX) return false;
+    if (dev < 0 || dev >= TS_DEV_MAX)
+        return false;
     struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-    if (!d) return false;
+    if (!d)
+        return false;
     ts_pool_last_oom(d->pool, out);
     return out->requested != 0;
 }
@@ -580,7 +644,9 @@ void ts_dev_capture_end(void)
      * the hooks did not see it (before the shim was active, or elsewhere) */
     __atomic_fetch_add(&capture_changes, 1, __ATOMIC_SEQ_CST);
     int c = __atomic_load_n(&captures, __ATOMIC_ACQUIRE);
-    if (c == 0) note_capture_unseen("ended with none counted");
-    while (c > 0 && !__atomic_compare_exchange_n(&captures, &c, c - 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    if (c == 0)
+        note_capture_unseen("ended with none counted");
+    while (c > 0
+           && !__atomic_compare_exchange_n(&captures, &c, c - 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     }
 }

@@ -43,24 +43,24 @@
 
 /* The 64-byte handle.  The magic differs from anything the driver writes, so
  * a runtime without the shim rejects the handle instead of mapping memory. */
-static const char ipc_magic[8] = {'T', 'S', 'H', 'M', 'I', 'P', 'C', '1'};
+static const char ipc_magic[8] = { 'T', 'S', 'H', 'M', 'I', 'P', 'C', '1' };
 struct ipc_wire {
     char magic[8];
-    int32_t pid;                      /* exporter */
-    int32_t desc_fd;                  /* exporter's descriptor memfd */
+    int32_t pid;     /* exporter */
+    int32_t desc_fd; /* exporter's descriptor memfd */
     uint64_t export_id;
-    uint64_t size;                    /* the block's bytes */
-    int32_t device;                   /* exporter's device ordinal */
+    uint64_t size;  /* the block's bytes */
+    int32_t device; /* exporter's device ordinal */
     uint8_t unused[28];
 };
 _Static_assert(sizeof(struct ipc_wire) == sizeof(cudaIpcMemHandle_t), "handle layout is 64 bytes");
 
-#define DESC_MAGIC 0x5453484d44455343ull   /* "TSHMDESC" */
+#define DESC_MAGIC 0x5453484d44455343ull /* "TSHMDESC" */
 struct ipc_desc {
     uint64_t magic, export_id;
-    uint32_t alive;                   /* 1 while the exporter holds the page fds */
+    uint32_t alive; /* 1 while the exporter holds the page fds */
     uint32_t npages;
-    uint64_t gran, offset, size;      /* page size, block offset in its first page, block bytes */
+    uint64_t gran, offset, size; /* page size, block offset in its first page, block bytes */
     int32_t device, unused;
     /* followed by int32_t page_fd[npages] */
 };
@@ -119,7 +119,7 @@ static void exports_gone(ts_pool *p, uint64_t addr, uint64_t size)
     for (size_t i = 0; i < nexports;) {
         struct ipc_export *e = &exports[i];
         if (e->pool == p && e->base >= addr && e->base - addr < size)
-            export_kill(i);   /* moves the last one into i */
+            export_kill(i); /* moves the last one into i */
         else
             i++;
     }
@@ -202,8 +202,14 @@ static int export_block(void *arg, ts_pool *p, const ts_seg_block_view *v)
     }
     int desc_fd = memfd_create("trainshim-ipc", MFD_CLOEXEC);
     struct ipc_desc d = {
-        .magic = DESC_MAGIC, .export_id = new_export_id(), .alive = 1, .npages = n,
-        .gran = v->gran, .offset = v->base - v->first_page_va, .size = v->size, .device = v->device,
+        .magic = DESC_MAGIC,
+        .export_id = new_export_id(),
+        .alive = 1,
+        .npages = n,
+        .gran = v->gran,
+        .offset = v->base - v->first_page_va,
+        .size = v->size,
+        .device = v->device,
     };
     if (desc_fd < 0 || write_desc(desc_fd, &d, fds)) {
         if (desc_fd >= 0)
@@ -249,27 +255,21 @@ int ts_ipc_export(uint64_t ptr, void *handle)
 /* Pages of every pool are created exportable from the start (the flag is
  * read when a pool's provider is created): only the shim sets it, not the
  * tools or tests that link the core. */
-__attribute__((constructor)) static void ipc_pages_exportable(void)
-{
-    ts_cuda_pages_exportable = true;
-}
+__attribute__((constructor)) static void ipc_pages_exportable(void) { ts_cuda_pages_exportable = true; }
 
 /* ---- importer ------------------------------------------------------------- */
 struct ipc_import {
     int32_t pid;
     uint64_t export_id;
-    uint64_t va, npages, gran;        /* our reservation */
-    uint64_t ptr;                     /* what the program got */
+    uint64_t va, npages, gran; /* our reservation */
+    uint64_t ptr;              /* what the program got */
     unsigned refs;
 };
 static pthread_mutex_t imports_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ipc_import *imports;
 static size_t nimports, imports_cap;
 
-bool ts_ipc_handle_is_ours(const void *handle)
-{
-    return memcmp(handle, ipc_magic, sizeof ipc_magic) == 0;
-}
+bool ts_ipc_handle_is_ours(const void *handle) { return memcmp(handle, ipc_magic, sizeof ipc_magic) == 0; }
 
 /* Descriptor fd of process pid, as our own fd; -1 if it is gone.  Without
  * pidfd_getfd (kernel < 5.6, valgrind) /proc/<pid>/fd/<fd> is reopened: that
@@ -318,9 +318,9 @@ static int cu_error(CUresult r)
 static int map_import(int pid, int pidfd, int desc, const struct ipc_wire *w, struct ipc_import *imp)
 {
     struct ipc_desc d;
-    if (pread(desc, &d, sizeof d, 0) != (ssize_t)sizeof d || d.magic != DESC_MAGIC || d.export_id != w->export_id
-        || d.alive != 1)
-        return cudaErrorInvalidResourceHandle;   /* freed by the exporter */
+    if (pread(desc, &d, sizeof d, 0) != (ssize_t)sizeof d || d.magic != DESC_MAGIC
+        || d.export_id != w->export_id || d.alive != 1)
+        return cudaErrorInvalidResourceHandle; /* freed by the exporter */
     if (!d.npages || d.npages > IPC_MAX_PAGES || !d.gran || (d.gran & (d.gran - 1)) || d.offset >= d.gran
         || d.offset + d.size > (uint64_t)d.npages * d.gran)
         return cudaErrorInvalidValue;
@@ -352,7 +352,7 @@ static int map_import(int pid, int pidfd, int desc, const struct ipc_wire *w, st
         rc = cudaErrorInvalidResourceHandle;
         goto out;
     }
-    int *fds = (int *)nums;   /* our fds replace the exporter's numbers in place */
+    int *fds = (int *)nums; /* our fds replace the exporter's numbers in place */
     for (uint32_t i = 0; i < n; i++) {
         fds[i] = take_fd(pid, pidfd, nums[i]);
         if (fds[i] < 0) {
@@ -362,17 +362,18 @@ static int map_import(int pid, int pidfd, int desc, const struct ipc_wire *w, st
         }
     }
     if (!desc_alive(desc, w->export_id)) {
-        close_fds(fds, n);   /* freed while we took them: they may be other files */
+        close_fds(fds, n); /* freed while we took them: they may be other files */
         rc = cudaErrorInvalidResourceHandle;
         goto out;
     }
     CUresult r = CUDA_SUCCESS;
     while (imported < n && r == CUDA_SUCCESS) {
-        r = import_fd(&h[imported], (void *)(intptr_t)fds[imported], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        r = import_fd(&h[imported], (void *)(intptr_t)fds[imported],
+                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
         if (r == CUDA_SUCCESS)
             imported++;
     }
-    close_fds(fds, n);   /* the imported handles hold the memory now */
+    close_fds(fds, n); /* the imported handles hold the memory now */
     if (r == CUDA_SUCCESS)
         r = reserve(&va, (size_t)n * d.gran, d.gran, 0, 0);
     while (r == CUDA_SUCCESS && mapped < n) {
@@ -401,7 +402,7 @@ static int map_import(int pid, int pidfd, int desc, const struct ipc_wire *w, st
         imp->ptr = va + d.offset;
     }
     for (uint32_t i = 0; i < imported; i++)
-        release(h[i]);   /* a mapping keeps its memory */
+        release(h[i]); /* a mapping keeps its memory */
 out:
     free(nums);
     free(h);
@@ -415,7 +416,7 @@ int ts_ipc_open(const void *handle, unsigned flags, void **ptr)
     if (!ptr || flags != cudaIpcMemLazyEnablePeerAccess || w.pid <= 0)
         return cudaErrorInvalidValue;
     if (w.pid == (int32_t)getpid())
-        return cudaErrorDeviceUninitialized;   /* as the driver answers for its own handles */
+        return cudaErrorDeviceUninitialized; /* as the driver answers for its own handles */
     int rc = cudaSuccess;
     pthread_mutex_lock(&imports_lock);
     for (size_t i = 0; i < nimports; i++)
@@ -436,9 +437,9 @@ int ts_ipc_open(const void *handle, unsigned flags, void **ptr)
     }
     int pidfd = (int)syscall(SYS_pidfd_open, w.pid, 0);
     int desc = pidfd >= 0 || errno == ENOSYS ? take_fd(w.pid, pidfd, w.desc_fd) : -1;
-    struct ipc_import imp = {.pid = w.pid, .export_id = w.export_id, .refs = 1};
+    struct ipc_import imp = { .pid = w.pid, .export_id = w.export_id, .refs = 1 };
     if (desc < 0)
-        rc = cudaErrorInvalidResourceHandle;   /* exporter gone, or not ours to open */
+        rc = cudaErrorInvalidResourceHandle; /* exporter gone, or not ours to open */
     else
         rc = map_import(w.pid, pidfd, desc, &w, &imp);
     if (desc >= 0)

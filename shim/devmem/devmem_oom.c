@@ -24,22 +24,26 @@ void ts_dev_oom_report(int dev, uint64_t requested)
     bool have_rep = ts_dev_last_oom(dev, &rep);
     size_t dfree = 0, dtotal = 0;
     ts_fn_cuMemGetInfo_v2 info = (ts_fn_cuMemGetInfo_v2)ts_real(TS_API_cuMemGetInfo_v2);
-    if (!info || info(&dfree, &dtotal) != CUDA_SUCCESS) dfree = dtotal = 0;
+    if (!info || info(&dfree, &dtotal) != CUDA_SUCCESS)
+        dfree = dtotal = 0;
     char buf[2048];
-    int n = snprintf(buf, sizeof buf,
-                     "trainshim: out of memory on device %d: requested %llu bytes (%.3f GiB); device free %.3f GiB of "
-                     "%.3f GiB; trainshim reserved %.3f GiB, allocated %.3f GiB, largest free block %llu bytes, "
-                     "fragmentation %.3f",
-                     dev, (unsigned long long)requested, gib(requested), gib(dfree), gib(dtotal),
-                     gib(st.reserved_bytes), gib(st.allocated_bytes),
-                     (unsigned long long)(have_rep ? rep.largest_free_block : st.largest_free_block),
-                     st.reserved_bytes ? 1.0 - (double)st.allocated_bytes / (double)st.reserved_bytes : 0.0);
-    if (!have) n += snprintf(buf + n, sizeof buf - n, " (no pool on this device)");
+    int n = snprintf(
+        buf, sizeof buf,
+        "trainshim: out of memory on device %d: requested %llu bytes (%.3f GiB); device free %.3f GiB of "
+        "%.3f GiB; trainshim reserved %.3f GiB, allocated %.3f GiB, largest free block %llu bytes, "
+        "fragmentation %.3f",
+        dev, (unsigned long long)requested, gib(requested), gib(dfree), gib(dtotal), gib(st.reserved_bytes),
+        gib(st.allocated_bytes),
+        (unsigned long long)(have_rep ? rep.largest_free_block : st.largest_free_block),
+        st.reserved_bytes ? 1.0 - (double)st.allocated_bytes / (double)st.reserved_bytes : 0.0);
+    if (!have)
+        n += snprintf(buf + n, sizeof buf - n, " (no pool on this device)");
     if (have_rep && rep.ntop > 0 && n < (int)sizeof buf) {
         n += snprintf(buf + n, sizeof buf - n, "; largest live allocations:");
         for (int i = 0; i < rep.ntop && n < (int)sizeof buf; i++)
-            n += snprintf(buf + n, sizeof buf - n, " %llu bytes at 0x%llx%s", (unsigned long long)rep.top_size[i],
-                          (unsigned long long)rep.top_ptr[i], i + 1 < rep.ntop ? "," : "");
+            n += snprintf(buf + n, sizeof buf - n, " %llu bytes at 0x%llx%s",
+                          (unsigned long long)rep.top_size[i], (unsigned long long)rep.top_ptr[i],
+                          i + 1 < rep.ntop ? "," : "");
     }
     fprintf(stderr, "%s\n", buf);
     if (have)

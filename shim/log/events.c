@@ -175,11 +175,10 @@ static void copy_str(char *dst, size_t n, const char *src)
     memset(dst + l, 0, n - l);
 }
 
-void ts_ev_device(int device, const char *name, uint64_t total_mem, int cc_major, int cc_minor,
-                  int sm_count, const char *pci_bus_id)
+void ts_ev_device(int device, const char *name, uint64_t total_mem, int cc_major, int cc_minor, int sm_count,
+                  const char *pci_bus_id)
 {
-    if (device >= 0 && device < 64 &&
-        (atomic_fetch_or(&devices_logged, 1ull << device) & (1ull << device)))
+    if (device >= 0 && device < 64 && (atomic_fetch_or(&devices_logged, 1ull << device) & (1ull << device)))
         return;
     struct ts_rec_device *r = (struct ts_rec_device *)ts_log_reserve(sizeof *r, TS_REC_DEVICE);
     if (!r)
@@ -220,8 +219,8 @@ void ts_ev_nccl(const struct ts_rec_nccl *c)
     ts_log_commit(&r->h);
 }
 
-void ts_ev_comm(int api, int kind, uint64_t comm_id, uint64_t parent_id, int comm_size, int rank,
-                int color, int result)
+void ts_ev_comm(int api, int kind, uint64_t comm_id, uint64_t parent_id, int comm_size, int rank, int color,
+                int result)
 {
     struct ts_rec_comm *r = (struct ts_rec_comm *)ts_log_reserve(sizeof *r, TS_REC_COMM);
     if (!r)
@@ -253,8 +252,7 @@ void ts_ev_gpu_time(uint64_t sample_id, uint64_t gpu_ns, int kind)
 /* Rare (a reset, shutdown, an OOM): no fast path to keep. */
 void ts_ev_pool_stats(const struct ts_rec_pool_stats *s)
 {
-    struct ts_rec_pool_stats *r =
-        (struct ts_rec_pool_stats *)ts_log_reserve(sizeof *r, TS_REC_POOL_STATS);
+    struct ts_rec_pool_stats *r = (struct ts_rec_pool_stats *)ts_log_reserve(sizeof *r, TS_REC_POOL_STATS);
     if (!r)
         return;
     copy_body(&r->h, &s->h, sizeof *r);

@@ -52,12 +52,12 @@ enum log_state { ST_NEW, ST_OPEN, ST_OFF, ST_CLOSING, ST_CLOSED, ST_CHILD };
 enum buf_state { BUF_OWNED, BUF_FULL, BUF_FREE };
 
 struct tbuf {
-    struct tbuf *next;            /* registry link, set before publication */
-    _Atomic uint32_t committed;   /* bytes of whole records, published by the owner */
-    uint32_t used;                /* owner's write offset (== committed outside commit) */
-    uint32_t flushed;             /* bytes already written; only the claimer touches it */
-    _Atomic int busy;             /* flush claim */
-    _Atomic int state;            /* enum buf_state */
+    struct tbuf *next;          /* registry link, set before publication */
+    _Atomic uint32_t committed; /* bytes of whole records, published by the owner */
+    uint32_t used;              /* owner's write offset (== committed outside commit) */
+    uint32_t flushed;           /* bytes already written; only the claimer touches it */
+    _Atomic int busy;           /* flush claim */
+    _Atomic int state;          /* enum buf_state */
     uint32_t cap;
     uint32_t tid;
     /* The owner's previous buffer, still to be written when this one was
@@ -65,8 +65,8 @@ struct tbuf {
      * in order and a cut file holds a prefix of every thread's history. */
     struct tbuf *pred;
     uint64_t pred_gen;
-    _Atomic uint64_t gen;         /* bumped each time the buffer is recycled */
-    _Atomic uint64_t done_gen;    /* gen + 1 once handed over and all written */
+    _Atomic uint64_t gen;      /* bumped each time the buffer is recycled */
+    _Atomic uint64_t done_gen; /* gen + 1 once handed over and all written */
     char *data;
 };
 
@@ -78,9 +78,9 @@ static uint32_t g_buf_cap;
 static _Atomic(struct tbuf *) g_bufs;
 static _Atomic int g_nbufs;
 static _Atomic uint64_t g_buf_bytes;
-static _Atomic uint64_t g_written;   /* records written to the file */
-static _Atomic uint64_t g_dropped;   /* events that could not be logged */
-static _Atomic int g_inflight;       /* direct writers between check and write */
+static _Atomic uint64_t g_written; /* records written to the file */
+static _Atomic uint64_t g_dropped; /* events that could not be logged */
+static _Atomic int g_inflight;     /* direct writers between check and write */
 static _Atomic int g_write_failed;
 static sem_t g_wake;
 static pthread_t g_writer;
@@ -172,19 +172,21 @@ static int env_int(const char *const *names)
  * they start). */
 int ts_log_env_rank(void)
 {
-    static const char *const v[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", NULL};
+    static const char *const v[] = { "RANK",     "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                     "PMI_RANK", "SLURM_PROCID",         NULL };
     return env_int(v);
 }
 
 int ts_log_env_local_rank(void)
 {
-    static const char *const v[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
+    static const char *const v[] = { "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                     "SLURM_LOCALID", NULL };
     return env_int(v);
 }
 
 int ts_log_env_world_size(void)
 {
-    static const char *const v[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL};
+    static const char *const v[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL };
     return env_int(v);
 }
 
@@ -203,13 +205,21 @@ int ts_log_expand_path(const char *tmpl, char *out, size_t n)
     for (const char *t = tmpl; *t; t++) {
         const char *ins = NULL;
         size_t inslen = 0;
-        char lit[2] = {*t, 0};
+        char lit[2] = { *t, 0 };
         if (*t != '%') {
             ins = lit;
         } else {
             switch (t[1]) {
-            case 'p': snprintf(num, sizeof num, "%d", (int)getpid()); ins = num; t++; break;
-            case 'r': snprintf(num, sizeof num, "%d", rank < 0 ? 0 : rank); ins = num; t++; break;
+            case 'p':
+                snprintf(num, sizeof num, "%d", (int)getpid());
+                ins = num;
+                t++;
+                break;
+            case 'r':
+                snprintf(num, sizeof num, "%d", rank < 0 ? 0 : rank);
+                ins = num;
+                t++;
+                break;
             case 'l': {
                 int l = ts_log_env_local_rank();
                 snprintf(num, sizeof num, "%d", l < 0 ? 0 : l);
@@ -224,7 +234,10 @@ int ts_log_expand_path(const char *tmpl, char *out, size_t n)
                 ins = host;
                 t++;
                 break;
-            case '%': ins = "%"; t++; break;
+            case '%':
+                ins = "%";
+                t++;
+                break;
             case 'q': {
                 const char *close = t[2] == '{' ? strchr(t + 3, '}') : NULL;
                 if (close && close - (t + 3) < 256) {
@@ -299,10 +312,7 @@ int ts_log_create_file(const char *path, char *used, size_t n)
     return fd;
 }
 
-const char *ts_log_path(void)
-{
-    return g_path;
-}
+const char *ts_log_path(void) { return g_path; }
 
 /* ------------------------------------------------------------ buffers */
 /* Write the committed, unwritten records of b (claimed by the caller) and
@@ -350,10 +360,7 @@ static void claim(struct tbuf *b)
         sched_yield();
 }
 
-static void release(struct tbuf *b)
-{
-    atomic_store(&b->busy, 0);
-}
+static void release(struct tbuf *b) { atomic_store(&b->busy, 0); }
 
 /* One pass over every buffer; returns how many had to wait for a
  * predecessor (0: everything committed before the pass is written). */
@@ -429,8 +436,7 @@ static void thread_exit(void *p)
 static struct tbuf *new_buffer(void)
 {
     uint64_t bytes = sizeof(struct tbuf) + g_buf_cap;
-    if (atomic_load(&g_nbufs) >= BUF_COUNT_MAX ||
-        atomic_load(&g_buf_bytes) + bytes > BUF_TOTAL_MAX_BYTES)
+    if (atomic_load(&g_nbufs) >= BUF_COUNT_MAX || atomic_load(&g_buf_bytes) + bytes > BUF_TOTAL_MAX_BYTES)
         return NULL;
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
@@ -452,8 +458,8 @@ static struct tbuf *take_free_buffer(void)
 {
     for (struct tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
         int f = BUF_FREE;
-        if (atomic_load_explicit(&b->state, memory_order_relaxed) == BUF_FREE &&
-            atomic_compare_exchange_strong(&b->state, &f, BUF_OWNED))
+        if (atomic_load_explicit(&b->state, memory_order_relaxed) == BUF_FREE
+            && atomic_compare_exchange_strong(&b->state, &f, BUF_OWNED))
             return b;
     }
     return NULL;
@@ -486,7 +492,7 @@ static struct tbuf *refill(uint32_t len)
                     break;
                 release(b);
                 sem_post(&g_wake);
-                struct timespec d = {0, 50000};
+                struct timespec d = { 0, 50000 };
                 nanosleep(&d, NULL);
             }
             b->used = b->flushed = 0;
@@ -501,7 +507,7 @@ static struct tbuf *refill(uint32_t len)
         /* a new thread past every limit waits for the writer to recycle one */
         for (int i = 0; !b && i < 2000 && g_writer_running; i++) {
             sem_post(&g_wake);
-            struct timespec d = {0, 50000};
+            struct timespec d = { 0, 50000 };
             nanosleep(&d, NULL);
             b = take_free_buffer();
         }
@@ -592,13 +598,14 @@ static void do_open(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    g_writer_running = sem_init(&g_wake, 0, 0) == 0 &&
-                       pthread_create(&g_writer, NULL, writer_main, NULL) == 0;
+    g_writer_running =
+        sem_init(&g_wake, 0, 0) == 0 && pthread_create(&g_writer, NULL, writer_main, NULL) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (g_writer_running)
         pthread_setname_np(g_writer, "trainshim-log");
     else
-        ts_clock_counter = false; /* nobody would calibrate it: CLOCK_MONOTONIC (no reading taken yet is in a buffer) */
+        ts_clock_counter =
+            false; /* nobody would calibrate it: CLOCK_MONOTONIC (no reading taken yet is in a buffer) */
     atomic_store_explicit(&g_state, ST_OPEN, memory_order_release);
 }
 
@@ -742,15 +749,9 @@ void ts_log_flush_signal_safe(void)
     flush_all(false, false);
 }
 
-void ts_log_fork_prepare(void)
-{
-    pthread_mutex_lock(&g_open_mu);
-}
+void ts_log_fork_prepare(void) { pthread_mutex_lock(&g_open_mu); }
 
-void ts_log_fork_parent(void)
-{
-    pthread_mutex_unlock(&g_open_mu);
-}
+void ts_log_fork_parent(void) { pthread_mutex_unlock(&g_open_mu); }
 
 void ts_log_fork_child(void)
 {

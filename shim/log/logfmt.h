@@ -19,9 +19,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#define TS_LOG_MAGIC "TSHMLOG\n"   /* 8 bytes, no NUL */
-#define TS_LOG_VERSION_MAJOR 1      /* a reader rejects another major */
-#define TS_LOG_VERSION_MINOR 0      /* a reader accepts any minor */
+#define TS_LOG_MAGIC "TSHMLOG\n" /* 8 bytes, no NUL */
+#define TS_LOG_VERSION_MAJOR 1   /* a reader rejects another major */
+#define TS_LOG_VERSION_MINOR 0   /* a reader accepts any minor */
 #define TS_LOG_BYTE_ORDER 0x01020304u
 
 struct ts_log_preamble {
@@ -40,7 +40,7 @@ enum ts_rec_type {
     TS_REC_FREE = 5,
     TS_REC_COPY = 6,
     TS_REC_ERROR = 7,
-    TS_REC_END = 8,       /* written at clean shutdown: the log is complete */
+    TS_REC_END = 8,          /* written at clean shutdown: the log is complete */
     TS_REC_TYPE_COUNT_V1 = 9 /* one past the last type this version knows */
 };
 
@@ -48,8 +48,8 @@ enum ts_rec_type {
  * bits, writers write 0. */
 
 struct ts_rec_hdr {
-    uint32_t len;     /* bytes of the whole record, header included; multiple of 8 */
-    uint16_t type;    /* enum ts_rec_type */
+    uint32_t len;  /* bytes of the whole record, header included; multiple of 8 */
+    uint16_t type; /* enum ts_rec_type */
     uint16_t flags;
     uint32_t tid;     /* Linux thread id of the thread the event happened on */
     uint32_t check;   /* ts_rec_check() of the record with this field 0 */
@@ -66,9 +66,9 @@ struct ts_rec_hdr {
 struct ts_rec_header {
     struct ts_rec_hdr h;
     int32_t pid;
-    int32_t rank;       /* -1: unknown */
-    int32_t local_rank; /* -1: unknown */
-    int32_t world_size; /* -1: unknown */
+    int32_t rank;               /* -1: unknown */
+    int32_t local_rank;         /* -1: unknown */
+    int32_t world_size;         /* -1: unknown */
     uint64_t start_realtime_ns; /* CLOCK_REALTIME at log creation */
     uint64_t start_mono_ns;     /* CLOCK_MONOTONIC at the same instant */
     uint32_t host_len;
@@ -94,16 +94,16 @@ struct ts_rec_device {
     int32_t cc_minor;
     int32_t sm_count;
     uint64_t total_mem;
-    char name[TS_DEVICE_NAME_LEN];         /* NUL-terminated (truncated if longer) */
-    char pci_bus_id[TS_PCI_BUS_ID_LEN];    /* e.g. "0000:3b:00.0", NUL-terminated */
+    char name[TS_DEVICE_NAME_LEN];      /* NUL-terminated (truncated if longer) */
+    char pci_bus_id[TS_PCI_BUS_ID_LEN]; /* e.g. "0000:3b:00.0", NUL-terminated */
 };
 
 struct ts_rec_alloc {
     struct ts_rec_hdr h;
-    int32_t api;    /* API id (index in the API name table) */
+    int32_t api; /* API id (index in the API name table) */
     int32_t device;
     uint64_t ptr;
-    uint64_t size;  /* bytes requested */
+    uint64_t size; /* bytes requested */
     uint64_t stream;
     int32_t result; /* the API's own status code; 0 = success */
     uint32_t reserved;
@@ -175,9 +175,9 @@ struct ts_rec_gemm {
     uint64_t flops;
     uint64_t stream;
     uint64_t sample_id;
-    int32_t data_type;    /* cudaDataType_t of A (and B) */
-    int32_t out_type;     /* cudaDataType_t of C/D */
-    int32_t compute_type; /* cublasComputeType_t; -1 unknown */
+    int32_t data_type;      /* cudaDataType_t of A (and B) */
+    int32_t out_type;       /* cudaDataType_t of C/D */
+    int32_t compute_type;   /* cublasComputeType_t; -1 unknown */
     uint8_t transa, transb; /* cublasOperation_t */
     uint8_t is_complex;
     uint8_t reserved0;
@@ -191,10 +191,10 @@ struct ts_rec_gemm {
 struct ts_rec_nccl {
     struct ts_rec_hdr h;
     int32_t api;
-    int32_t op;        /* enum ts_nccl_op */
+    int32_t op; /* enum ts_nccl_op */
     uint64_t count;
     uint64_t bytes;
-    uint64_t comm_id;  /* same value on every rank of one communicator */
+    uint64_t comm_id; /* same value on every rank of one communicator */
     uint64_t stream;
     uint64_t sample_id;
     int32_t datatype;  /* ncclDataType_t */
@@ -292,8 +292,8 @@ _Static_assert(sizeof(struct ts_rec_alloc_stack) == 48, "alloc stack layout");
 struct ts_rec_copy_convert {
     struct ts_rec_hdr h;
     int32_t api;
-    uint8_t dir;       /* enum ts_copy_dir (core.h): TS_H2D or TS_D2H */
-    uint8_t sync;      /* 1: a synchronous entry point */
+    uint8_t dir;  /* enum ts_copy_dir (core.h): TS_H2D or TS_D2H */
+    uint8_t sync; /* 1: a synchronous entry point */
     uint16_t reserved0;
     uint64_t bytes;
     uint64_t host_blocked_ns;
@@ -306,7 +306,7 @@ struct ts_rec_copy_convert {
 struct ts_rec_pinned_alloc {
     struct ts_rec_hdr h;
     int32_t api;
-    uint32_t flags;    /* CU_MEMHOSTALLOC_* */
+    uint32_t flags; /* CU_MEMHOSTALLOC_* */
     uint64_t ptr;
     uint64_t size;
     uint64_t class_size;
@@ -341,9 +341,9 @@ struct ts_rec_pool_stats {
     uint64_t cache_hits;                 /* allocations served without a driver call */
     uint64_t ooms;
     uint64_t allocs, frees;
-    uint64_t segments;                   /* now (caching) */
-    uint64_t mapped_pages;               /* now (expandable) */
-    uint64_t page_moves;                 /* idle pages unmapped and mapped elsewhere */
+    uint64_t segments;     /* now (caching) */
+    uint64_t mapped_pages; /* now (expandable) */
+    uint64_t page_moves;   /* idle pages unmapped and mapped elsewhere */
 };
 #define TS_POOL_REASON_RESET 1u
 #define TS_POOL_REASON_SHUTDOWN 2u
@@ -365,19 +365,19 @@ _Static_assert(sizeof(struct ts_rec_pool_oom) == 64, "pool oom layout");
  * Numbered apart like the accounting records.  Times of kernels and copies
  * are CUPTI timestamps (ns); TS_REC_GPU_CLOCK pairs one with the log's
  * CLOCK_MONOTONIC so the reader can put them on the log's time axis. */
-#define TS_REC_GPU_KERNEL 40  /* one kernel execution (CUPTI CONCURRENT_KERNEL activity) */
-#define TS_REC_GPU_MEMCPY 41  /* one copy as the device ran it (CUPTI MEMCPY activity) */
-#define TS_REC_GPU_NAME 42    /* a kernel name, once per distinct name */
-#define TS_REC_GPU_CLOCK 43   /* a CUPTI timestamp and CLOCK_MONOTONIC taken together */
-#define TS_REC_GPU_STATUS 44  /* CUPTI started, unavailable, or its final counts */
+#define TS_REC_GPU_KERNEL 40 /* one kernel execution (CUPTI CONCURRENT_KERNEL activity) */
+#define TS_REC_GPU_MEMCPY 41 /* one copy as the device ran it (CUPTI MEMCPY activity) */
+#define TS_REC_GPU_NAME 42   /* a kernel name, once per distinct name */
+#define TS_REC_GPU_CLOCK 43  /* a CUPTI timestamp and CLOCK_MONOTONIC taken together */
+#define TS_REC_GPU_STATUS 44 /* CUPTI started, unavailable, or its final counts */
 
 struct ts_rec_gpu_kernel {
     struct ts_rec_hdr h;
-    uint64_t start_ns;   /* CUPTI timestamps */
+    uint64_t start_ns; /* CUPTI timestamps */
     uint64_t end_ns;
-    uint32_t stream_id;  /* CUPTI stream id (cuStreamGetId) */
+    uint32_t stream_id; /* CUPTI stream id (cuStreamGetId) */
     uint32_t device;
-    uint32_t name_id;    /* a TS_REC_GPU_NAME id; 0: unknown */
+    uint32_t name_id; /* a TS_REC_GPU_NAME id; 0: unknown */
     uint32_t correlation_id;
 };
 
@@ -430,10 +430,10 @@ struct ts_rec_gpu_status {
     struct ts_rec_hdr h;
     uint32_t state;
     uint32_t detail_len;
-    uint64_t kernels;     /* kernel records logged so far */
-    uint64_t memcpys;     /* copy records logged so far */
+    uint64_t kernels; /* kernel records logged so far */
+    uint64_t memcpys; /* copy records logged so far */
     uint64_t dropped;
-    uint64_t buffers;     /* activity buffers completed */
+    uint64_t buffers; /* activity buffers completed */
 };
 _Static_assert(sizeof(struct ts_rec_gpu_kernel) == 56, "gpu kernel layout");
 _Static_assert(sizeof(struct ts_rec_gpu_memcpy) == 64, "gpu memcpy layout");
@@ -441,10 +441,7 @@ _Static_assert(sizeof(struct ts_rec_gpu_name) == 32, "gpu name layout");
 _Static_assert(sizeof(struct ts_rec_gpu_clock) == 40, "gpu clock layout");
 _Static_assert(sizeof(struct ts_rec_gpu_status) == 64, "gpu status layout");
 
-static inline uint32_t ts_rec_align(uint32_t n)
-{
-    return (n + TS_REC_ALIGN - 1) & ~(TS_REC_ALIGN - 1);
-}
+static inline uint32_t ts_rec_align(uint32_t n) { return (n + TS_REC_ALIGN - 1) & ~(TS_REC_ALIGN - 1); }
 
 /* The per-record check: four independent multiply lanes over the record's
  * 64-bit words (len is a multiple of 8), the check field (bytes 12..15)
@@ -488,8 +485,8 @@ static inline uint32_t ts_rec_check(const void *rec, uint32_t len)
         b = a;
         a = t;
     }
-    uint64_t h = ts_rec_mix64(a) ^ ts_rec_mix64(b + 1) * 3 ^ ts_rec_mix64(c + 2) * 5 ^
-                 ts_rec_mix64(d + 3) * 7;
+    uint64_t h =
+        ts_rec_mix64(a) ^ ts_rec_mix64(b + 1) * 3 ^ ts_rec_mix64(c + 2) * 5 ^ ts_rec_mix64(d + 3) * 7;
     h = ts_rec_mix64(h);
     return (uint32_t)h ^ (uint32_t)(h >> 32);
 }

@@ -71,8 +71,8 @@ static uint32_t build_id_of(const struct dl_phdr_info *info, const unsigned char
             const unsigned char *next = desc + ((nh->n_descsz + 3) & ~3u);
             if (next > end)
                 break;
-            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
-                nh->n_descsz <= 64) {
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4)
+                && nh->n_descsz <= 64) {
                 *id = desc;
                 return nh->n_descsz;
             }
@@ -132,8 +132,9 @@ static int add_module_cb(struct dl_phdr_info *info, size_t size, void *arg)
     unsigned char *at = buf_grow(b, bytes);
     if (!at)
         return 1;
-    struct ts_module_entry e = {.base = info->dlpi_addr, .path_len = (uint32_t)path_len,
-                                .build_id_len = id_len};
+    struct ts_module_entry e = { .base = info->dlpi_addr,
+                                 .path_len = (uint32_t)path_len,
+                                 .build_id_len = id_len };
     segment_range(info, &e.start, &e.end);
     memcpy(at, &e, sizeof e);
     memcpy(at + sizeof e, path, path_len);
@@ -146,7 +147,7 @@ static int add_module_cb(struct dl_phdr_info *info, size_t size, void *arg)
 /* Under g_mu. */
 static int log_modules(uint32_t generation)
 {
-    struct record_buf b = {0};
+    struct record_buf b = { 0 };
     if (!buf_grow(&b, sizeof(struct ts_rec_modules)))
         return -1;
     dl_iterate_phdr(add_module_cb, &b);
@@ -165,11 +166,11 @@ static int log_modules(uint32_t generation)
 
 uint32_t ts_modules_current(void)
 {
-    struct load_counters now = {0};
+    struct load_counters now = { 0 };
     dl_iterate_phdr(counters_cb, &now);
     uint32_t gen = atomic_load_explicit(&g_generation, memory_order_acquire);
-    if (gen && now.have && now.adds == atomic_load_explicit(&g_adds, memory_order_relaxed) &&
-        now.subs == atomic_load_explicit(&g_subs, memory_order_relaxed))
+    if (gen && now.have && now.adds == atomic_load_explicit(&g_adds, memory_order_relaxed)
+        && now.subs == atomic_load_explicit(&g_subs, memory_order_relaxed))
         return gen;
     pthread_mutex_lock(&g_mu);
     gen = atomic_load(&g_generation);
@@ -209,7 +210,7 @@ static int range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 int ts_modules_range_of(const void *addr, uint64_t *lo, uint64_t *hi, int *is_main)
 {
-    struct range_query q = {.addr = (uint64_t)(uintptr_t)addr, .found_index = -1};
+    struct range_query q = { .addr = (uint64_t)(uintptr_t)addr, .found_index = -1 };
     dl_iterate_phdr(range_cb, &q);
     if (q.found_index < 0)
         return 0;

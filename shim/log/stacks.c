@@ -113,8 +113,8 @@ __attribute__((noinline)) uint32_t ts_stack_capture_slow(void)
     int n = unw_backtrace(buf, depth + SHIM_FRAMES_MAX);
     int skip = 1; /* this function */
     if (g_shim_hi)
-        for (skip = 0; skip < n && (uint64_t)(uintptr_t)buf[skip] >= g_shim_lo &&
-                       (uint64_t)(uintptr_t)buf[skip] < g_shim_hi;
+        for (skip = 0; skip < n && (uint64_t)(uintptr_t)buf[skip] >= g_shim_lo
+                       && (uint64_t)(uintptr_t)buf[skip] < g_shim_hi;
              skip++)
             ;
     if (skip >= n)
@@ -144,8 +144,7 @@ __attribute__((noinline)) uint32_t ts_stack_capture_slow(void)
 
 void ts_ev_alloc_stack(uint32_t stack_id, uint64_t ptr, uint64_t alloc_time_ns, int device)
 {
-    struct ts_rec_alloc_stack *r =
-        (struct ts_rec_alloc_stack *)ts_log_reserve(sizeof *r, TS_REC_ALLOC_STACK);
+    struct ts_rec_alloc_stack *r = (struct ts_rec_alloc_stack *)ts_log_reserve(sizeof *r, TS_REC_ALLOC_STACK);
     if (!r)
         return;
     r->ptr = ptr;

@@ -14,7 +14,7 @@
 struct comm_slot {
     const void *_Atomic key; /* the ncclComm_t; NULL: free */
     struct ts_comm_info info;
-    uint64_t splits;         /* ncclCommSplit calls with this parent */
+    uint64_t splits; /* ncclCommSplit calls with this parent */
 };
 
 static struct comm_slot slots[COMM_SLOTS];
@@ -41,7 +41,8 @@ uint64_t ts_comm_id_from_unique(const void *unique_id, size_t len)
 
 uint64_t ts_comm_id_from_split(uint64_t parent_id, int color, uint64_t seq)
 {
-    uint64_t h = mix(parent_id ^ 0x3c6ef372fe94f82bull) ^ mix((uint64_t)(uint32_t)color + 0x100000000ull * (seq + 1));
+    uint64_t h =
+        mix(parent_id ^ 0x3c6ef372fe94f82bull) ^ mix((uint64_t)(uint32_t)color + 0x100000000ull * (seq + 1));
     return h ? h : 1;
 }
 

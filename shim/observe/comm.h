@@ -20,36 +20,48 @@
 
 enum ts_nccl_op {
     TS_NCCL_NONE = 0,
-    TS_NCCL_ALLREDUCE, TS_NCCL_BROADCAST, TS_NCCL_REDUCE, TS_NCCL_ALLGATHER,
-    TS_NCCL_REDUCESCATTER, TS_NCCL_ALLTOALL, TS_NCCL_GATHER, TS_NCCL_SCATTER,
-    TS_NCCL_SEND, TS_NCCL_RECV, TS_NCCL_GROUP_START, TS_NCCL_GROUP_END,
+    TS_NCCL_ALLREDUCE,
+    TS_NCCL_BROADCAST,
+    TS_NCCL_REDUCE,
+    TS_NCCL_ALLGATHER,
+    TS_NCCL_REDUCESCATTER,
+    TS_NCCL_ALLTOALL,
+    TS_NCCL_GATHER,
+    TS_NCCL_SCATTER,
+    TS_NCCL_SEND,
+    TS_NCCL_RECV,
+    TS_NCCL_GROUP_START,
+    TS_NCCL_GROUP_END,
     TS_NCCL_OP_COUNT
 };
 
 /* TS_REC_COMM kinds */
-enum ts_comm_kind { TS_COMM_CREATED = 1, TS_COMM_SPLIT = 2, TS_COMM_DESTROYED = 3,
-                    TS_COMM_ABORTED = 4, TS_COMM_FINALIZED = 5 };
+enum ts_comm_kind {
+    TS_COMM_CREATED = 1,
+    TS_COMM_SPLIT = 2,
+    TS_COMM_DESTROYED = 3,
+    TS_COMM_ABORTED = 4,
+    TS_COMM_FINALIZED = 5
+};
 
 static inline const char *ts_nccl_op_name(int op)
 {
     static const char *const names[TS_NCCL_OP_COUNT] = {
-        "none", "AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AlltoAll",
-        "Gather", "Scatter", "Send", "Recv", "GroupStart", "GroupEnd"};
+        "none",   "AllReduce", "Broadcast", "Reduce", "AllGather",  "ReduceScatter", "AlltoAll",
+        "Gather", "Scatter",   "Send",      "Recv",   "GroupStart", "GroupEnd"
+    };
     return op >= 0 && op < TS_NCCL_OP_COUNT ? names[op] : "unknown";
 }
 
 /* True for the operations that move data (not group brackets). */
-static inline bool ts_nccl_op_moves_data(int op)
-{
-    return op >= TS_NCCL_ALLREDUCE && op <= TS_NCCL_RECV;
-}
+static inline bool ts_nccl_op_moves_data(int op) { return op >= TS_NCCL_ALLREDUCE && op <= TS_NCCL_RECV; }
 
 /* Bytes of one element of ncclDataType_t dt; 0 unknown. */
 static inline unsigned ts_nccl_type_size(int dt)
 {
     /* ncclInt8 ncclUint8 ncclInt32 ncclUint32 ncclInt64 ncclUint64 ncclFloat16
      * ncclFloat32 ncclFloat64 ncclBfloat16 ncclFloat8e4m3 ncclFloat8e5m2 */
-    static const unsigned char size[12] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+    static const unsigned char size[12] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
     return dt >= 0 && dt < 12 ? size[dt] : 0;
 }
 

@@ -22,17 +22,17 @@ enum slot_state { SLOT_FREE, SLOT_ARMED, SLOT_PENDING };
 
 struct sample_slot {
     CUevent start, end;
-    CUcontext ctx;     /* the context the events belong to */
+    CUcontext ctx; /* the context the events belong to */
     uint64_t id;
     int kind;
     int state;
-    int retries;       /* polls that found the end complete but no time */
+    int retries; /* polls that found the end complete but no time */
 };
 
 static struct sample_slot slots[SAMPLE_SLOTS];
 static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_id = 1;
-static int pending;    /* slots in SLOT_PENDING (under slots_mu) */
+static int pending; /* slots in SLOT_PENDING (under slots_mu) */
 
 static __thread uint64_t tls_calls __attribute__((tls_model("initial-exec")));
 
@@ -89,7 +89,7 @@ static void at_exit_poll(void)
         ts_leave();
         pthread_mutex_unlock(&slots_mu);
         if (__atomic_load_n(&pending, __ATOMIC_RELAXED))
-            nanosleep(&(struct timespec){0, 1000000}, NULL);
+            nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
     }
 }
 
@@ -151,8 +151,8 @@ void ts_sample_begin(struct ts_gpu_sample *smp, uint64_t stream)
     CUcontext ctx = NULL;
     /* An event recorded on a capturing stream becomes a graph node, not a
      * time: never touch a stream that captures (or whose state is unknown). */
-    if (capturing((CUstream)(uintptr_t)stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE ||
-        current(&ctx) != CUDA_SUCCESS || !ctx) {
+    if (capturing((CUstream)(uintptr_t)stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE
+        || current(&ctx) != CUDA_SUCCESS || !ctx) {
         ts_leave();
         return;
     }

@@ -10,42 +10,88 @@
 
 /* cudaDataType_t values (library_types.h), so this header needs no CUDA. */
 enum {
-    TS_DT_R_32F = 0, TS_DT_R_64F = 1, TS_DT_R_16F = 2, TS_DT_R_8I = 3, TS_DT_C_32F = 4,
-    TS_DT_C_64F = 5, TS_DT_C_16F = 6, TS_DT_C_8I = 7, TS_DT_R_8U = 8, TS_DT_C_8U = 9,
-    TS_DT_R_32I = 10, TS_DT_R_16BF = 14, TS_DT_C_16BF = 15, TS_DT_R_8F_E4M3 = 28,
-    TS_DT_R_8F_E5M2 = 29, TS_DT_R_8F_UE8M0 = 30
+    TS_DT_R_32F = 0,
+    TS_DT_R_64F = 1,
+    TS_DT_R_16F = 2,
+    TS_DT_R_8I = 3,
+    TS_DT_C_32F = 4,
+    TS_DT_C_64F = 5,
+    TS_DT_C_16F = 6,
+    TS_DT_C_8I = 7,
+    TS_DT_R_8U = 8,
+    TS_DT_C_8U = 9,
+    TS_DT_R_32I = 10,
+    TS_DT_R_16BF = 14,
+    TS_DT_C_16BF = 15,
+    TS_DT_R_8F_E4M3 = 28,
+    TS_DT_R_8F_E5M2 = 29,
+    TS_DT_R_8F_UE8M0 = 30
 };
 /* cublasComputeType_t values (cublas_api.h) that change the precision class */
 enum { TS_CT_32F_FAST_16F = 74, TS_CT_32F_FAST_16BF = 75, TS_CT_32F_FAST_TF32 = 77 };
 
 /* Precision classes: one peak each in the device table. */
-enum ts_prec { TS_PREC_FP64, TS_PREC_FP32, TS_PREC_TF32, TS_PREC_FP16, TS_PREC_BF16,
-               TS_PREC_FP8, TS_PREC_INT8, TS_PREC_COUNT };
+enum ts_prec {
+    TS_PREC_FP64,
+    TS_PREC_FP32,
+    TS_PREC_TF32,
+    TS_PREC_FP16,
+    TS_PREC_BF16,
+    TS_PREC_FP8,
+    TS_PREC_INT8,
+    TS_PREC_COUNT
+};
 
 static inline const char *ts_prec_name(int p)
 {
-    static const char *const n[TS_PREC_COUNT] = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"};
+    static const char *const n[TS_PREC_COUNT] = { "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8" };
     return p >= 0 && p < TS_PREC_COUNT ? n[p] : "other";
 }
 
 static inline bool ts_dtype_is_complex(int dt)
 {
-    return dt == TS_DT_C_32F || dt == TS_DT_C_64F || dt == TS_DT_C_16F || dt == TS_DT_C_8I ||
-           dt == TS_DT_C_8U || dt == TS_DT_C_16BF || (dt >= 17 && dt <= 27 && dt % 2 == 1);
+    return dt == TS_DT_C_32F || dt == TS_DT_C_64F || dt == TS_DT_C_16F || dt == TS_DT_C_8I || dt == TS_DT_C_8U
+           || dt == TS_DT_C_16BF || (dt >= 17 && dt <= 27 && dt % 2 == 1);
 }
 
 /* Bits of one real component: 64, 32, 16, 8 (4 and 6 for the narrow float types); 0 unknown. */
 static inline unsigned ts_dtype_bits(int dt)
 {
     switch (dt) {
-    case TS_DT_R_64F: case TS_DT_C_64F: case 24: case 25: case 26: case 27: return 64;
-    case TS_DT_R_32F: case TS_DT_C_32F: case TS_DT_R_32I: case 11: case 12: case 13: return 32;
-    case TS_DT_R_16F: case TS_DT_C_16F: case TS_DT_R_16BF: case TS_DT_C_16BF:
-    case 20: case 21: case 22: case 23: return 16;
-    case TS_DT_R_8I: case TS_DT_C_8I: case TS_DT_R_8U: case TS_DT_C_8U:
-    case TS_DT_R_8F_E4M3: case TS_DT_R_8F_E5M2: case TS_DT_R_8F_UE8M0: return 8;
-    case 31: case 32: return 6;
-    case 33: case 16: case 17: case 18: case 19: return 4;
+    case TS_DT_R_64F:
+    case TS_DT_C_64F:
+    case 24:
+    case 25:
+    case 26:
+    case 27: return 64;
+    case TS_DT_R_32F:
+    case TS_DT_C_32F:
+    case TS_DT_R_32I:
+    case 11:
+    case 12:
+    case 13: return 32;
+    case TS_DT_R_16F:
+    case TS_DT_C_16F:
+    case TS_DT_R_16BF:
+    case TS_DT_C_16BF:
+    case 20:
+    case 21:
+    case 22:
+    case 23: return 16;
+    case TS_DT_R_8I:
+    case TS_DT_C_8I:
+    case TS_DT_R_8U:
+    case TS_DT_C_8U:
+    case TS_DT_R_8F_E4M3:
+    case TS_DT_R_8F_E5M2:
+    case TS_DT_R_8F_UE8M0: return 8;
+    case 31:
+    case 32: return 6;
+    case 33:
+    case 16:
+    case 17:
+    case 18:
+    case 19: return 4;
     default: return 0;
     }
 }
@@ -54,16 +100,27 @@ static inline unsigned ts_dtype_bits(int dt)
 static inline int ts_gemm_prec(int dtype, int compute_type)
 {
     switch (dtype) {
-    case TS_DT_R_64F: case TS_DT_C_64F: return TS_PREC_FP64;
-    case TS_DT_R_16F: case TS_DT_C_16F: return TS_PREC_FP16;
-    case TS_DT_R_16BF: case TS_DT_C_16BF: return TS_PREC_BF16;
-    case TS_DT_R_8F_E4M3: case TS_DT_R_8F_E5M2: case TS_DT_R_8F_UE8M0: return TS_PREC_FP8;
-    case TS_DT_R_8I: case TS_DT_C_8I: case TS_DT_R_8U: case TS_DT_C_8U: return TS_PREC_INT8;
+    case TS_DT_R_64F:
+    case TS_DT_C_64F: return TS_PREC_FP64;
+    case TS_DT_R_16F:
+    case TS_DT_C_16F: return TS_PREC_FP16;
+    case TS_DT_R_16BF:
+    case TS_DT_C_16BF: return TS_PREC_BF16;
+    case TS_DT_R_8F_E4M3:
+    case TS_DT_R_8F_E5M2:
+    case TS_DT_R_8F_UE8M0: return TS_PREC_FP8;
+    case TS_DT_R_8I:
+    case TS_DT_C_8I:
+    case TS_DT_R_8U:
+    case TS_DT_C_8U: return TS_PREC_INT8;
     default: break;
     }
-    if (compute_type == TS_CT_32F_FAST_TF32) return TS_PREC_TF32;
-    if (compute_type == TS_CT_32F_FAST_16F) return TS_PREC_FP16;
-    if (compute_type == TS_CT_32F_FAST_16BF) return TS_PREC_BF16;
+    if (compute_type == TS_CT_32F_FAST_TF32)
+        return TS_PREC_TF32;
+    if (compute_type == TS_CT_32F_FAST_16F)
+        return TS_PREC_FP16;
+    if (compute_type == TS_CT_32F_FAST_16BF)
+        return TS_PREC_BF16;
     return TS_PREC_FP32;
 }
 
@@ -91,7 +148,7 @@ static inline unsigned ts_gemm_align_rule(int dtype)
  * captures.  Uses the driver API only: it keeps no "last error", so a failed
  * query cannot change what the program sees. */
 struct ts_gpu_sample {
-    uint64_t id;   /* 0: this call is not timed */
+    uint64_t id; /* 0: this call is not timed */
     int slot;
 };
 /* Before the real call.  Cheap when not due (a thread-local counter). */

@@ -39,13 +39,13 @@
 #include "core/core.h"
 #include "log/log.h"
 
-#define POOL_BUFS 8               /* activity buffers; a bit each in pool_free */
-#define BUF_BYTES (1u << 20)      /* CUPTI's own default size; 8-byte aligned by mmap */
+#define POOL_BUFS 8          /* activity buffers; a bit each in pool_free */
+#define BUF_BYTES (1u << 20) /* CUPTI's own default size; 8-byte aligned by mmap */
 #define FLUSH_PERIOD_MS 500
-#define NAME_SLOTS 4096           /* distinct kernel names; beyond, names are not logged */
-#define NAME_MAX_LOGGED 1024      /* longer kernel names are cut */
-#define SIGNAL_WAIT_MS 300        /* how long a signal handler waits for the flush */
-#define EXIT_WAIT_MS 3000         /* how long exit waits for the final flush */
+#define NAME_SLOTS 4096      /* distinct kernel names; beyond, names are not logged */
+#define NAME_MAX_LOGGED 1024 /* longer kernel names are cut */
+#define SIGNAL_WAIT_MS 300   /* how long a signal handler waits for the flush */
+#define EXIT_WAIT_MS 3000    /* how long exit waits for the final flush */
 
 enum { CS_OFF, CS_ON, CS_FAILED, CS_STOPPED, CS_CHILD };
 
@@ -60,7 +60,7 @@ static struct {
     __typeof__(&cuptiGetResultString) result_string; /* optional */
 } api;
 
-static _Atomic int started;       /* ts_cupti_start ran (once per process image) */
+static _Atomic int started; /* ts_cupti_start ran (once per process image) */
 static _Atomic int cstate = CS_OFF;
 static unsigned char *pool;
 static _Atomic uint32_t pool_free; /* bit i: buffer i is free */
@@ -143,7 +143,8 @@ static uint32_t name_id(const char *name)
     uint64_t h = name_hash(name);
     uint32_t id = 0;
     pthread_mutex_lock(&names_mu);
-    for (uint32_t i = 0, s = (uint32_t)h & (NAME_SLOTS - 1); i < NAME_SLOTS; i++, s = (s + 1) & (NAME_SLOTS - 1)) {
+    for (uint32_t i = 0, s = (uint32_t)h & (NAME_SLOTS - 1); i < NAME_SLOTS;
+         i++, s = (s + 1) & (NAME_SLOTS - 1)) {
         if (names[s].hash == h) {
             id = names[s].id;
             break;
@@ -299,7 +300,7 @@ static bool forced_flush(int wait_ms)
 {
     int want = atomic_fetch_add(&flush_forced_req, 1) + 1;
     sem_post(&flusher_wake);
-    struct timespec nap = {0, 1000000};
+    struct timespec nap = { 0, 1000000 };
     for (int i = 0; i < wait_ms; i++) {
         if (atomic_load(&flush_forced_done) - want >= 0 || atomic_load(&flusher_exited))
             return atomic_load(&flush_forced_done) - want >= 0;
@@ -325,7 +326,8 @@ void ts_cupti_stop(void)
     if (forced_flush(EXIT_WAIT_MS) || atomic_load(&flusher_exited)) {
         pthread_join(flusher, NULL);
     } else {
-        ts_warn("CUPTI did not deliver its last activity records in %d ms; the GPU timeline may miss the end of the run",
+        ts_warn("CUPTI did not deliver its last activity records in %d ms; the GPU timeline may miss the end "
+                "of the run",
                 EXIT_WAIT_MS);
         pthread_detach(flusher);
     }
@@ -363,10 +365,10 @@ static void unavailable(const char *fmt, ...)
 
 static bool load_api(void *lib)
 {
-#define SYM(field, name)                                                \
-    if (!(api.field = (__typeof__(api.field))dlsym(lib, #name))) {      \
-        unavailable("%s lacks %s", ts_cfg()->cupti_lib, #name);          \
-        return false;                                                   \
+#define SYM(field, name)                                                                                     \
+    if (!(api.field = (__typeof__(api.field))dlsym(lib, #name))) {                                           \
+        unavailable("%s lacks %s", ts_cfg()->cupti_lib, #name);                                              \
+        return false;                                                                                        \
     }
     SYM(register_callbacks, cuptiActivityRegisterCallbacks);
     SYM(enable, cuptiActivityEnable);
@@ -395,7 +397,8 @@ static void start(void)
         dlclose(lib);
         return;
     }
-    void *m = mmap(NULL, (size_t)POOL_BUFS * BUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *m =
+        mmap(NULL, (size_t)POOL_BUFS * BUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
         unavailable("cannot map %u activity buffers: %s", POOL_BUFS, strerror(errno));
         return;

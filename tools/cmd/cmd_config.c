@@ -19,7 +19,7 @@ static void print_type(FILE *f, const struct ts_option_info *o, bool markdown)
     for (const char *v = o->values; *v; v++) {
         if (v == o->values || v[-1] == '|')
             fputs(markdown ? "`" : "", f);
-        if (*v == '|') {   /* the closing backtick was printed after the value */
+        if (*v == '|') { /* the closing backtick was printed after the value */
             fputs(", ", f);
             continue;
         }
@@ -81,7 +81,7 @@ static void print_list(FILE *f)
 static int print_effective(FILE *f)
 {
     static struct ts_config cfg; /* large: not on the stack */
-    static const char *const source_names[] = {"default", "variable", "TRAINSHIM_CONF"};
+    static const char *const source_names[] = { "default", "variable", "TRAINSHIM_CONF" };
     int problems = ts_config_load(&cfg, environ, false);
     if (ts_config_disabled(&cfg))
         fputs("# TRAINSHIM=0: the shim is off (pure passthrough); these values are unused\n", f);

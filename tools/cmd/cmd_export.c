@@ -90,7 +90,7 @@ int cmd_export(int argc, char **argv)
         free(files);
         return 2;
     }
-    struct export_input in = {calloc((size_t)n, sizeof(struct tslog)), n};
+    struct export_input in = { calloc((size_t)n, sizeof(struct tslog)), n };
     int rc = in.logs ? 0 : 1;
     for (int i = 0; i < n && !rc; i++) {
         if (tslog_read_file(files[i], &in.logs[i]) != 0) {

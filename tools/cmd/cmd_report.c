@@ -21,8 +21,8 @@
 #include "report/report_stats.h"
 
 /* ------------------------------------------------------------ formatting */
-static const char *const dir_names[DIRS] = {"unknown", "H2D", "D2H", "D2D", "H2H", "peer", "default"};
-static const char *const dir_keys[DIRS] = {"unknown", "h2d", "d2h", "d2d", "h2h", "peer", "default"};
+static const char *const dir_names[DIRS] = { "unknown", "H2D", "D2H", "D2D", "H2H", "peer", "default" };
+static const char *const dir_keys[DIRS] = { "unknown", "h2d", "d2h", "d2d", "h2h", "peer", "default" };
 
 static void print_sanitized(FILE *f, const char *s)
 {
@@ -104,9 +104,8 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
         fprintf(f, "cache hits          %llu\n", (unsigned long long)s->pool_cache_hits);
         fprintf(f, "OOMs                %llu\n", (unsigned long long)s->pool_ooms);
     }
-    fprintf(f, "allocations         %llu (%llu failed), %s requested\n",
-            (unsigned long long)s->alloc_calls, (unsigned long long)s->alloc_failed,
-            tslog_human_bytes(s->alloc_requested, b1, sizeof b1));
+    fprintf(f, "allocations         %llu (%llu failed), %s requested\n", (unsigned long long)s->alloc_calls,
+            (unsigned long long)s->alloc_failed, tslog_human_bytes(s->alloc_requested, b1, sizeof b1));
     fprintf(f, "frees               %llu (%llu failed, %llu of unknown pointers)\n",
             (unsigned long long)s->free_calls, (unsigned long long)s->free_failed,
             (unsigned long long)s->free_unknown);
@@ -170,8 +169,8 @@ static void text_rank_table(FILE *f, struct tslog *logs, const struct stats *st,
 {
     char b1[32], b2[32], b3[32];
     fprintf(f, "== RANKS ==\n");
-    fprintf(f, "%-5s %8s %-10s %-10s %10s %14s %8s %8s %14s %14s %6s\n", "rank", "pid", "host",
-            "status", "duration", "peak alloc", "allocs", "frees", "H2D", "D2H", "errors");
+    fprintf(f, "%-5s %8s %-10s %-10s %10s %14s %8s %8s %14s %14s %6s\n", "rank", "pid", "host", "status",
+            "duration", "peak alloc", "allocs", "frees", "H2D", "D2H", "errors");
     for (int i = 0; i < n; i++) {
         char rank[16], host[11];
         if (logs[i].rank >= 0)
@@ -182,10 +181,11 @@ static void text_rank_table(FILE *f, struct tslog *logs, const struct stats *st,
         for (char *c = host; *c; c++)
             if ((unsigned char)*c < 0x20 || *c == 0x7f)
                 *c = '?';
-        fprintf(f, "%-5s %8d %-10s %-10s %9.3fs %14s %8llu %8llu %14s %14s %6llu\n", rank,
-                logs[i].pid, host, status_text(&logs[i]), (double)duration_ns(&logs[i]) / 1e9,
+        fprintf(f, "%-5s %8d %-10s %-10s %9.3fs %14s %8llu %8llu %14s %14s %6llu\n", rank, logs[i].pid, host,
+                status_text(&logs[i]), (double)duration_ns(&logs[i]) / 1e9,
                 tslog_human_bytes(st[i].peak_alloc, b1, sizeof b1), (unsigned long long)st[i].alloc_calls,
-                (unsigned long long)st[i].free_calls, tslog_human_bytes(st[i].copy_bytes[TS_H2D], b2, sizeof b2),
+                (unsigned long long)st[i].free_calls,
+                tslog_human_bytes(st[i].copy_bytes[TS_H2D], b2, sizeof b2),
                 tslog_human_bytes(st[i].copy_bytes[TS_D2H], b3, sizeof b3),
                 (unsigned long long)st[i].error_records);
     }
@@ -222,20 +222,22 @@ static bool run_option(const struct tslog *log, const char *name, uint64_t *out)
  * copies too small for it (from this log's copy records). */
 static struct acct_copy_facts acct_copy_facts_of(const struct stats *s)
 {
-    struct acct_copy_facts f = {.h2d_bytes = s->copy_bytes[TS_H2D], .h2d_pageable = s->h2d_pageable,
-                                .d2h_bytes = s->copy_bytes[TS_D2H], .d2h_pageable = s->d2h_pageable,
-                                .copy_ns = s->copy_ns};
+    struct acct_copy_facts f = { .h2d_bytes = s->copy_bytes[TS_H2D],
+                                 .h2d_pageable = s->h2d_pageable,
+                                 .d2h_bytes = s->copy_bytes[TS_D2H],
+                                 .d2h_pageable = s->d2h_pageable,
+                                 .copy_ns = s->copy_ns };
     f.converted_bytes = s->converted_bytes;
     f.converted_calls = s->converted_calls;
     f.converted_blocked_ns = s->converted_blocked_ns;
     uint64_t on = 0;
-    f.engine_known = run_option(s->log, "TRAINSHIM_PINNED_COPY", &on) &&
-                     run_option(s->log, "TRAINSHIM_PINNED_COPY_MIN", &f.engine_min);
+    f.engine_known = run_option(s->log, "TRAINSHIM_PINNED_COPY", &on)
+                     && run_option(s->log, "TRAINSHIM_PINNED_COPY_MIN", &f.engine_min);
     f.engine_on = f.engine_known && on;
     for (size_t i = 0; f.engine_known && i < s->log->n_events; i++) {
         const struct tslog_event *e = &s->log->events[i];
-        if (e->type == TS_REC_COPY && !e->result && e->host_kind == TS_HOST_PAGEABLE &&
-            (e->dir == TS_H2D || e->dir == TS_D2H) && e->bytes < f.engine_min) {
+        if (e->type == TS_REC_COPY && !e->result && e->host_kind == TS_HOST_PAGEABLE
+            && (e->dir == TS_H2D || e->dir == TS_D2H) && e->bytes < f.engine_min) {
             f.small_bytes += e->bytes;
             f.small_calls++;
         }
@@ -459,7 +461,7 @@ int cmd_report(int argc, char **argv)
             max_peak = st[i].peak_alloc;
     }
     if (json) {
-        struct json j = {.f = stdout};
+        struct json j = { .f = stdout };
         j_open(&j, NULL, '{');
         j_str(&j, "report", "trainshim");
         j_u64(&j, "version", 1);
@@ -501,8 +503,9 @@ int cmd_report(int argc, char **argv)
         acct_advice_text(stdout, &acct[0], &cf, duration_ns(&logs[0]));
     } else {
         text_rank_table(stdout, logs, st, n);
-        printf("\n== TOTAL (%d logs; peak allocated is the sum of the ranks' peaks, the largest is %llu B) ==\n",
-               n, (unsigned long long)max_peak);
+        printf(
+            "\n== TOTAL (%d logs; peak allocated is the sum of the ranks' peaks, the largest is %llu B) ==\n",
+            n, (unsigned long long)max_peak);
         text_stats(stdout, total, NULL);
         for (int i = 0; i < n; i++) {
             printf("\n== RANK %d ==", logs[i].rank >= 0 ? logs[i].rank : i);

@@ -43,7 +43,7 @@ static int find_library(char *out, size_t n)
     if (!slash)
         return -1;
     *slash = '\0';
-    static const char *const rel[] = {"/" LIB_NAME, "/../lib/" LIB_NAME, "/../lib64/" LIB_NAME};
+    static const char *const rel[] = { "/" LIB_NAME, "/../lib/" LIB_NAME, "/../lib64/" LIB_NAME };
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         char cand[PATH_MAX];
         if (snprintf(cand, sizeof cand, "%s%s", exe, rel[i]) >= (int)sizeof cand)
@@ -51,8 +51,10 @@ static int find_library(char *out, size_t n)
         if (access(cand, R_OK) == 0 && realpath(cand, out) && strlen(out) < n)
             return 0;
     }
-    fprintf(stderr, "trainshim: error: cannot find %s next to %s/trainshim (looked in %s/, %s/../lib/, %s/../lib64/)\n",
-            LIB_NAME, exe, exe, exe, exe);
+    fprintf(
+        stderr,
+        "trainshim: error: cannot find %s next to %s/trainshim (looked in %s/, %s/../lib/, %s/../lib64/)\n",
+        LIB_NAME, exe, exe, exe, exe);
     return -1;
 }
 
@@ -104,7 +106,7 @@ static void template_patterns(const char *tmpl, char *exact, char *variants, siz
     host[sizeof host - 1] = '\0';
     exact[0] = '\0';
     for (const char *t = tmpl; *t && len + 2 < n; t++) {
-        char lit[2] = {*t, '\0'};
+        char lit[2] = { *t, '\0' };
         if (*t != '%' || !t[1]) {
             put_literal(exact, n, &len, lit);
             continue;
@@ -126,7 +128,10 @@ static void template_patterns(const char *tmpl, char *exact, char *variants, siz
             }
             break;
         }
-        default: lit[0] = *t; put_literal(exact, n, &len, lit); break;
+        default:
+            lit[0] = *t;
+            put_literal(exact, n, &len, lit);
+            break;
         }
         exact[len] = '\0';
     }
@@ -148,7 +153,7 @@ struct seen {
 
 static void collect(const char *const *patterns, int npatterns, struct seen *out)
 {
-    glob_t g = {0};
+    glob_t g = { 0 };
     int flags = 0;
     for (int i = 0; i < npatterns; i++) {
         glob(patterns[i], flags, NULL, &g);
@@ -172,9 +177,9 @@ static bool unchanged(const struct seen *before, const char *path, const struct 
 {
     for (size_t i = 0; i < before->count; i++)
         if (!strcmp(before->paths[i], path))
-            return before->st[i].st_ino == st->st_ino && before->st[i].st_size == st->st_size &&
-                   before->st[i].st_mtim.tv_sec == st->st_mtim.tv_sec &&
-                   before->st[i].st_mtim.tv_nsec == st->st_mtim.tv_nsec;
+            return before->st[i].st_ino == st->st_ino && before->st[i].st_size == st->st_size
+                   && before->st[i].st_mtim.tv_sec == st->st_mtim.tv_sec
+                   && before->st[i].st_mtim.tv_nsec == st->st_mtim.tv_nsec;
     return false;
 }
 
@@ -203,9 +208,12 @@ static void tool_name(char *out, size_t n)
         const char *colon = strchr(p, ':');
         size_t dl = colon ? (size_t)(colon - p) : strlen(p);
         char cand[PATH_MAX];
-        if (dl && snprintf(cand, sizeof cand, "%.*s/trainshim", (int)dl, p) < (int)sizeof cand &&
-            stat(cand, &other) == 0)
-            { if (other.st_ino == self.st_ino && other.st_dev == self.st_dev) return; break; }
+        if (dl && snprintf(cand, sizeof cand, "%.*s/trainshim", (int)dl, p) < (int)sizeof cand
+            && stat(cand, &other) == 0) {
+            if (other.st_ino == self.st_ino && other.st_dev == self.st_dev)
+                return;
+            break;
+        }
         p = colon ? colon + 1 : p + dl;
     }
     snprintf(out, n, "%s", exe);
@@ -227,8 +235,8 @@ static void report_logs(const struct seen *before, const char *const *patterns, 
             const char *base = strrchr(after.paths[i], '/');
             base = base ? base + 1 : after.paths[i];
             const char *hit = strstr(base, pidtext);
-            bool own = hit && (hit == base || !strchr("0123456789", hit[-1])) &&
-                       !strchr("0123456789", hit[strlen(pidtext)]);
+            bool own = hit && (hit == base || !strchr("0123456789", hit[-1]))
+                       && !strchr("0123456789", hit[strlen(pidtext)]);
             if (own == (pass == 0))
                 list[n++] = after.paths[i];
         }
@@ -239,7 +247,8 @@ static void report_logs(const struct seen *before, const char *const *patterns, 
     if (!n && sw && !ts_parse_bool(sw, &on) && !on) {
         fprintf(stderr, "trainshim: no event log: TRAINSHIM=%s turned the shim off\n", sw);
     } else if (!n) {
-        fprintf(stderr, "trainshim: no event log was written (no CUDA activity was recorded; logs would match %s)\n",
+        fprintf(stderr,
+                "trainshim: no event log was written (no CUDA activity was recorded; logs would match %s)\n",
                 patterns[0]);
     } else {
         char text[16384];
@@ -247,7 +256,8 @@ static void report_logs(const struct seen *before, const char *const *patterns, 
         for (size_t i = 0; i < n && len < sizeof text; i++)
             len += (size_t)snprintf(text + len, sizeof text - len, "trainshim:   %s\n", list[i]);
         if (len < sizeof text)
-            len += (size_t)snprintf(text + len, sizeof text - len, "trainshim: summarize with: %s report", tool);
+            len +=
+                (size_t)snprintf(text + len, sizeof text - len, "trainshim: summarize with: %s report", tool);
         for (size_t i = 0; i < n && len < sizeof text; i++)
             len += (size_t)snprintf(text + len, sizeof text - len, " %s", list[i]);
         if (len < sizeof text)
@@ -279,7 +289,7 @@ static void usage(void)
  * file of our own), else 128 + signal. */
 static int die_like(int sig)
 {
-    struct rlimit none = {0, 0};
+    struct rlimit none = { 0, 0 };
     setrlimit(RLIMIT_CORE, &none);
     signal(sig, SIG_DFL);
     sigset_t set;
@@ -344,7 +354,7 @@ int cmd_run(int argc, char **argv)
         close(saved_err);
     char exact[PATH_MAX * 2], variants[PATH_MAX * 2];
     template_patterns(cfg.log, exact, variants, sizeof exact);
-    const char *patterns[] = {exact, variants};
+    const char *patterns[] = { exact, variants };
     struct seen before;
     collect(patterns, 2, &before);
 
@@ -353,7 +363,7 @@ int cmd_run(int argc, char **argv)
         perror("trainshim: error: run: pipe");
         return 1;
     }
-    struct sigaction sa = {0}, old_int, old_term;
+    struct sigaction sa = { 0 }, old_int, old_term;
     sa.sa_sigaction = forward_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);

@@ -15,11 +15,11 @@ static const struct {
     int (*fn)(int, char **);
     const char *help;
 } commands[] = {
-    {"run", cmd_run, "run [--log TEMPLATE] [--] CMD...   run CMD with the shim preloaded"},
-    {"report", cmd_report, "report [--format text|json] LOG...   summarize event logs"},
-    {"config", cmd_config, "config   print every option with its default and help"},
-    {"export", cmd_export, "export --type chrome-trace|memory-snapshot|svg LOG... -o FILE"},
-    {"replay", cmd_replay, "replay FILE   replay a PyTorch memory snapshot against the allocator"},
+    { "run", cmd_run, "run [--log TEMPLATE] [--] CMD...   run CMD with the shim preloaded" },
+    { "report", cmd_report, "report [--format text|json] LOG...   summarize event logs" },
+    { "config", cmd_config, "config   print every option with its default and help" },
+    { "export", cmd_export, "export --type chrome-trace|memory-snapshot|svg LOG... -o FILE" },
+    { "replay", cmd_replay, "replay FILE   replay a PyTorch memory snapshot against the allocator" },
 };
 
 static void usage(FILE *f)

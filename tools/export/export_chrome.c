@@ -67,16 +67,18 @@ static void slice(struct writer *w, int pid, int tid, const char *cat, const cha
 {
     begin(w);
     if (dur > 0)
-        fprintf(w->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"cat\":\"%s\",\"name\":", pid,
+        fprintf(w->f,
+                "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"cat\":\"%s\",\"name\":", pid,
                 tid, ts, dur, cat);
     else
-        fprintf(w->f, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"%s\",\"name\":", pid, tid,
-                ts, cat);
+        fprintf(w->f,
+                "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"cat\":\"%s\",\"name\":", pid,
+                tid, ts, cat);
     export_json_string(w->f, name);
 }
 
-static const char *const dir_names[] = {"copy", "H2D", "D2H", "D2D", "H2H", "peer", "default"};
-static const char *const host_names[] = {"unknown", "pageable", "pinned", "none"};
+static const char *const dir_names[] = { "copy", "H2D", "D2H", "D2D", "H2H", "peer", "default" };
+static const char *const host_names[] = { "unknown", "pageable", "pinned", "none" };
 
 #define GPU_TID_BASE 2000 /* above the host-side stream threads (1..MAX_STREAMS) */
 #define MAX_GPU_TRACKS 256
@@ -87,10 +89,10 @@ static void write_gpu(struct writer *w, const struct tslog *log, int pid)
     struct gpu_data d;
     if (gpu_load(log, &d) != 0)
         return;
-    static const char *const copy_names[] = {"copy", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-                                             "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
-    static const char *const mem_names[] = {"unknown", "pageable", "pinned", "device", "array",
-                                            "managed", "device static", "managed static"};
+    static const char *const copy_names[] = { "copy", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                              "AtoD", "DtoA", "DtoD", "HtoH", "PtoP" };
+    static const char *const mem_names[] = { "unknown", "pageable", "pinned",        "device",
+                                             "array",   "managed",  "device static", "managed static" };
     uint64_t tracks[MAX_GPU_TRACKS];
     int n = 0;
     char nb[32];
@@ -110,7 +112,8 @@ static void write_gpu(struct writer *w, const struct tslog *log, int pid)
             slice(w, pid, GPU_TID_BASE + t, "gpu_copy", copy_names[a->copy_kind < 11 ? a->copy_kind : 0], ts,
                   dur > 0 ? dur : 0.001);
             fprintf(w->f, ",\"args\":{\"bytes\":%" PRIu64 ",\"src\":\"%s\",\"dst\":\"%s\"}}", a->bytes,
-                    mem_names[a->src_kind < 8 ? a->src_kind : 0], mem_names[a->dst_kind < 8 ? a->dst_kind : 0]);
+                    mem_names[a->src_kind < 8 ? a->src_kind : 0],
+                    mem_names[a->dst_kind < 8 ? a->dst_kind : 0]);
         } else {
             slice(w, pid, GPU_TID_BASE + t, "gpu_kernel", gpu_kernel_name(&d, a->name_id, nb, sizeof nb), ts,
                   dur > 0 ? dur : 0.001);
@@ -137,8 +140,10 @@ static void write_log(struct writer *w, const struct tslog *log, int pid)
         snprintf(name, sizeof name, "pid %d", log->pid);
     meta(w, pid, 0, "process_name", name);
     begin(w);
-    fprintf(w->f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}",
-            pid, pid);
+    fprintf(
+        w->f,
+        "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}",
+        pid, pid);
 
     for (size_t i = 0; i < log->n_events; i++) {
         const struct tslog_event *e = &log->events[i];
@@ -200,7 +205,7 @@ static void write_log(struct writer *w, const struct tslog *log, int pid)
         int dev;
     } *live = calloc(cap, sizeof *live);
     if (ev && live) {
-        uint64_t cur[64] = {0};
+        uint64_t cur[64] = { 0 };
         for (size_t i = 0; i < n; i++) {
             const struct tslog_event *e = ev[i];
             size_t s = (size_t)ts_rec_mix64(e->ptr) & (cap - 1);
@@ -238,7 +243,7 @@ static void write_log(struct writer *w, const struct tslog *log, int pid)
 
 int export_chrome(FILE *f, const struct export_input *in)
 {
-    struct writer w = {f, 1, UINT64_MAX};
+    struct writer w = { f, 1, UINT64_MAX };
     for (int i = 0; i < in->n; i++) {
         const struct tslog *log = &in->logs[i];
         uint64_t first = log->have_header ? log->start_realtime_ns : export_wall_ns(log, log->first_time_ns);
@@ -247,7 +252,8 @@ int export_chrome(FILE *f, const struct export_input *in)
     }
     if (w.t0 == UINT64_MAX)
         w.t0 = 0;
-    fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"trainshim export\"},\"traceEvents\":[", f);
+    fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"trainshim export\"},\"traceEvents\":[",
+          f);
     for (int i = 0; i < in->n; i++)
         write_log(&w, &in->logs[i], i);
     fputs("\n]}\n", f);

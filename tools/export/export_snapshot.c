@@ -22,8 +22,8 @@ static void p_str(FILE *f, const char *s)
 {
     uint32_t n = (uint32_t)strlen(s);
     p_byte(f, 'X'); /* BINUNICODE: 4-byte little-endian length, UTF-8 */
-    unsigned char len[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
-                            (unsigned char)(n >> 24)};
+    unsigned char len[4] = { (unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+                             (unsigned char)(n >> 24) };
     fwrite(len, 1, 4, f);
     fwrite(s, 1, n, f);
 }
@@ -32,13 +32,13 @@ static void p_int(FILE *f, int64_t v)
 {
     if (v >= INT32_MIN && v <= INT32_MAX) {
         uint32_t u = (uint32_t)(int32_t)v;
-        unsigned char b[5] = {'J', (unsigned char)u, (unsigned char)(u >> 8), (unsigned char)(u >> 16),
-                              (unsigned char)(u >> 24)};
+        unsigned char b[5] = { 'J', (unsigned char)u, (unsigned char)(u >> 8), (unsigned char)(u >> 16),
+                               (unsigned char)(u >> 24) };
         fwrite(b, 1, 5, f); /* BININT */
         return;
     }
     /* LONG1 with 8 bytes: little-endian two's complement holds any int64 */
-    unsigned char b[10] = {0x8a, 8};
+    unsigned char b[10] = { 0x8a, 8 };
     for (int i = 0; i < 8; i++)
         b[2 + i] = (unsigned char)((uint64_t)v >> (8 * i));
     fwrite(b, 1, 10, f);
@@ -168,7 +168,8 @@ int export_snapshot(FILE *f, const struct export_input *in)
                     p_trace_entry(f, "free_completed", b->ptr, b->size, b->stream, t_us, &d, b->stack);
                     p_trace_entry(f, "segment_free", b->ptr, b->size, b->stream, t_us, &d, b->stack);
                 }
-                *b = (struct block){e->ptr, e->bytes, e->stream, sites_stack_of(&d, e->ptr, e->time_ns), edev, 1};
+                *b = (struct block){ e->ptr, e->bytes, e->stream, sites_stack_of(&d, e->ptr, e->time_ns),
+                                     edev,   1 };
                 if (edev != dev)
                     continue;
                 p_trace_entry(f, "segment_alloc", b->ptr, b->size, b->stream, t_us, &d, b->stack);
@@ -196,8 +197,12 @@ int export_snapshot(FILE *f, const struct export_input *in)
         while (blocks[s].ptr && blocks[s].ptr != e->ptr)
             s = (s + 1) & (cap - 1);
         if (e->type == TS_REC_ALLOC)
-            blocks[s] = (struct block){e->ptr, e->bytes, e->stream, sites_stack_of(&d, e->ptr, e->time_ns),
-                                       e->device >= 0 && e->device < 64 ? e->device : 0, 1};
+            blocks[s] = (struct block){ e->ptr,
+                                        e->bytes,
+                                        e->stream,
+                                        sites_stack_of(&d, e->ptr, e->time_ns),
+                                        e->device >= 0 && e->device < 64 ? e->device : 0,
+                                        1 };
         else if (blocks[s].ptr == e->ptr)
             blocks[s].live = 0;
     }

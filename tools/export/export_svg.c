@@ -13,8 +13,8 @@
 
 enum { W = 960, H = 480, LEFT = 90, RIGHT = 200, TOP = 50, BOTTOM = 60, MAX_SERIES = 16 };
 
-static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-                                     "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+static const char *const colors[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf" };
 
 struct point {
     uint64_t t, v;
@@ -37,7 +37,7 @@ static int add_point(struct series *s, uint64_t t, uint64_t v)
         s->pts = p;
         s->cap = c;
     }
-    s->pts[s->n++] = (struct point){t, v};
+    s->pts[s->n++] = (struct point){ t, v };
     if (v > s->peak)
         s->peak = v;
     return 0;
@@ -50,7 +50,7 @@ static struct series *series_of(struct series *all, int *n, int log, int device)
             return &all[i];
     if (*n == MAX_SERIES)
         return NULL;
-    all[*n] = (struct series){.log = log, .device = device};
+    all[*n] = (struct series){ .log = log, .device = device };
     return &all[(*n)++];
 }
 
@@ -67,7 +67,7 @@ static int collect(const struct tslog *log, int li, struct series *all, int *ns)
         int dev;
     } *live = calloc(cap, sizeof *live);
     int rc = ev && live ? 0 : -1;
-    uint64_t cur[64] = {0};
+    uint64_t cur[64] = { 0 };
     for (size_t i = 0; i < n && !rc; i++) {
         const struct tslog_event *e = ev[i];
         size_t s = (size_t)ts_rec_mix64(e->ptr) & (cap - 1);
@@ -100,7 +100,7 @@ static int collect(const struct tslog *log, int li, struct series *all, int *ns)
 
 static const char *human(double b, char *buf, size_t n)
 {
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
     int u = 0;
     while (b >= 1024 && u < 4) {
         b /= 1024;
@@ -151,15 +151,16 @@ int export_svg(FILE *f, const struct export_input *in)
         t1 = t0 + 1000000;
     double span_s = (double)(t1 - t0) / 1e9, ymax = peak ? (double)peak * 1.1 : 1024.0;
     int pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
-#define X(t) (LEFT + (double)((t) - t0) / (double)(t1 - t0) * pw)
+#define X(t) (LEFT + (double)((t)-t0) / (double)(t1 - t0) * pw)
 #define Y(v) (TOP + ph - (double)(v) / ymax * ph)
     char b1[32];
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-               "font-family=\"sans-serif\" font-size=\"12\">\n"
-               "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n"
-               "<text x=\"%d\" y=\"28\" font-size=\"16\" font-weight=\"bold\">Device memory allocated over time "
-               "(peak %s)</text>\n",
+    fprintf(f,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "font-family=\"sans-serif\" font-size=\"12\">\n"
+            "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n"
+            "<text x=\"%d\" y=\"28\" font-size=\"16\" font-weight=\"bold\">Device memory allocated over time "
+            "(peak %s)</text>\n",
             W, H, W, H, W, H, LEFT, human((double)peak, b1, sizeof b1));
     /* grid and axes */
     /* byte ticks at round numbers of the unit they are labelled in */
@@ -168,27 +169,29 @@ int export_svg(FILE *f, const struct export_input *in)
         unit *= 1024;
     double ystep = nice_step(ymax / unit, 5) * unit;
     for (double v = 0; v <= ymax; v += ystep) {
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", LEFT, Y(v), LEFT + pw,
-                Y(v));
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", LEFT, Y(v),
+                LEFT + pw, Y(v));
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", LEFT - 6, Y(v) + 4,
                 human(v, b1, sizeof b1));
     }
     double xstep = nice_step(span_s, 8);
     for (double s = 0; s <= span_s + 1e-12; s += xstep) {
         double x = LEFT + s / span_s * pw;
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>\n", x, TOP, x, TOP + ph);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>\n", x, TOP, x,
+                TOP + ph);
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.3g</text>\n", x, TOP + ph + 18, s);
     }
-    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", LEFT, TOP + ph, LEFT + pw,
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", LEFT, TOP + ph,
+            LEFT + pw, TOP + ph);
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", LEFT, TOP, LEFT,
             TOP + ph);
-    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", LEFT, TOP, LEFT, TOP + ph);
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time (s)</text>\n", LEFT + pw / 2, H - 15);
     /* series: a step line, reduced per pixel column */
     for (int i = 0; i < ns; i++) {
         const struct series *s = &all[i];
         const char *col = colors[i % 10];
-        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%.1f,%.1f", col, X(t0),
-                Y(0));
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%.1f,%.1f", col,
+                X(t0), Y(0));
         uint64_t prev = 0;
         long col_x = -1;
         for (size_t k = 0; k < s->n; k++) {
@@ -213,7 +216,8 @@ int export_svg(FILE *f, const struct export_input *in)
         else
             snprintf(label, sizeof label, "pid %d device %d", log->pid, s->device);
         int ly = TOP + 10 + 36 * i;
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"4\" fill=\"%s\"/>\n", LEFT + pw + 16, ly, col);
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"4\" fill=\"%s\"/>\n", LEFT + pw + 16, ly,
+                col);
         fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n", LEFT + pw + 36, ly + 6, label);
         fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#555\">peak %s</text>\n", LEFT + pw + 36, ly + 22,
                 human((double)s->peak, b1, sizeof b1));

@@ -231,7 +231,7 @@ static void *push_item(void **arr, size_t *n, size_t *cap, size_t sz)
     }
     return (char *)*arr + (*n)++ * sz;
 }
-#define PUSH_ITEM(log, name) \
+#define PUSH_ITEM(log, name)                                                                                 \
     push_item((void **)&(log)->name##s, &(log)->n_##name##s, &(log)->cap_##name##s, sizeof *(log)->name##s)
 
 static const char *read_accounting(struct tslog *log, uint16_t type, const unsigned char *rec, uint32_t len)
@@ -245,12 +245,24 @@ static const char *read_accounting(struct tslog *log, uint16_t type, const unsig
         struct tslog_gemm *g = PUSH_ITEM(log, gemm);
         if (!g)
             return "out of memory";
-        *g = (struct tslog_gemm){.time_ns = h.time_ns, .flops = r.flops, .stream = r.stream,
-                                 .sample_id = r.sample_id, .m = r.m, .n = r.n, .k = r.k, .batch = r.batch,
-                                 .api = r.api, .device = r.device, .data_type = r.data_type,
-                                 .out_type = r.out_type, .compute_type = r.compute_type, .result = r.result,
-                                 .tid = h.tid, .transa = r.transa, .transb = r.transb,
-                                 .is_complex = r.is_complex};
+        *g = (struct tslog_gemm){ .time_ns = h.time_ns,
+                                  .flops = r.flops,
+                                  .stream = r.stream,
+                                  .sample_id = r.sample_id,
+                                  .m = r.m,
+                                  .n = r.n,
+                                  .k = r.k,
+                                  .batch = r.batch,
+                                  .api = r.api,
+                                  .device = r.device,
+                                  .data_type = r.data_type,
+                                  .out_type = r.out_type,
+                                  .compute_type = r.compute_type,
+                                  .result = r.result,
+                                  .tid = h.tid,
+                                  .transa = r.transa,
+                                  .transb = r.transb,
+                                  .is_complex = r.is_complex };
         break;
     }
     case TS_REC_NCCL: {
@@ -259,11 +271,21 @@ static const char *read_accounting(struct tslog *log, uint16_t type, const unsig
         struct tslog_nccl *c = PUSH_ITEM(log, nccl);
         if (!c)
             return "out of memory";
-        *c = (struct tslog_nccl){.time_ns = h.time_ns, .count = r.count, .bytes = r.bytes, .comm_id = r.comm_id,
-                                 .stream = r.stream, .sample_id = r.sample_id, .api = r.api, .op = r.op,
-                                 .datatype = r.datatype, .comm_size = r.comm_size, .rank = r.rank,
-                                 .peer = r.peer, .result = r.result, .group_depth = r.group_depth,
-                                 .tid = h.tid};
+        *c = (struct tslog_nccl){ .time_ns = h.time_ns,
+                                  .count = r.count,
+                                  .bytes = r.bytes,
+                                  .comm_id = r.comm_id,
+                                  .stream = r.stream,
+                                  .sample_id = r.sample_id,
+                                  .api = r.api,
+                                  .op = r.op,
+                                  .datatype = r.datatype,
+                                  .comm_size = r.comm_size,
+                                  .rank = r.rank,
+                                  .peer = r.peer,
+                                  .result = r.result,
+                                  .group_depth = r.group_depth,
+                                  .tid = h.tid };
         break;
     }
     case TS_REC_COMM: {
@@ -272,9 +294,15 @@ static const char *read_accounting(struct tslog *log, uint16_t type, const unsig
         struct tslog_comm *c = PUSH_ITEM(log, comm);
         if (!c)
             return "out of memory";
-        *c = (struct tslog_comm){.time_ns = h.time_ns, .comm_id = r.comm_id, .parent_id = r.parent_id,
-                                 .api = r.api, .kind = r.kind, .comm_size = r.comm_size, .rank = r.rank,
-                                 .color = r.color, .result = r.result};
+        *c = (struct tslog_comm){ .time_ns = h.time_ns,
+                                  .comm_id = r.comm_id,
+                                  .parent_id = r.parent_id,
+                                  .api = r.api,
+                                  .kind = r.kind,
+                                  .comm_size = r.comm_size,
+                                  .rank = r.rank,
+                                  .color = r.color,
+                                  .result = r.result };
         break;
     }
     case TS_REC_GPU_TIME: {
@@ -283,7 +311,7 @@ static const char *read_accounting(struct tslog *log, uint16_t type, const unsig
         struct tslog_gpu_time *t = PUSH_ITEM(log, gpu_time);
         if (!t)
             return "out of memory";
-        *t = (struct tslog_gpu_time){.sample_id = r.sample_id, .gpu_ns = r.gpu_ns, .kind = r.kind};
+        *t = (struct tslog_gpu_time){ .sample_id = r.sample_id, .gpu_ns = r.gpu_ns, .kind = r.kind };
         break;
     }
     }
@@ -336,8 +364,7 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
         if (size == 0)
             set_msg(log->error, sizeof log->error, "%s: empty file (offset 0)", name);
         else if (memcmp(d, TS_LOG_MAGIC, size < 8 ? size : 8) != 0)
-            set_msg(log->error, sizeof log->error,
-                    "%s: not a trainshim log (bad magic at offset 0)", name);
+            set_msg(log->error, sizeof log->error, "%s: not a trainshim log (bad magic at offset 0)", name);
         else
             set_msg(log->error, sizeof log->error,
                     "%s: truncated at offset %zu: shorter than the %zu-byte preamble", name, size,
@@ -358,8 +385,8 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
     }
     if (pre.version_major != TS_LOG_VERSION_MAJOR) {
         set_msg(log->error, sizeof log->error,
-                "%s: log format version %u.%u (offset 8) is not readable by this version (%d.x)",
-                name, pre.version_major, pre.version_minor, TS_LOG_VERSION_MAJOR);
+                "%s: log format version %u.%u (offset 8) is not readable by this version (%d.x)", name,
+                pre.version_major, pre.version_minor, TS_LOG_VERSION_MAJOR);
         return -1;
     }
     log->version_major = pre.version_major;
@@ -371,19 +398,19 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
         const char *bad = NULL;
         if (size - off < sizeof h) {
             set_msg(log->note, sizeof log->note,
-                    "truncated at offset %zu: incomplete record header (%zu of %zu bytes)", off,
-                    size - off, sizeof h);
+                    "truncated at offset %zu: incomplete record header (%zu of %zu bytes)", off, size - off,
+                    sizeof h);
             break;
         }
         memcpy(&h, d + off, sizeof h);
         if (h.len < sizeof h || h.len % TS_REC_ALIGN || h.len > TS_REC_MAX_LEN) {
-            set_msg(log->note, sizeof log->note,
-                    "corrupt record at offset %zu: invalid length %u", off, h.len);
+            set_msg(log->note, sizeof log->note, "corrupt record at offset %zu: invalid length %u", off,
+                    h.len);
             break;
         }
         if (h.len > size - off) {
-            set_msg(log->note, sizeof log->note,
-                    "truncated at offset %zu: record of %u bytes, %zu present", off, h.len, size - off);
+            set_msg(log->note, sizeof log->note, "truncated at offset %zu: record of %u bytes, %zu present",
+                    off, h.len, size - off);
             break;
         }
         if (ts_rec_check(d + off, h.len) != h.check) {
@@ -466,13 +493,11 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
     log->truncated = off < size;
     if (!log->truncated && !log->complete)
         set_msg(log->note, sizeof log->note,
-                "incomplete: no end record (log ends at offset %zu; the process did not exit cleanly)",
-                off);
+                "incomplete: no end record (log ends at offset %zu; the process did not exit cleanly)", off);
     if (log->complete && !log->truncated && log->end_records_written != log->n_records - 1)
         set_msg(log->note, sizeof log->note,
                 "inconsistent: the end record counts %llu records, %llu were read",
-                (unsigned long long)log->end_records_written,
-                (unsigned long long)(log->n_records - 1));
+                (unsigned long long)log->end_records_written, (unsigned long long)(log->n_records - 1));
     return 0;
 }
 
@@ -585,8 +610,8 @@ int tslog_walk_records(const unsigned char *p, size_t size,
     for (size_t off = sizeof pre; off + sizeof(struct ts_rec_hdr) <= size;) {
         struct ts_rec_hdr h;
         memcpy(&h, p + off, sizeof h);
-        if (h.len < sizeof h || h.len % TS_REC_ALIGN || h.len > TS_REC_MAX_LEN || h.len > size - off ||
-            ts_rec_check(p + off, h.len) != h.check)
+        if (h.len < sizeof h || h.len % TS_REC_ALIGN || h.len > TS_REC_MAX_LEN || h.len > size - off
+            || ts_rec_check(p + off, h.len) != h.check)
             break;
         int rc = fn(arg, &h, p + off);
         if (rc)
@@ -598,7 +623,7 @@ int tslog_walk_records(const unsigned char *p, size_t size,
 
 const char *tslog_human_bytes(uint64_t b, char *buf, size_t n)
 {
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
     double v = (double)b;
     int u = 0;
     while (v >= 1024 && u < 6) {

@@ -16,19 +16,19 @@
 /* One alloc/free/copy/error record, in file order. */
 struct tslog_event {
     uint64_t time_ns;
-    uint64_t seq;    /* index among events in file order (stable sorting) */
-    uint64_t ptr;    /* alloc, free */
-    uint64_t bytes;  /* alloc: size requested; copy: bytes */
-    uint64_t stream; /* alloc, free, copy */
+    uint64_t seq;         /* index among events in file order (stable sorting) */
+    uint64_t ptr;         /* alloc, free */
+    uint64_t bytes;       /* alloc: size requested; copy: bytes */
+    uint64_t stream;      /* alloc, free, copy */
     uint64_t duration_ns; /* copy */
     int32_t api;
     int32_t result;
-    int32_t device;  /* alloc, free */
+    int32_t device; /* alloc, free */
     uint32_t tid;
-    uint16_t type;   /* TS_REC_ALLOC, _FREE, _COPY, _ERROR */
-    uint8_t dir;     /* copy: enum ts_copy_dir */
+    uint16_t type;     /* TS_REC_ALLOC, _FREE, _COPY, _ERROR */
+    uint8_t dir;       /* copy: enum ts_copy_dir */
     uint8_t host_kind; /* copy: enum ts_host_kind */
-    uint8_t async;   /* copy */
+    uint8_t async;     /* copy */
 };
 
 /* One outermost GEMM call (TS_REC_GEMM). gpu_ns: sampled GPU time, 0 if the
@@ -76,7 +76,7 @@ struct tslog_pool_dev {
 #define TSLOG_POOL_DEVS 64
 
 struct tslog {
-    char *file;                 /* name given to the reader */
+    char *file; /* name given to the reader */
     uint64_t file_size;
     uint16_t version_major, version_minor;
 
@@ -84,13 +84,13 @@ struct tslog {
     bool have_header;
     int32_t pid, rank, local_rank, world_size; /* -1: unknown */
     uint64_t start_realtime_ns, start_mono_ns;
-    char *host;                 /* NUL-terminated */
-    char *cmdline;              /* arguments, NUL-separated, cmdline_len bytes + a NUL */
+    char *host;    /* NUL-terminated */
+    char *cmdline; /* arguments, NUL-separated, cmdline_len bytes + a NUL */
     size_t cmdline_len;
-    char *command;              /* arguments joined by spaces */
-    char *config;               /* NUL-terminated */
+    char *command; /* arguments joined by spaces */
+    char *config;  /* NUL-terminated */
 
-    char **api_names;           /* api_names[id] or NULL */
+    char **api_names; /* api_names[id] or NULL */
     uint32_t n_api_names;
 
     struct tslog_device *devices;
@@ -98,18 +98,18 @@ struct tslog {
     struct tslog_event *events;
     size_t n_events, cap_events;
 
-    uint64_t n_records;         /* valid records read, all types */
-    uint64_t n_unknown;         /* records of types this reader does not know (skipped) */
+    uint64_t n_records; /* valid records read, all types */
+    uint64_t n_unknown; /* records of types this reader does not know (skipped) */
     uint64_t n_by_type[TS_REC_TYPE_COUNT_V1];
     uint64_t first_time_ns, last_time_ns;
 
-    bool complete;              /* the end record was read */
+    bool complete; /* the end record was read */
     uint64_t end_time_ns, end_records_written, end_records_dropped;
 
-    bool truncated;             /* reading stopped before the end of the file */
-    uint64_t stop_offset;       /* first byte not read as a whole valid record */
-    char note[320];             /* why reading stopped early, "" if it did not */
-    char error[320];            /* fatal: not a (readable) log; "" if none */
+    bool truncated;       /* reading stopped before the end of the file */
+    uint64_t stop_offset; /* first byte not read as a whole valid record */
+    char note[320];       /* why reading stopped early, "" if it did not */
+    char error[320];      /* fatal: not a (readable) log; "" if none */
 
     /* compute and communication accounting (TS_REC_GEMM/_NCCL/_COMM; the
      * sampled TS_REC_GPU_TIME records are joined into gpu_ns by sample id) */
@@ -129,8 +129,8 @@ struct tslog {
 
     /* device memory pools (TS_REC_POOL_STATS, TS_REC_POOL_OOM).  Peaks are
      * summed over devices (each device's largest); counts over records. */
-    uint64_t n_pool_stats;      /* 0: the run had no pool (report prints nothing more) */
-    int32_t pool_mode;          /* enum ts_alloc_mode of the last record */
+    uint64_t n_pool_stats; /* 0: the run had no pool (report prints nothing more) */
+    int32_t pool_mode;     /* enum ts_alloc_mode of the last record */
     uint64_t pool_peak_reserved, pool_allocated_at_reserved_peak, pool_peak_allocated;
     uint64_t pool_driver_calls, pool_cache_hits, pool_ooms;
     uint64_t n_pool_oom_records;

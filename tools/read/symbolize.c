@@ -42,10 +42,7 @@ static const Dwfl_Callbacks callbacks = {
     .debuginfo_path = &debuginfo_path,
 };
 
-struct symbolizer *sym_new(void)
-{
-    return calloc(1, sizeof(struct symbolizer));
-}
+struct symbolizer *sym_new(void) { return calloc(1, sizeof(struct symbolizer)); }
 
 void sym_free(struct symbolizer *s)
 {
@@ -141,10 +138,7 @@ static demangle_fn demangler(void)
     return fn;
 }
 
-static void copy_str(char *dst, size_t n, const char *src)
-{
-    snprintf(dst, n, "%s", src ? src : "");
-}
+static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
 static const struct sym_module *module_of(const struct generation *g, uint64_t addr)
 {
@@ -235,7 +229,7 @@ int sym_lookup(struct symbolizer *s, uint32_t gen, uint64_t addr, struct sym_fra
     int rc = lookup_uncached(s, gen, addr, out);
     if (!addr || ((s->n_cache + 1) * 2 > s->cap_cache && cache_grow(s)))
         return rc;
-    s->cache[cache_slot(s, gen, addr)] = (struct cache_entry){addr, gen, rc, *out};
+    s->cache[cache_slot(s, gen, addr)] = (struct cache_entry){ addr, gen, rc, *out };
     s->n_cache++;
     return rc;
 }

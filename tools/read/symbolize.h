@@ -14,10 +14,10 @@ struct sym_module {
 
 struct sym_frame {
     uint64_t addr;
-    char func[256];   /* "" when unknown */
-    char file[512];   /* source file, "" when unknown */
-    int line;         /* 0 when unknown */
-    const char *module; /* path of the module (owned by the symbolizer), or "" */
+    char func[256];       /* "" when unknown */
+    char file[512];       /* source file, "" when unknown */
+    int line;             /* 0 when unknown */
+    const char *module;   /* path of the module (owned by the symbolizer), or "" */
     uint64_t module_base; /* its load bias */
 };
 

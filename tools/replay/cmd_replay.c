@@ -23,7 +23,10 @@
 #include "alloc/alloc.h"
 #include "cmd/cmds.h"
 
-typedef struct { char op; uint64_t addr, size; } rp_event;
+typedef struct {
+    char op;
+    uint64_t addr, size;
+} rp_event;
 
 typedef struct {
     const char *file, *level, *mode, *provider;
@@ -48,10 +51,14 @@ static int parse_size(const char *s, uint64_t *out)
     uint64_t m = 1;
     if (*end) {
         switch (*end) {
-        case 'K': case 'k': m = 1ull << 10; break;
-        case 'M': case 'm': m = 1ull << 20; break;
-        case 'G': case 'g': m = 1ull << 30; break;
-        case 'T': case 't': m = 1ull << 40; break;
+        case 'K':
+        case 'k': m = 1ull << 10; break;
+        case 'M':
+        case 'm': m = 1ull << 20; break;
+        case 'G':
+        case 'g': m = 1ull << 30; break;
+        case 'T':
+        case 't': m = 1ull << 40; break;
         default: return -1;
         }
         end++;
@@ -86,12 +93,15 @@ static int find_script(char *out, size_t n)
 }
 
 /* Runs the converter and reads its whole output. */
-static int load_events(const rp_opts *o, rp_event **evs, size_t *nev, size_t *ninit,
-                       uint64_t *rec_reserved, uint64_t *rec_allocated)
+static int load_events(const rp_opts *o, rp_event **evs, size_t *nev, size_t *ninit, uint64_t *rec_reserved,
+                       uint64_t *rec_allocated)
 {
     char script[PATH_MAX + 64];
     if (find_script(script, sizeof script)) {
-        fprintf(stderr, "trainshim: error: cannot find snapshot_events.py (looked at %s; set TRAINSHIM_SNAPSHOT_SCRIPT)\n", script);
+        fprintf(stderr,
+                "trainshim: error: cannot find snapshot_events.py (looked at %s; set "
+                "TRAINSHIM_SNAPSHOT_SCRIPT)\n",
+                script);
         return -1;
     }
     int fd[2];
@@ -117,9 +127,11 @@ static int load_events(const rp_opts *o, rp_event **evs, size_t *nev, size_t *ni
     rp_event *v = NULL;
     int ok = 0, ended = 0;
     while (fgets(line, sizeof line, in)) {
-        rp_event e = {0, 0, 0};
+        rp_event e = { 0, 0, 0 };
         if (line[0] == 'R') {
-            if (sscanf(line, "R %" SCNu64 " %" SCNu64 " %zu %zu", rec_reserved, rec_allocated, &nevents, &initial) == 4)
+            if (sscanf(line, "R %" SCNu64 " %" SCNu64 " %zu %zu", rec_reserved, rec_allocated, &nevents,
+                       &initial)
+                == 4)
                 ok = 1;
             continue;
         }
@@ -161,7 +173,10 @@ static int load_events(const rp_opts *o, rp_event **evs, size_t *nev, size_t *ni
 }
 
 /* ---- trace address -> replayed pointer ---------------------------------- */
-typedef struct { uint64_t *k, *v; size_t cap; } addr_map;
+typedef struct {
+    uint64_t *k, *v;
+    size_t cap;
+} addr_map;
 
 static uint64_t *am_slot(addr_map *m, uint64_t key)
 {
@@ -214,15 +229,16 @@ static int open_cuda(rp_cuda *c, int device, uint64_t *total)
     if (!c->lib)
         return -1;
     CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
-        (CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))dlsym(c->lib, "cuGetProcAddress_v2");
+        (CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))dlsym(
+            c->lib, "cuGetProcAddress_v2");
     if (!gpa)
         return -1;
-#define GET(var, name)                                                                      \
-    do {                                                                                    \
-        void *p_ = NULL;                                                                    \
-        CUdriverProcAddressQueryResult q_;                                                  \
-        if (gpa(name, &p_, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q_) == CUDA_SUCCESS) \
-            memcpy(&(var), &p_, sizeof p_);                                                  \
+#define GET(var, name)                                                                                       \
+    do {                                                                                                     \
+        void *p_ = NULL;                                                                                     \
+        CUdriverProcAddressQueryResult q_;                                                                   \
+        if (gpa(name, &p_, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q_) == CUDA_SUCCESS)                  \
+            memcpy(&(var), &p_, sizeof p_);                                                                  \
     } while (0)
     CUresult (*init)(unsigned) = NULL;
     CUresult (*devget)(CUdevice *, int) = NULL;
@@ -280,8 +296,10 @@ static void close_cuda(rp_cuda *c)
 
 static int mode_of(const char *s)
 {
-    return !strcmp(s, "expandable") ? TS_ALLOC_EXPANDABLE : !strcmp(s, "caching") ? TS_ALLOC_CACHING
-         : !strcmp(s, "off") ? TS_ALLOC_OFF : -1;
+    return !strcmp(s, "expandable") ? TS_ALLOC_EXPANDABLE
+           : !strcmp(s, "caching")  ? TS_ALLOC_CACHING
+           : !strcmp(s, "off")      ? TS_ALLOC_OFF
+                                    : -1;
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped. */
@@ -309,7 +327,7 @@ static double now_s(void)
 
 int cmd_replay(int argc, char **argv)
 {
-    rp_opts o = {.level = "tensor", .mode = "expandable", .provider = "auto"};
+    rp_opts o = { .level = "tensor", .mode = "expandable", .provider = "auto" };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -393,7 +411,7 @@ int cmd_replay(int argc, char **argv)
             ts_fake_set_manual_fences(fake, 1);
         prov = ts_fake_provider_table(fake);
     }
-    ts_pool_config cfg = {.mode = mode, .device = o.device, .capacity = capacity, .memory_limit = o.limit};
+    ts_pool_config cfg = { .mode = mode, .device = o.device, .capacity = capacity, .memory_limit = o.limit };
     int st;
     ts_pool *pool = ts_pool_create(&cfg, prov, &st);
     if (!pool) {
@@ -403,7 +421,7 @@ int cmd_replay(int argc, char **argv)
     }
     ts_pool_stream_add(pool, 0);
 
-    addr_map am = {0};
+    addr_map am = { 0 };
     am.cap = 1;
     while (am.cap < nev * 2 + 64)
         am.cap <<= 1;
@@ -417,7 +435,7 @@ int cmd_replay(int argc, char **argv)
         uint64_t ptr = 0;
         if (e->op == 'I' || e->op == 'A') {
             uint64_t old;
-            if (am_take(&am, e->addr, &old)) {   /* inconsistent trace: drop the older */
+            if (am_take(&am, e->addr, &old)) { /* inconsistent trace: drop the older */
                 ts_pool_free(pool, old, 0, 0);
                 ops++;
             }
@@ -454,30 +472,37 @@ int cmd_replay(int argc, char **argv)
     ts_pool_stats(pool, &s);
     ts_oom_report oom;
     ts_pool_last_oom(pool, &oom);
-    double ratio = s.peak_allocated_bytes ? (double)s.peak_reserved_bytes / (double)s.peak_allocated_bytes : 0;
+    double ratio =
+        s.peak_allocated_bytes ? (double)s.peak_reserved_bytes / (double)s.peak_allocated_bytes : 0;
     double rec_ratio = rec_alloc ? (double)rec_res / (double)rec_alloc : 0;
     double ns_op = ops ? secs * 1e9 / (double)ops : 0;
     const double G = 1073741824.0;
     if (o.json) {
         printf("{\"file\": ");
         json_str(o.file);
-        printf(", \"level\": \"%s\", \"mode\": \"%s\", \"provider\": \"%s\", "
-               "\"capacity_bytes\": %" PRIu64 ", \"events\": %zu, \"initial_blocks\": %zu, \"operations\": %" PRIu64 ", "
-               "\"peak_reserved_bytes\": %" PRIu64 ", \"peak_allocated_bytes\": %" PRIu64 ", "
-               "\"ratio\": %.6f, \"fragmentation\": %.6f, \"ooms\": %" PRIu64 ", \"first_oom_event\": %" PRId64 ", "
-               "\"driver_calls\": %" PRIu64 ", \"page_moves\": %" PRIu64 ", \"cache_hits\": %" PRIu64 ", "
-               "\"ns_per_op\": %.1f, \"unknown_frees\": %" PRIu64 ", "
-               "\"recorded_peak_reserved_bytes\": %" PRIu64 ", \"recorded_peak_allocated_bytes\": %" PRIu64 ", "
-               "\"recorded_ratio\": %.6f}\n",
-               o.level, o.mode, prov_name, capacity, nev, ninit, ops, s.peak_reserved_bytes,
-               s.peak_allocated_bytes, ratio, s.fragmentation, ooms, ooms ? (int64_t)first_oom : (int64_t)-1,
-               s.driver_calls, s.page_moves, s.cache_hits, ns_op, unknown_frees, rec_res, rec_alloc, rec_ratio);
+        printf(
+            ", \"level\": \"%s\", \"mode\": \"%s\", \"provider\": \"%s\", "
+            "\"capacity_bytes\": %" PRIu64
+            ", \"events\": %zu, \"initial_blocks\": %zu, \"operations\": %" PRIu64 ", "
+            "\"peak_reserved_bytes\": %" PRIu64 ", \"peak_allocated_bytes\": %" PRIu64 ", "
+            "\"ratio\": %.6f, \"fragmentation\": %.6f, \"ooms\": %" PRIu64 ", \"first_oom_event\": %" PRId64
+            ", "
+            "\"driver_calls\": %" PRIu64 ", \"page_moves\": %" PRIu64 ", \"cache_hits\": %" PRIu64 ", "
+            "\"ns_per_op\": %.1f, \"unknown_frees\": %" PRIu64 ", "
+            "\"recorded_peak_reserved_bytes\": %" PRIu64 ", \"recorded_peak_allocated_bytes\": %" PRIu64 ", "
+            "\"recorded_ratio\": %.6f}\n",
+            o.level, o.mode, prov_name, capacity, nev, ninit, ops, s.peak_reserved_bytes,
+            s.peak_allocated_bytes, ratio, s.fragmentation, ooms, ooms ? (int64_t)first_oom : (int64_t)-1,
+            s.driver_calls, s.page_moves, s.cache_hits, ns_op, unknown_frees, rec_res, rec_alloc, rec_ratio);
     } else {
-        printf("replay %s (%s level, %zu events, %zu live at start) mode %s, provider %s, capacity %.2f GiB\n",
-               o.file, o.level, nev, ninit, o.mode, prov_name, capacity / G);
-        printf("  trainshim: peak reserved %.2f GiB, peak allocated %.2f GiB, reserved/allocated %.4f, fragmentation %.4f\n",
+        printf(
+            "replay %s (%s level, %zu events, %zu live at start) mode %s, provider %s, capacity %.2f GiB\n",
+            o.file, o.level, nev, ninit, o.mode, prov_name, capacity / G);
+        printf("  trainshim: peak reserved %.2f GiB, peak allocated %.2f GiB, reserved/allocated %.4f, "
+               "fragmentation %.4f\n",
                s.peak_reserved_bytes / G, s.peak_allocated_bytes / G, ratio, s.fragmentation);
-        printf("  PyTorch (recorded): peak reserved %.2f GiB, peak allocated %.2f GiB, reserved/allocated %.4f\n",
+        printf("  PyTorch (recorded): peak reserved %.2f GiB, peak allocated %.2f GiB, reserved/allocated "
+               "%.4f\n",
                rec_res / G, rec_alloc / G, rec_ratio);
         printf("  OOMs %" PRIu64, ooms);
         if (ooms)
@@ -487,7 +512,9 @@ int cmd_replay(int argc, char **argv)
                " allocations, %.0f ns per operation\n",
                s.driver_calls, s.page_moves, s.cache_hits, s.allocs, ns_op);
         if (unknown_frees)
-            printf("  %" PRIu64 " frees skipped: their address was never allocated (or its allocation failed)\n", unknown_frees);
+            printf("  %" PRIu64
+                   " frees skipped: their address was never allocated (or its allocation failed)\n",
+                   unknown_frees);
     }
     free(am.k);
     free(am.v);

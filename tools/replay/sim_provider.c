@@ -11,14 +11,33 @@
 #define MAX_RES 8
 #define MAX_STREAMS 512
 enum { OP_CREATE, OP_MAP, OP_SET_ACCESS, OP_UNMAP, OP_RESERVE, OP_SEG_ALLOC, OP_FENCE_RECORD, OP_N };
-static const char *const op_names[OP_N] = {"create", "map", "set_access", "unmap", "reserve",
-                                           "seg_alloc", "fence_record"};
+static const char *const op_names[OP_N] = { "create",  "map",       "set_access",  "unmap",
+                                            "reserve", "seg_alloc", "fence_record" };
 
-typedef struct { uint64_t size; uint64_t mapped_va; int live; } fake_handle;
-typedef struct { uint64_t base, size; uint32_t *page_handle; uint8_t *page_access; } fake_res;
-typedef struct { uint64_t stream, recorded, completed; int capturing; } fake_stream;
-typedef struct { uint64_t stream, number; int live; } fake_fence;
-typedef struct { uint64_t nth, count; int rc; double prob; uint64_t rng; } fake_fault;
+typedef struct {
+    uint64_t size;
+    uint64_t mapped_va;
+    int live;
+} fake_handle;
+typedef struct {
+    uint64_t base, size;
+    uint32_t *page_handle;
+    uint8_t *page_access;
+} fake_res;
+typedef struct {
+    uint64_t stream, recorded, completed;
+    int capturing;
+} fake_stream;
+typedef struct {
+    uint64_t stream, number;
+    int live;
+} fake_fence;
+typedef struct {
+    uint64_t nth, count;
+    int rc;
+    double prob;
+    uint64_t rng;
+} fake_fault;
 
 struct ts_fake_provider {
     pthread_mutex_t lock;
@@ -147,7 +166,7 @@ static int f_unreserve(void *ctx, uint64_t va, uint64_t size)
         }
         for (uint64_t i = 0; i < size / f->gran; i++)
             if (r->page_handle[i]) {
-                rc = MISUSE(f);   /* CUDA requires everything unmapped first */
+                rc = MISUSE(f); /* CUDA requires everything unmapped first */
                 break;
             }
         free(r->page_handle);
@@ -186,7 +205,7 @@ static int f_create(void *ctx, uint64_t size, uint64_t *handle)
             f->caph = nc;
         }
         uint32_t id = f->nh++;
-        f->h[id] = (fake_handle){.size = size, .live = 1};
+        f->h[id] = (fake_handle){ .size = size, .live = 1 };
         *handle = id + 1;
         f->c.live_handles++;
         f->c.phys_bytes += size;
@@ -216,7 +235,7 @@ static int f_release(void *ctx, uint64_t handle)
             rc = MISUSE(f);
             break;
         }
-        if (h->mapped_va) {   /* legal in CUDA, but this pool always unmaps first */
+        if (h->mapped_va) { /* legal in CUDA, but this pool always unmaps first */
             rc = MISUSE(f);
             break;
         }
@@ -421,7 +440,7 @@ static int f_fence_record(void *ctx, uint64_t stream, uint64_t *fence)
         st->recorded++;
         if (!f->manual)
             st->completed = st->recorded;
-        f->fences[f->nfences] = (fake_fence){.stream = stream, .number = st->recorded, .live = 1};
+        f->fences[f->nfences] = (fake_fence){ .stream = stream, .number = st->recorded, .live = 1 };
         *fence = ++f->nfences;
         f->c.live_fences++;
     } while (0);
@@ -440,7 +459,7 @@ static int fence_check(ts_fake_provider *f, uint64_t fence, int wait)
     if (st->capturing)
         f->c.fence_on_capturing++;
     if (wait && st->completed < fe->number)
-        st->completed = fe->number;   /* the device catches up */
+        st->completed = fe->number; /* the device catches up */
     return st->completed >= fe->number ? TS_FENCE_DONE : TS_FENCE_PENDING;
 }
 
@@ -496,11 +515,21 @@ ts_fake_provider *ts_fake_create(uint64_t capacity, uint64_t granularity)
     f->next_va = 0x7f0000000000ull;
     f->next_seg = 0x100000000ull;
     f->table = (ts_page_provider){
-        .ctx = f, .granularity = f_gran, .reserve = f_reserve, .unreserve = f_unreserve,
-        .create = f_create, .release = f_release, .map = f_map, .unmap = f_unmap,
-        .set_access = f_set_access, .seg_alloc = f_seg_alloc, .seg_free = f_seg_free,
-        .fence_record = f_fence_record, .fence_query = f_fence_query,
-        .fence_wait = f_fence_wait, .fence_release = f_fence_release,
+        .ctx = f,
+        .granularity = f_gran,
+        .reserve = f_reserve,
+        .unreserve = f_unreserve,
+        .create = f_create,
+        .release = f_release,
+        .map = f_map,
+        .unmap = f_unmap,
+        .set_access = f_set_access,
+        .seg_alloc = f_seg_alloc,
+        .seg_free = f_seg_free,
+        .fence_record = f_fence_record,
+        .fence_query = f_fence_query,
+        .fence_wait = f_fence_wait,
+        .fence_release = f_fence_release,
     };
     return f;
 }
@@ -521,10 +550,7 @@ void ts_fake_destroy(ts_fake_provider *f)
     free(f);
 }
 
-const ts_page_provider *ts_fake_provider_table(ts_fake_provider *f)
-{
-    return &f->table;
-}
+const ts_page_provider *ts_fake_provider_table(ts_fake_provider *f) { return &f->table; }
 
 void ts_fake_counters_get(ts_fake_provider *f, ts_fake_counters *out)
 {

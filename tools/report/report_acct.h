@@ -20,7 +20,7 @@ struct acct_json {
     void (*close)(void *ctx, char c);
     void (*u64)(void *ctx, const char *key, uint64_t v);
     void (*i64)(void *ctx, const char *key, int64_t v);
-    void (*num)(void *ctx, const char *key, double v); /* NaN is written as null */
+    void (*num)(void *ctx, const char *key, double v);      /* NaN is written as null */
     void (*str)(void *ctx, const char *key, const char *s); /* NULL is written as null */
 };
 
@@ -32,44 +32,44 @@ struct acct_shape {
     int32_t dtype, prec;
     uint8_t transa, transb;
     uint64_t calls, flops, timed_calls, timed_flops, timed_ns;
-    unsigned align;       /* 8 / 16 / 0: the multiple dimensions should have */
+    unsigned align; /* 8 / 16 / 0: the multiple dimensions should have */
     bool misaligned;
 };
 
 struct acct_step {
     uint64_t first_gemm, gemms; /* index range in the time-sorted GEMMs */
     uint64_t start_ns;
-    uint64_t time_ns;           /* 0: unknown (the last step) */
+    uint64_t time_ns; /* 0: unknown (the last step) */
     uint64_t flops;
-    double ideal_ns;            /* flops at the device's peak */
+    double ideal_ns; /* flops at the device's peak */
 };
 
 struct acct_compute {
     uint64_t gemm_calls, gemm_failed, gemm_flops;
     uint64_t timed_calls, timed_flops, timed_ns;
-    double timed_ideal_ns;              /* timed FLOPs at peak */
-    double ideal_ns;                    /* all FLOPs at peak; NaN: no peak known */
+    double timed_ideal_ns; /* timed FLOPs at peak */
+    double ideal_ns;       /* all FLOPs at peak; NaN: no peak known */
     uint64_t prec_calls[TS_PREC_COUNT], prec_flops[TS_PREC_COUNT];
-    double peak_tflops[TS_PREC_COUNT];  /* 0: unknown */
-    char peak_source[160];              /* "table: H100 SXM", "TRAINSHIM_PEAK_TFLOPS=...", "" */
+    double peak_tflops[TS_PREC_COUNT]; /* 0: unknown */
+    char peak_source[160];             /* "table: H100 SXM", "TRAINSHIM_PEAK_TFLOPS=...", "" */
     char device_name[64];
-    struct acct_shape *shapes;          /* by FLOPs, descending */
+    struct acct_shape *shapes; /* by FLOPs, descending */
     size_t n_shapes;
     uint64_t other_shape_calls, other_shape_flops; /* beyond ACCT_MAX_SHAPES */
     /* misaligned (tensor-core) shapes */
     uint64_t mis_calls, mis_flops, mis_timed_ns;
     /* steps */
-    size_t period;                      /* GEMMs per step; 0: none detected */
+    size_t period; /* GEMMs per step; 0: none detected */
     struct acct_step *steps;
     size_t n_steps;
-    uint64_t prefix_gemms;              /* GEMMs before the first step */
+    uint64_t prefix_gemms; /* GEMMs before the first step */
     uint64_t first_gemm_ns, last_gemm_ns;
     /* Where the GPU times come from: the log's CUPTI kernels matched to the
      * calls (every GEMM can be timed) or TRAINSHIM_FLOP_SAMPLE events. */
     enum { ACCT_GPU_SAMPLED, ACCT_GPU_CUPTI } gpu_source;
-    bool has_cupti;                     /* the log has CUPTI records (any) */
-    uint64_t cupti_matched;             /* GEMM calls given a time by a CUPTI kernel */
-    int flop_sample;                    /* the run's TRAINSHIM_FLOP_SAMPLE; -1 unknown */
+    bool has_cupti;         /* the log has CUPTI records (any) */
+    uint64_t cupti_matched; /* GEMM calls given a time by a CUPTI kernel */
+    int flop_sample;        /* the run's TRAINSHIM_FLOP_SAMPLE; -1 unknown */
 };
 
 /* Derives the compute summary of one log; peak_override: a
@@ -95,7 +95,7 @@ size_t acct_find_period(const uint64_t *seq, size_t n, size_t *start, size_t *en
 struct acct_op {
     uint64_t calls, failed, bytes, algo_bytes;
     uint64_t timed_calls, timed_ns, timed_algo_bytes;
-    double timed_bus_bytes;   /* algo bytes x bus factor, timed calls */
+    double timed_bus_bytes; /* algo bytes x bus factor, timed calls */
 };
 
 #define ACCT_MAX_COMMS 256
@@ -106,13 +106,13 @@ struct acct_comm_row {
 };
 
 struct acct_comm {
-    struct acct_op ops[16];   /* by enum ts_nccl_op */
-    uint64_t group_calls;     /* ncclGroupStart..End pairs (outermost) */
+    struct acct_op ops[16]; /* by enum ts_nccl_op */
+    uint64_t group_calls;   /* ncclGroupStart..End pairs (outermost) */
     uint64_t created, split, destroyed, finalized, aborted;
     struct acct_comm_row *comms;
     size_t n_comms;
-    uint64_t est_ns;          /* estimated time in collectives: per op, mean timed time x calls */
-    uint64_t run_ns;          /* the log's duration */
+    uint64_t est_ns; /* estimated time in collectives: per op, mean timed time x calls */
+    uint64_t run_ns; /* the log's duration */
 };
 
 int acct_comm_analyze(const struct tslog *log, struct acct_comm *c);
@@ -131,11 +131,11 @@ void acct_ranks_json(const struct acct_json *j, const struct tslog *logs, const 
  * pinned copy engine's records (TS_REC_COPY_CONVERT) and configuration. */
 struct acct_copy_facts {
     uint64_t h2d_bytes, h2d_pageable, d2h_bytes, d2h_pageable, copy_ns;
-    bool engine_known;      /* the log has the run's TRAINSHIM_PINNED_COPY[_MIN] */
-    bool engine_on;         /* TRAINSHIM_PINNED_COPY was on */
-    uint64_t engine_min;    /* TRAINSHIM_PINNED_COPY_MIN of the run (bytes) */
+    bool engine_known;   /* the log has the run's TRAINSHIM_PINNED_COPY[_MIN] */
+    bool engine_on;      /* TRAINSHIM_PINNED_COPY was on */
+    uint64_t engine_min; /* TRAINSHIM_PINNED_COPY_MIN of the run (bytes) */
     uint64_t converted_bytes, converted_calls, converted_blocked_ns;
-    uint64_t small_bytes, small_calls;   /* pageable H2D/D2H copies below engine_min */
+    uint64_t small_bytes, small_calls; /* pageable H2D/D2H copies below engine_min */
 };
 #define ACCT_MAX_ADVICE 8
 /* Writes up to ACCT_MAX_ADVICE lines (each grounded in a measured number)

@@ -133,15 +133,15 @@ void acct_comm_text(FILE *f, const struct acct_comm *c)
             (unsigned long long)c->created, (unsigned long long)c->split, (unsigned long long)c->destroyed,
             (unsigned long long)c->finalized, (unsigned long long)c->aborted);
     fprintf(f, "group calls         %llu\n", (unsigned long long)c->group_calls);
-    fprintf(f, "%-14s %8s %6s %16s %8s %12s %10s %10s\n", "op", "calls", "failed", "bytes", "timed", "GPU ms(timed)",
-            "algbw GB/s", "busbw GB/s");
+    fprintf(f, "%-14s %8s %6s %16s %8s %12s %10s %10s\n", "op", "calls", "failed", "bytes", "timed",
+            "GPU ms(timed)", "algbw GB/s", "busbw GB/s");
     for (int op = 0; op < TS_NCCL_OP_COUNT; op++) {
         const struct acct_op *o = &c->ops[op];
         if (!o->calls && !o->failed)
             continue;
         fprintf(f, "%-14s %8llu %6llu %16llu %8llu %12.3f", ts_nccl_op_name(op), (unsigned long long)o->calls,
-                (unsigned long long)o->failed, (unsigned long long)o->bytes, (unsigned long long)o->timed_calls,
-                (double)o->timed_ns / 1e6);
+                (unsigned long long)o->failed, (unsigned long long)o->bytes,
+                (unsigned long long)o->timed_calls, (double)o->timed_ns / 1e6);
         gbps(f, op_algbw(o));
         gbps(f, op_busbw(o));
         fputc('\n', f);
@@ -150,12 +150,12 @@ void acct_comm_text(FILE *f, const struct acct_comm *c)
             "GPU ms(timed)");
     for (size_t k = 0; k < c->n_comms; k++) {
         const struct acct_comm_row *r = &c->comms[k];
-        fprintf(f, "%016llx   %5d %5d %8llu %16llu %8llu %13.3f\n", (unsigned long long)r->id, r->size, r->rank,
-                (unsigned long long)r->calls, (unsigned long long)r->bytes, (unsigned long long)r->timed_calls,
-                (double)r->timed_ns / 1e6);
+        fprintf(f, "%016llx   %5d %5d %8llu %16llu %8llu %13.3f\n", (unsigned long long)r->id, r->size,
+                r->rank, (unsigned long long)r->calls, (unsigned long long)r->bytes,
+                (unsigned long long)r->timed_calls, (double)r->timed_ns / 1e6);
     }
-    fprintf(f, "time in collectives %.3f ms (estimated from timed calls), %.2f%% of the run\n", (double)c->est_ns / 1e6,
-            c->run_ns ? 100.0 * (double)c->est_ns / (double)c->run_ns : 0.0);
+    fprintf(f, "time in collectives %.3f ms (estimated from timed calls), %.2f%% of the run\n",
+            (double)c->est_ns / 1e6, c->run_ns ? 100.0 * (double)c->est_ns / (double)c->run_ns : 0.0);
 }
 
 void acct_comm_json(const struct acct_json *j, const struct acct_comm *c)
@@ -232,23 +232,21 @@ static void step_extremes(const struct acct_compute *cs, int n, size_t s, int *s
     }
 }
 
-static int rank_of(const struct tslog *logs, int i)
-{
-    return logs[i].rank >= 0 ? logs[i].rank : i;
-}
+static int rank_of(const struct tslog *logs, int i) { return logs[i].rank >= 0 ? logs[i].rank : i; }
 
-void acct_ranks_text(FILE *f, const struct tslog *logs, const struct acct_compute *cs, const struct acct_comm *ms,
-                     int n)
+void acct_ranks_text(FILE *f, const struct tslog *logs, const struct acct_compute *cs,
+                     const struct acct_comm *ms, int n)
 {
     fprintf(f, "\n== RANKS: COMPUTE AND COMMUNICATION ==\n");
     fprintf(f, "%-5s %18s %8s %10s %16s %10s\n", "rank", "GEMM FLOPs", "steps", "NCCL calls", "collective ms",
-             "share");
+            "share");
     for (int i = 0; i < n; i++) {
         uint64_t calls = 0;
         for (int op = 0; op < TS_NCCL_OP_COUNT; op++)
             calls += ms[i].ops[op].calls;
-        fprintf(f, "%-5d %18llu %8zu %10llu %16.3f %9.2f%%\n", rank_of(logs, i), (unsigned long long)cs[i].gemm_flops,
-                cs[i].n_steps, (unsigned long long)calls, (double)ms[i].est_ns / 1e6,
+        fprintf(f, "%-5d %18llu %8zu %10llu %16.3f %9.2f%%\n", rank_of(logs, i),
+                (unsigned long long)cs[i].gemm_flops, cs[i].n_steps, (unsigned long long)calls,
+                (double)ms[i].est_ns / 1e6,
                 ms[i].run_ns ? 100.0 * (double)ms[i].est_ns / (double)ms[i].run_ns : 0.0);
     }
     size_t k = common_steps(cs, n);
@@ -328,7 +326,7 @@ static int copy_advice(const struct acct_copy_facts *cp, char *line)
         return 0;
     char a[24], b[24], c[24], d[24], e[24], f[24];
     double share = 100.0 * (double)pg / (double)all;
-    if (!cp->engine_known && !cp->converted_calls) {   /* a log without the engine's configuration */
+    if (!cp->engine_known && !cp->converted_calls) { /* a log without the engine's configuration */
         snprintf(line, 256,
                  "%.1f%% of host<->device copy bytes (%llu of %llu) used pageable host memory: pin the host "
                  "buffers (e.g. DataLoader pin_memory=True) so copies run asynchronously",
@@ -336,39 +334,44 @@ static int copy_advice(const struct acct_copy_facts *cp, char *line)
         return 1;
     }
     if (!cp->converted_calls && cp->engine_known && !cp->engine_on) {
-        snprintf(line, 256,
-                 "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory and TRAINSHIM_PINNED_COPY "
-                 "was off: turn it on, or pin the host buffers (e.g. DataLoader pin_memory=True)",
-                 share, short_size(pg, a, sizeof a), short_size(all, b, sizeof b));
+        snprintf(
+            line, 256,
+            "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory and TRAINSHIM_PINNED_COPY "
+            "was off: turn it on, or pin the host buffers (e.g. DataLoader pin_memory=True)",
+            share, short_size(pg, a, sizeof a), short_size(all, b, sizeof b));
         return 1;
     }
     uint64_t conv = cp->converted_bytes < pg ? cp->converted_bytes : pg;
     uint64_t left = pg - conv, small = cp->small_bytes < left ? cp->small_bytes : left, other = left - small;
     if (!left) {
         snprintf(line, 256,
-                 "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory; trainshim converted all of it "
-                 "(%llu calls, host blocked %.1f ms): pinned buffers (pin_memory=True) would skip its staging copy",
+                 "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory; trainshim converted all "
+                 "of it "
+                 "(%llu calls, host blocked %.1f ms): pinned buffers (pin_memory=True) would skip its "
+                 "staging copy",
                  share, short_size(pg, a, sizeof a), short_size(all, b, sizeof b),
                  (unsigned long long)cp->converted_calls, (double)cp->converted_blocked_ns / 1e6);
         return 1;
     }
-    if ((double)left < 0.01 * (double)pg) {   /* a few tiny copies left: not worth a "pin those" */
-        snprintf(line, 256,
-                 "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory; trainshim converted %s of it "
-                 "(%llu calls, host blocked %.1f ms; %s in small copies left): pinned buffers (pin_memory=True) "
-                 "would skip its staging copy",
-                 share, short_size(pg, a, sizeof a), short_size(all, b, sizeof b), short_size(conv, c, sizeof c),
-                 (unsigned long long)cp->converted_calls, (double)cp->converted_blocked_ns / 1e6,
-                 short_size(left, d, sizeof d));
+    if ((double)left < 0.01 * (double)pg) { /* a few tiny copies left: not worth a "pin those" */
+        snprintf(
+            line, 256,
+            "%.1f%% of H2D/D2H copy bytes (%s of %s) used pageable host memory; trainshim converted %s of it "
+            "(%llu calls, host blocked %.1f ms; %s in small copies left): pinned buffers (pin_memory=True) "
+            "would skip its staging copy",
+            share, short_size(pg, a, sizeof a), short_size(all, b, sizeof b), short_size(conv, c, sizeof c),
+            (unsigned long long)cp->converted_calls, (double)cp->converted_blocked_ns / 1e6,
+            short_size(left, d, sizeof d));
         return 1;
     }
-    snprintf(line, 256,
-             "pageable host memory: %s of %s H2D/D2H bytes; trainshim converted %s (%llu calls); not converted: "
-             "%s in %llu copies below TRAINSHIM_PINNED_COPY_MIN=%s, %s above it (capture/fallback): pin those",
-             short_size(pg, a, sizeof a), short_size(all, b, sizeof b), short_size(conv, c, sizeof c),
-             (unsigned long long)cp->converted_calls, short_size(small, d, sizeof d),
-             (unsigned long long)cp->small_calls, short_size(cp->engine_min, e, sizeof e),
-             short_size(other, f, sizeof f));
+    snprintf(
+        line, 256,
+        "pageable host memory: %s of %s H2D/D2H bytes; trainshim converted %s (%llu calls); not converted: "
+        "%s in %llu copies below TRAINSHIM_PINNED_COPY_MIN=%s, %s above it (capture/fallback): pin those",
+        short_size(pg, a, sizeof a), short_size(all, b, sizeof b), short_size(conv, c, sizeof c),
+        (unsigned long long)cp->converted_calls, short_size(small, d, sizeof d),
+        (unsigned long long)cp->small_calls, short_size(cp->engine_min, e, sizeof e),
+        short_size(other, f, sizeof f));
     return 1;
 }
 
@@ -388,19 +391,19 @@ int acct_advice(const struct acct_compute *c, const struct acct_comm *m, const s
         if (top) {
             char dims[96] = "";
             size_t o = 0;
-            const int64_t d[3] = {top->m, top->n, top->k};
+            const int64_t d[3] = { top->m, top->n, top->k };
             for (int i = 0; i < 3 && o < sizeof dims; i++)
                 if (d[i] % top->align)
-                    o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%c %lld->%lld", o ? ", " : "", "mnk"[i],
-                                          (long long)d[i],
+                    o += (size_t)snprintf(dims + o, sizeof dims - o, "%s%c %lld->%lld", o ? ", " : "",
+                                          "mnk"[i], (long long)d[i],
                                           (long long)(d[i] > 0 && d[i] < (INT64_MAX >> 1)
                                                           ? (d[i] + top->align - 1) / top->align * top->align
                                                           : d[i]));
             snprintf(lines[n++], 256,
                      "%.1f%% of GEMM FLOPs%s run on shapes not a multiple of %u for %s tensor cores; "
                      "largest: %lldx%lldx%lld, pad %s",
-                     100.0 * (double)c->mis_flops / (double)c->gemm_flops, share_t, top->align, ts_prec_name(top->prec),
-                     (long long)top->m, (long long)top->n, (long long)top->k, dims);
+                     100.0 * (double)c->mis_flops / (double)c->gemm_flops, share_t, top->align,
+                     ts_prec_name(top->prec), (long long)top->m, (long long)top->n, (long long)top->k, dims);
         }
     }
     if (m && m->est_ns && run_ns && (double)m->est_ns >= 0.05 * (double)run_ns) {
@@ -409,11 +412,12 @@ int acct_advice(const struct acct_compute *c, const struct acct_comm *m, const s
             if (m->ops[op].timed_calls && (top < 0 || m->ops[op].timed_ns > m->ops[top].timed_ns))
                 top = op;
         if (top >= 0 && n < ACCT_MAX_ADVICE)
-            snprintf(lines[n++], 256,
-                     "collectives took an estimated %.1f%% of the run (%.3f ms); %s dominates at %.2f GB/s busbw: "
-                     "overlap it with compute or use larger buckets",
-                     100.0 * (double)m->est_ns / (double)run_ns, (double)m->est_ns / 1e6, ts_nccl_op_name(top),
-                     op_busbw(&m->ops[top]));
+            snprintf(
+                lines[n++], 256,
+                "collectives took an estimated %.1f%% of the run (%.3f ms); %s dominates at %.2f GB/s busbw: "
+                "overlap it with compute or use larger buckets",
+                100.0 * (double)m->est_ns / (double)run_ns, (double)m->est_ns / 1e6, ts_nccl_op_name(top),
+                op_busbw(&m->ops[top]));
     }
     if (cp && n < ACCT_MAX_ADVICE)
         n += copy_advice(cp, lines[n]);

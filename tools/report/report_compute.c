@@ -15,7 +15,9 @@
 #include "report/report_acct.h"
 #include "report/report_gpu.h"
 
-#define COUNTED_NOTE "GEMMs through cuBLAS/cuBLASLt only; kernels outside cuBLAS (attention, elementwise, custom) are not counted"
+#define COUNTED_NOTE                                                                                         \
+    "GEMMs through cuBLAS/cuBLASLt only; kernels outside cuBLAS (attention, elementwise, custom) are not "   \
+    "counted"
 #define PERIOD_SCAN_MAX 65536u /* GEMMs searched for the period */
 #define PERIOD_MAX 4096u       /* GEMMs per step, at most */
 #define TOP_SHAPES 10
@@ -32,11 +34,11 @@ struct peak_row {
 /* NVIDIA datasheets, dense (no sparsity).  FP64 is the tensor-core rate
  * (DGEMM uses it); FP32 the non-tensor rate. */
 static const struct peak_row peak_table[] = {
-    {"H100", "PCIE", "H100 PCIe", {51.2, 51.2, 378.0, 756.0, 756.0, 1513.0, 1513.0}},
-    {"H100", NULL, "H100 SXM", {67.0, 67.0, 494.7, 989.4, 989.4, 1978.9, 1978.9}},
-    {"H200", NULL, "H200", {67.0, 67.0, 494.7, 989.4, 989.4, 1978.9, 1978.9}},
-    {"A100", NULL, "A100", {19.5, 19.5, 156.0, 312.0, 312.0, 0, 624.0}},
-    {"V100", NULL, "V100", {7.8, 15.7, 0, 125.0, 0, 0, 0}},
+    { "H100", "PCIE", "H100 PCIe", { 51.2, 51.2, 378.0, 756.0, 756.0, 1513.0, 1513.0 } },
+    { "H100", NULL, "H100 SXM", { 67.0, 67.0, 494.7, 989.4, 989.4, 1978.9, 1978.9 } },
+    { "H200", NULL, "H200", { 67.0, 67.0, 494.7, 989.4, 989.4, 1978.9, 1978.9 } },
+    { "A100", NULL, "A100", { 19.5, 19.5, 156.0, 312.0, 312.0, 0, 624.0 } },
+    { "V100", NULL, "V100", { 7.8, 15.7, 0, 125.0, 0, 0, 0 } },
 };
 
 static bool contains_ci(const char *hay, const char *needle)
@@ -72,7 +74,7 @@ static bool parse_peak(const char *s, double out[TS_PREC_COUNT])
             out[p] = v;
         return true;
     }
-    double tmp[TS_PREC_COUNT] = {0};
+    double tmp[TS_PREC_COUNT] = { 0 };
     while (*s) {
         const char *eq = strchr(s, '=');
         if (!eq)
@@ -116,14 +118,16 @@ static void choose_peaks(const struct tslog *log, int device, const char *overri
     char conf[128];
     if (override && *override) {
         if (parse_peak(override, c->peak_tflops)) {
-            snprintf(c->peak_source, sizeof c->peak_source, "TRAINSHIM_PEAK_TFLOPS=%.100s (report)", override);
+            snprintf(c->peak_source, sizeof c->peak_source, "TRAINSHIM_PEAK_TFLOPS=%.100s (report)",
+                     override);
             return;
         }
-        fprintf(stderr, "trainshim: warning: TRAINSHIM_PEAK_TFLOPS=%s is not a number or type=number list; ignored\n",
+        fprintf(stderr,
+                "trainshim: warning: TRAINSHIM_PEAK_TFLOPS=%s is not a number or type=number list; ignored\n",
                 override);
     }
-    if (config_value(log->config, "TRAINSHIM_PEAK_TFLOPS", conf, sizeof conf) && conf[0] &&
-        parse_peak(conf, c->peak_tflops)) {
+    if (config_value(log->config, "TRAINSHIM_PEAK_TFLOPS", conf, sizeof conf) && conf[0]
+        && parse_peak(conf, c->peak_tflops)) {
         snprintf(c->peak_source, sizeof c->peak_source, "TRAINSHIM_PEAK_TFLOPS=%.100s (run)", conf);
         return;
     }
@@ -152,16 +156,16 @@ static uint64_t mix64(uint64_t h)
 static uint64_t shape_key(const struct tslog_gemm *g)
 {
     uint64_t h = mix64((uint64_t)g->m) ^ mix64((uint64_t)g->n * 3 + 1) ^ mix64((uint64_t)g->k * 5 + 2);
-    h ^= mix64((uint64_t)g->batch * 7 + 3) ^ mix64(((uint64_t)(uint32_t)g->data_type << 32) ^
-                                                    ((uint64_t)g->transa << 8) ^ g->transb ^
-                                                    ((uint64_t)(uint32_t)g->compute_type << 16));
+    h ^= mix64((uint64_t)g->batch * 7 + 3)
+         ^ mix64(((uint64_t)(uint32_t)g->data_type << 32) ^ ((uint64_t)g->transa << 8) ^ g->transb
+                 ^ ((uint64_t)(uint32_t)g->compute_type << 16));
     return h ? h : 1;
 }
 
 static bool same_shape(const struct acct_shape *s, const struct tslog_gemm *g, int prec)
 {
-    return s->m == g->m && s->n == g->n && s->k == g->k && s->batch == g->batch && s->dtype == g->data_type &&
-           s->prec == prec && s->transa == g->transa && s->transb == g->transb;
+    return s->m == g->m && s->n == g->n && s->k == g->k && s->batch == g->batch && s->dtype == g->data_type
+           && s->prec == prec && s->transa == g->transa && s->transb == g->transb;
 }
 
 static int by_flops_desc(const void *a, const void *b)
@@ -228,7 +232,8 @@ static double ideal_ns_of(const struct acct_compute *c, uint64_t flops, int prec
     return pk > 0 ? (double)flops / (pk * 1e3) : NAN;
 }
 
-static void find_steps(struct acct_compute *c, const struct tslog *log, const struct gemm_ref *order, size_t n)
+static void find_steps(struct acct_compute *c, const struct tslog *log, const struct gemm_ref *order,
+                       size_t n)
 {
     uint64_t *seq = malloc((n ? n : 1) * sizeof *seq);
     if (!seq)
@@ -311,7 +316,7 @@ int acct_compute_analyze(const struct tslog *log, const char *peak_override, str
             c->gemm_failed++;
             continue;
         }
-        order[n_ok++] = (struct gemm_ref){g->time_ns, i};
+        order[n_ok++] = (struct gemm_ref){ g->time_ns, i };
         int prec = ts_gemm_prec(g->data_type, g->compute_type);
         c->gemm_calls++;
         c->gemm_flops += g->flops;
@@ -426,7 +431,7 @@ static double gemm_efficiency(const struct acct_compute *c)
 /* ---- text -------------------------------------------------------------------- */
 static const char *flop_str(double f, char *b, size_t n)
 {
-    static const char *const unit[] = {"", "K", "M", "G", "T", "P", "E"};
+    static const char *const unit[] = { "", "K", "M", "G", "T", "P", "E" };
     int u = 0;
     while (f >= 1000 && u < 6)
         f /= 1000, u++;
@@ -446,12 +451,13 @@ static void pad_hint(const struct acct_shape *s, char *b, size_t n)
 {
     size_t o = 0;
     b[0] = 0;
-    const int64_t dims[3] = {s->m, s->n, s->k};
-    const char names[3] = {'m', 'n', 'k'};
+    const int64_t dims[3] = { s->m, s->n, s->k };
+    const char names[3] = { 'm', 'n', 'k' };
     for (int d = 0; d < 3 && s->align; d++)
         if (dims[d] % s->align) {
-            int64_t to = dims[d] > 0 && dims[d] < (INT64_MAX >> 1) ? (dims[d] + s->align - 1) / s->align * s->align
-                                                                  : dims[d];
+            int64_t to = dims[d] > 0 && dims[d] < (INT64_MAX >> 1)
+                             ? (dims[d] + s->align - 1) / s->align * s->align
+                             : dims[d];
             o += (size_t)snprintf(b + o, o < n ? n - o : 0, "%s%c %lld->%lld", o ? ", " : "", names[d],
                                   (long long)dims[d], (long long)to);
             if (o >= n)
@@ -492,7 +498,8 @@ void acct_compute_text(FILE *f, const struct acct_compute *c)
     else
         fprintf(f, "achieved            %.3f TFLOP/s while timed GEMMs ran\n", a);
     fprintf(f, "device              %s\n", c->device_name[0] ? c->device_name : "unknown");
-    fprintf(f, "peak                %s", c->peak_source[0] ? c->peak_source : "unknown (set TRAINSHIM_PEAK_TFLOPS)");
+    fprintf(f, "peak                %s",
+            c->peak_source[0] ? c->peak_source : "unknown (set TRAINSHIM_PEAK_TFLOPS)");
     for (int p = 0; p < TS_PREC_COUNT; p++)
         if (c->prec_calls[p])
             fprintf(f, "; %s %.1f TFLOP/s", ts_prec_name(p), c->peak_tflops[p]);
@@ -511,8 +518,8 @@ void acct_compute_text(FILE *f, const struct acct_compute *c)
                     flop_str((double)c->prec_flops[p], b1, sizeof b1));
     fputc('\n', f);
     if (c->n_shapes) {
-        fprintf(f, "top shapes          %-28s %-5s %8s %16s %7s %12s\n", "m x n x k (x batch)", "type", "calls", "FLOPs",
-                "share", "GPU ms(timed)");
+        fprintf(f, "top shapes          %-28s %-5s %8s %16s %7s %12s\n", "m x n x k (x batch)", "type",
+                "calls", "FLOPs", "share", "GPU ms(timed)");
         for (size_t i = 0; i < c->n_shapes && i < TOP_SHAPES; i++) {
             const struct acct_shape *s = &c->shapes[i];
             char dims[64];
@@ -535,8 +542,8 @@ void acct_compute_text(FILE *f, const struct acct_compute *c)
         fprintf(f, "steps               none detected (no repeating sequence of GEMM shapes)\n");
         return;
     }
-    fprintf(f, "steps               %zu (period %zu GEMMs, %llu GEMMs before the first)\n", c->n_steps, c->period,
-            (unsigned long long)c->prefix_gemms);
+    fprintf(f, "steps               %zu (period %zu GEMMs, %llu GEMMs before the first)\n", c->n_steps,
+            c->period, (unsigned long long)c->prefix_gemms);
     fprintf(f, "  %-6s %-8s %12s %18s %8s\n", "step", "", "time ms", "FLOPs", "MFU");
     for (size_t s = 0; s < c->n_steps; s++) {
         const struct acct_step *st = &c->steps[s];

@@ -64,7 +64,7 @@ static size_t first_from(const struct gpu_data *d, const struct kstream *k, size
  * op(B) as a whole word. */
 static bool name_has_ops(const char *name, int ta, int tb)
 {
-    static const char op[3] = {'n', 't', 'c'};
+    static const char op[3] = { 'n', 't', 'c' };
     if (ta < 0 || ta > 2 || tb < 0 || tb > 2)
         return false;
     for (const char *p = name; (p = strchr(p, '_')) != NULL; p++)
@@ -81,8 +81,8 @@ static bool name_has_ops(const char *name, int ta, int tb)
  * delayed work reorders streams); on a tie the one where more of those
  * kernels' names carry the calls' transposes, then a stream no handle has
  * yet, then the one whose next kernel starts first.  -1 when no stream has a kernel. */
-static int choose_stream(const struct tslog *log, const struct gpu_data *d, const struct kstream *ks, size_t nks,
-                         const struct call_ref *calls, size_t ncalls, size_t c)
+static int choose_stream(const struct tslog *log, const struct gpu_data *d, const struct kstream *ks,
+                         size_t nks, const struct call_ref *calls, size_t ncalls, size_t c)
 {
     const struct tslog_gemm *g = &log->gemms[calls[c].idx];
     int best = -1;
@@ -112,10 +112,11 @@ static int choose_stream(const struct tslog *log, const struct gpu_data *d, cons
             }
         }
         bool is_free = !ks[k].mapped;
-        if (hits > best_hits ||
-            (hits == best_hits && (named > best_named ||
-                                   (named == best_named && (is_free > best_free ||
-                                                            (is_free == best_free && start < best_start)))))) {
+        if (hits > best_hits
+            || (hits == best_hits
+                && (named > best_named
+                    || (named == best_named
+                        && (is_free > best_free || (is_free == best_free && start < best_start)))))) {
             best = (int)k;
             best_hits = hits;
             best_named = named;
@@ -148,7 +149,7 @@ long gpu_match_gemms(const struct tslog *log, const struct gpu_data *d, uint64_t
         if (s == nks) {
             if (nks == MAX_STREAMS)
                 continue;
-            ks[nks++] = (struct kstream){.device = a->device, .stream_id = a->stream_id};
+            ks[nks++] = (struct kstream){ .device = a->device, .stream_id = a->stream_id };
         }
         struct kstream *k = &ks[s];
         if (k->n == k->cap) {
@@ -163,7 +164,7 @@ long gpu_match_gemms(const struct tslog *log, const struct gpu_data *d, uint64_t
     }
     for (size_t i = 0; i < log->n_gemms; i++)
         if (log->gemms[i].result == 0)
-            calls[ncalls++] = (struct call_ref){log->gemms[i].time_ns, i, 0};
+            calls[ncalls++] = (struct call_ref){ log->gemms[i].time_ns, i, 0 };
     qsort(calls, ncalls, sizeof *calls, call_by_time);
     for (size_t c = 0; c < ncalls; c++) { /* when each call was entered, at the latest */
         const struct tslog_gemm *g = &log->gemms[calls[c].idx];
@@ -174,7 +175,7 @@ long gpu_match_gemms(const struct tslog *log, const struct gpu_data *d, uint64_t
         if (t < ntl)
             tl[t].time_ns = g->time_ns;
         else if (ntl < MAX_STREAMS)
-            tl[ntl++] = (struct thread_last){g->tid, g->time_ns};
+            tl[ntl++] = (struct thread_last){ g->tid, g->time_ns };
     }
     matched = 0;
     for (size_t c = 0; c < ncalls && nks; c++) {
@@ -186,7 +187,7 @@ long gpu_match_gemms(const struct tslog *log, const struct gpu_data *d, uint64_t
         if (s < 0)
             continue;
         if (h == nhm && nhm < MAX_STREAMS) {
-            hm[nhm++] = (struct handle_map){g->device, g->stream, s};
+            hm[nhm++] = (struct handle_map){ g->device, g->stream, s };
             ks[s].mapped = true;
         }
         struct kstream *k = &ks[s];

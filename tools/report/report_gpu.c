@@ -60,7 +60,7 @@ static int push_name(struct gpu_data *d, size_t *cap, const unsigned char *rec, 
     for (char *c = s; *c; c++) /* names go to a terminal and to JSON strings */
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = '?';
-    d->names[d->n_names++] = (struct gpu_name){r.name_id, s};
+    d->names[d->n_names++] = (struct gpu_name){ r.name_id, s };
     return 0;
 }
 
@@ -80,8 +80,11 @@ static int read_record(struct gpu_data *d, size_t *cap_acts, size_t *cap_names, 
         take(&k, sizeof k, rec, h->len);
         if (k.end_ns < k.start_ns || !k.start_ns)
             return 0; /* a record without valid times */
-        struct gpu_activity a = {.start_ns = k.start_ns, .end_ns = k.end_ns, .stream_id = k.stream_id,
-                                 .device = k.device, .name_id = k.name_id};
+        struct gpu_activity a = { .start_ns = k.start_ns,
+                                  .end_ns = k.end_ns,
+                                  .stream_id = k.stream_id,
+                                  .device = k.device,
+                                  .name_id = k.name_id };
         d->n_kernels++;
         return push_act(d, cap_acts, &a);
     }
@@ -90,9 +93,15 @@ static int read_record(struct gpu_data *d, size_t *cap_acts, size_t *cap_names, 
         take(&m, sizeof m, rec, h->len);
         if (m.end_ns < m.start_ns || !m.start_ns)
             return 0;
-        struct gpu_activity a = {.start_ns = m.start_ns, .end_ns = m.end_ns, .bytes = m.bytes,
-                                 .stream_id = m.stream_id, .device = m.device, .is_copy = 1,
-                                 .copy_kind = m.copy_kind, .src_kind = m.src_kind, .dst_kind = m.dst_kind};
+        struct gpu_activity a = { .start_ns = m.start_ns,
+                                  .end_ns = m.end_ns,
+                                  .bytes = m.bytes,
+                                  .stream_id = m.stream_id,
+                                  .device = m.device,
+                                  .is_copy = 1,
+                                  .copy_kind = m.copy_kind,
+                                  .src_kind = m.src_kind,
+                                  .dst_kind = m.dst_kind };
         d->n_copies++;
         return push_act(d, cap_acts, &a);
     }
@@ -112,8 +121,9 @@ static int read_record(struct gpu_data *d, size_t *cap_acts, size_t *cap_names, 
         take(&s, sizeof s, rec, h->len);
         /* threads' buffers reach the file out of order: unavailable wins
          * over final, final over started */
-        if (s.state == TS_GPU_STATUS_UNAVAILABLE || (s.state == TS_GPU_STATUS_FINAL && d->status != TS_GPU_STATUS_UNAVAILABLE) ||
-            (s.state == TS_GPU_STATUS_STARTED && !d->status))
+        if (s.state == TS_GPU_STATUS_UNAVAILABLE
+            || (s.state == TS_GPU_STATUS_FINAL && d->status != TS_GPU_STATUS_UNAVAILABLE)
+            || (s.state == TS_GPU_STATUS_STARTED && !d->status))
             d->status = s.state;
         if (s.state == TS_GPU_STATUS_FINAL)
             d->dropped = s.dropped;
@@ -162,7 +172,7 @@ static int parse_one(void *arg, const struct ts_rec_hdr *h, const unsigned char 
 int gpu_parse(const unsigned char *p, size_t size, struct gpu_data *d)
 {
     memset(d, 0, sizeof *d);
-    struct parse_state st = {d, 0, 0};
+    struct parse_state st = { d, 0, 0 };
     if (tslog_walk_records(p, size, parse_one, &st) > 0) { /* out of memory */
         gpu_free(d);
         return -1;
@@ -234,10 +244,10 @@ struct kernel_row {
 
 /* host memory of a copy: the side that is not the device */
 enum { HOST_NONE, HOST_PAGEABLE, HOST_PINNED, HOST_MANAGED, HOST_OTHER, HOST_KINDS };
-static const char *const host_names[HOST_KINDS] = {"device", "pageable", "pinned", "managed", "other"};
+static const char *const host_names[HOST_KINDS] = { "device", "pageable", "pinned", "managed", "other" };
 #define COPY_KINDS 11
-static const char *const copy_names[COPY_KINDS] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-                                                   "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+static const char *const copy_names[COPY_KINDS] = { "unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                                    "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP" };
 
 struct copy_row {
     uint64_t calls, bytes, ns;
@@ -255,7 +265,7 @@ struct summary {
     struct copy_row copies[COPY_KINDS][HOST_KINDS];
     uint64_t gemm_kernels, gemm_ns;
     uint64_t gemm_calls, gemm_matched, gemm_matched_ns; /* COMPUTE's GEMMs timed by these kernels */
-    int flop_sample; /* the run's TRAINSHIM_FLOP_SAMPLE; -1 unknown */
+    int flop_sample;                                    /* the run's TRAINSHIM_FLOP_SAMPLE; -1 unknown */
 };
 
 static bool config_value(const char *config, const char *name, char *buf, size_t n)
@@ -327,7 +337,7 @@ static int busy_of(const struct gpu_data *d, int64_t device, uint64_t thr, uint6
                 b->longest_at_ns = at;
             }
             if (b->n_listed < GAPS_JSON)
-                b->gaps[b->n_listed++] = (struct gap){at, gap};
+                b->gaps[b->n_listed++] = (struct gap){ at, gap };
         }
         cs = a->start_ns;
         ce = a->end_ns;
@@ -357,14 +367,18 @@ bool gpu_is_gemm_name(const char *s)
 
 static int host_of(const struct gpu_activity *a)
 {
-    int k = a->copy_kind == 1 || a->copy_kind == 3 ? a->src_kind       /* from the host */
-            : a->copy_kind == 2 || a->copy_kind == 4 ? a->dst_kind     /* to the host */
-            : a->copy_kind == 9 ? a->src_kind : 3;
+    int k = a->copy_kind == 1 || a->copy_kind == 3   ? a->src_kind /* from the host */
+            : a->copy_kind == 2 || a->copy_kind == 4 ? a->dst_kind /* to the host */
+            : a->copy_kind == 9                      ? a->src_kind
+                                                     : 3;
     switch (k) {
     case 1: return HOST_PAGEABLE;
     case 2: return HOST_PINNED;
-    case 3: case 4: case 6: return HOST_NONE;
-    case 5: case 7: return HOST_MANAGED;
+    case 3:
+    case 4:
+    case 6: return HOST_NONE;
+    case 5:
+    case 7: return HOST_MANAGED;
     default: return HOST_OTHER;
     }
 }
@@ -386,8 +400,8 @@ static int analyze(const struct tslog *log, const struct gpu_data *d, struct sum
     s->run_ns = end > log->start_mono_ns ? end - log->start_mono_ns : 0;
     s->threshold_ns = gap_threshold_ns(log);
     char buf[32], *e;
-    s->flop_sample = config_value(log->config, "TRAINSHIM_FLOP_SAMPLE", buf, sizeof buf)
-                         ? (int)strtol(buf, &e, 10) : -1;
+    s->flop_sample =
+        config_value(log->config, "TRAINSHIM_FLOP_SAMPLE", buf, sizeof buf) ? (int)strtol(buf, &e, 10) : -1;
     if (busy_of(d, -1, s->threshold_ns, s->run_start_ns, &s->all))
         return -1;
     s->kernels = calloc(d->n_names + 1, sizeof *s->kernels); /* row 0: unnamed kernels */
@@ -449,10 +463,7 @@ static int analyze(const struct tslog *log, const struct gpu_data *d, struct sum
 }
 
 /* ------------------------------------------------------------ formatting */
-static double share(uint64_t part, uint64_t whole)
-{
-    return whole ? (double)part / (double)whole : 0.0;
-}
+static double share(uint64_t part, uint64_t whole) { return whole ? (double)part / (double)whole : 0.0; }
 
 static double ms(uint64_t ns) { return (double)ns / 1e6; }
 
@@ -492,10 +503,11 @@ bool gpu_log_advice(const struct tslog *log, char *buf, size_t n)
 static void gemm_source_text(FILE *f, const struct summary *s)
 {
     if (s->gemm_matched) {
-        fprintf(f, "GEMM GPU time   COMPUTE uses CUPTI kernels: %llu of %llu GEMMs matched, %.3f ms; "
-                "CUPTI saw %llu kernels named *gemm* taking %.3f ms\n", (unsigned long long)s->gemm_matched,
-                (unsigned long long)s->gemm_calls, ms(s->gemm_matched_ns), (unsigned long long)s->gemm_kernels,
-                ms(s->gemm_ns));
+        fprintf(f,
+                "GEMM GPU time   COMPUTE uses CUPTI kernels: %llu of %llu GEMMs matched, %.3f ms; "
+                "CUPTI saw %llu kernels named *gemm* taking %.3f ms\n",
+                (unsigned long long)s->gemm_matched, (unsigned long long)s->gemm_calls,
+                ms(s->gemm_matched_ns), (unsigned long long)s->gemm_kernels, ms(s->gemm_ns));
         return;
     }
     fprintf(f, "GEMM GPU time   COMPUTE uses sampled events (");
@@ -511,23 +523,26 @@ static void text_section(FILE *f, const struct tslog *log, const struct gpu_data
 {
     char b[32], nb[32];
     (void)log;
-    fprintf(f, "source          CUPTI activity: %zu kernels, %zu copies, %llu records dropped\n", d->n_kernels,
-            d->n_copies, (unsigned long long)d->dropped);
-    fprintf(f, "GPU busy        %.3f ms (%.1f%% of the run; kernels %.3f ms, copies %.3f ms)\n", ms(s->all.busy_ns),
-            100.0 * share(s->all.busy_ns, s->run_ns), ms(s->kernel_ns), ms(s->copy_ns));
-    fprintf(f, "idle gaps       %llu over %.3f ms: %.3f ms (%.1f%% of the run)", (unsigned long long)s->all.n_gaps,
-            ms(s->threshold_ns), ms(s->all.gap_total_ns), 100.0 * share(s->all.gap_total_ns, s->run_ns));
+    fprintf(f, "source          CUPTI activity: %zu kernels, %zu copies, %llu records dropped\n",
+            d->n_kernels, d->n_copies, (unsigned long long)d->dropped);
+    fprintf(f, "GPU busy        %.3f ms (%.1f%% of the run; kernels %.3f ms, copies %.3f ms)\n",
+            ms(s->all.busy_ns), 100.0 * share(s->all.busy_ns, s->run_ns), ms(s->kernel_ns), ms(s->copy_ns));
+    fprintf(f, "idle gaps       %llu over %.3f ms: %.3f ms (%.1f%% of the run)",
+            (unsigned long long)s->all.n_gaps, ms(s->threshold_ns), ms(s->all.gap_total_ns),
+            100.0 * share(s->all.gap_total_ns, s->run_ns));
     if (s->all.n_gaps)
         fprintf(f, ", longest %.3f ms at %.3f s", ms(s->all.longest_ns), (double)s->all.longest_at_ns / 1e9);
     fputc('\n', f);
     for (size_t i = 0; i < s->all.n_listed && i < GAPS_TEXT; i++)
-        fprintf(f, "  at %9.3f s  %10.3f ms\n", (double)s->all.gaps[i].start_ns / 1e9, ms(s->all.gaps[i].dur_ns));
+        fprintf(f, "  at %9.3f s  %10.3f ms\n", (double)s->all.gaps[i].start_ns / 1e9,
+                ms(s->all.gaps[i].dur_ns));
     if (s->all.n_gaps > GAPS_TEXT)
         fprintf(f, "  ... %llu more\n", (unsigned long long)(s->all.n_gaps - GAPS_TEXT));
     if (s->n_devices > 1)
         for (int i = 0; i < s->n_devices; i++)
-            fprintf(f, "device %-8u busy %.3f ms (%.1f%%), %llu idle gaps\n", s->device_ids[i], ms(s->dev[i].busy_ns),
-                    100.0 * share(s->dev[i].busy_ns, s->run_ns), (unsigned long long)s->dev[i].n_gaps);
+            fprintf(f, "device %-8u busy %.3f ms (%.1f%%), %llu idle gaps\n", s->device_ids[i],
+                    ms(s->dev[i].busy_ns), 100.0 * share(s->dev[i].busy_ns, s->run_ns),
+                    (unsigned long long)s->dev[i].n_gaps);
     if (s->n_kernel_rows) {
         fprintf(f, "kernels by GPU time\n");
         for (size_t i = 0; i < s->n_kernel_rows && i < TOP_KERNELS_TEXT; i++) {

@@ -17,9 +17,9 @@
 /* One kernel or copy, times on the log's CLOCK_MONOTONIC axis. */
 struct gpu_activity {
     uint64_t start_ns, end_ns;
-    uint64_t bytes;      /* copies */
+    uint64_t bytes; /* copies */
     uint32_t stream_id, device;
-    uint32_t name_id;    /* kernels; 0 unknown */
+    uint32_t name_id; /* kernels; 0 unknown */
     uint8_t is_copy;
     uint8_t copy_kind, src_kind, dst_kind; /* CUPTI enums (shim/log/logfmt.h) */
 };
@@ -32,13 +32,13 @@ struct gpu_name {
 struct gpu_data {
     struct gpu_activity *acts; /* sorted by start */
     size_t n_acts, n_kernels, n_copies;
-    struct gpu_name *names;    /* sorted by id */
+    struct gpu_name *names; /* sorted by id */
     size_t n_names;
-    bool have_clock;           /* a TS_REC_GPU_CLOCK was read (else CUPTI time = log time) */
-    int64_t clock_offset_ns;   /* log time - CUPTI time */
-    uint32_t status;           /* the last TS_GPU_STATUS_* seen, 0 none */
-    char detail[400];          /* of an "unavailable" status */
-    uint64_t dropped;          /* records CUPTI reported lost */
+    bool have_clock;         /* a TS_REC_GPU_CLOCK was read (else CUPTI time = log time) */
+    int64_t clock_offset_ns; /* log time - CUPTI time */
+    uint32_t status;         /* the last TS_GPU_STATUS_* seen, 0 none */
+    char detail[400];        /* of an "unavailable" status */
+    uint64_t dropped;        /* records CUPTI reported lost */
 };
 
 /* Reads the GPU records of log->file.  0 (no records is not an error), or

@@ -3,7 +3,6 @@
 
 #include "report/report_json.h"
 
-
 void j_sep(struct json *j)
 {
     if (j->depth > 0 && !j->first[j->depth])
@@ -36,7 +35,10 @@ void j_raw_string(struct json *j, const char *s, size_t n)
             fputc((int)c, j->f);
             i++;
         } else {
-            size_t k = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+            size_t k = c >= 0xc2 && c <= 0xdf   ? 2
+                       : c >= 0xe0 && c <= 0xef ? 3
+                       : c >= 0xf0 && c <= 0xf4 ? 4
+                                                : 0;
             bool ok = k && i + k <= n;
             for (size_t t = 1; ok && t < k; t++)
                 ok = (p[i + t] & 0xc0) == 0x80;
@@ -151,5 +153,5 @@ static void aj_str(void *j, const char *k, const char *s) { j_str(j, k, s); }
 
 struct acct_json acct_json_of(struct json *j)
 {
-    return (struct acct_json){j, aj_open, aj_close, aj_u64, aj_i64, aj_num, aj_str};
+    return (struct acct_json){ j, aj_open, aj_close, aj_u64, aj_i64, aj_num, aj_str };
 }

@@ -93,7 +93,7 @@ static int read_stack(struct sites_data *d, size_t *cap, const unsigned char *re
 
 static int read_alloc_stack(struct sites_data *d, size_t *cap, const unsigned char *rec, uint32_t len)
 {
-    struct ts_rec_alloc_stack a = {0};
+    struct ts_rec_alloc_stack a = { 0 };
     memcpy(&a, rec, len < sizeof a ? len : sizeof a);
     if (d->n_allocs == *cap) {
         size_t c = *cap ? *cap * 2 : 1024;
@@ -103,7 +103,7 @@ static int read_alloc_stack(struct sites_data *d, size_t *cap, const unsigned ch
         d->allocs = p;
         *cap = c;
     }
-    d->allocs[d->n_allocs++] = (struct sites_alloc_stack){a.ptr, a.alloc_time_ns, a.h.tid, a.stack_id};
+    d->allocs[d->n_allocs++] = (struct sites_alloc_stack){ a.ptr, a.alloc_time_ns, a.h.tid, a.stack_id };
     return 0;
 }
 
@@ -134,7 +134,7 @@ int sites_load(const char *path, struct sites_data *d)
     unsigned char *p = d->sym ? tslog_read_bytes(path, &size) : NULL;
     if (!p)
         return -1;
-    struct load_state st = {d, 0, 0};
+    struct load_state st = { d, 0, 0 };
     if (tslog_walk_records(p, size, load_one, &st) < 0) { /* not a log */
         free(p);
         return -1;
@@ -333,14 +333,15 @@ int sites_analyze(const struct tslog *log, const struct sites_data *d, struct si
     if (live_init(&m, n))
         goto out;
     for (size_t i = 0; i < peak_at; i++)
-        live_apply(&m, ev[i], ev[i]->type == TS_REC_ALLOC ? sites_stack_of(d, ev[i]->ptr, ev[i]->time_ns) : 0);
+        live_apply(&m, ev[i],
+                   ev[i]->type == TS_REC_ALLOC ? sites_stack_of(d, ev[i]->ptr, ev[i]->time_ns) : 0);
     r->rows = calloc(m.n ? m.n : 1, sizeof *r->rows);
     if (!r->rows)
         goto out;
     /* group by stack: sort the live stacks, then merge runs */
     for (size_t s = 0; s < m.cap; s++)
         if (m.ptr[s])
-            r->rows[r->n_rows++] = (struct site_row){m.stack[s], m.size[s], 1};
+            r->rows[r->n_rows++] = (struct site_row){ m.stack[s], m.size[s], 1 };
     qsort(r->rows, r->n_rows, sizeof *r->rows, by_row_stack);
     size_t w = 0;
     for (size_t i = 0; i < r->n_rows; i++) {
@@ -387,7 +388,8 @@ void sites_text(FILE *f, const struct tslog *log)
             r.peak_time_ns >= t0 ? (double)(r.peak_time_ns - t0) / 1e9 : 0.0, d.n_stacks);
     for (size_t i = 0; i < r.n_rows && i < SITES_TOP; i++) {
         const struct site_row *row = &r.rows[i];
-        fprintf(f, "#%-2zu %10s %5.1f%%  %" PRIu64 " allocation%s\n", i + 1, tslog_human_bytes(row->bytes, b2, sizeof b2),
+        fprintf(f, "#%-2zu %10s %5.1f%%  %" PRIu64 " allocation%s\n", i + 1,
+                tslog_human_bytes(row->bytes, b2, sizeof b2),
                 r.peak_bytes ? 100.0 * (double)row->bytes / (double)r.peak_bytes : 0.0, row->count,
                 row->count == 1 ? "" : "s");
         const struct sites_stack *st = sites_stack(&d, row->stack_id);
@@ -468,7 +470,7 @@ void sites_timeline_text(FILE *f, const struct tslog *log, int rows)
         if (ev[i]->device >= ndev && ev[i]->device < TIMELINE_DEVICES)
             ndev = ev[i]->device + 1;
     uint64_t t0 = ev[0]->time_ns, span = ev[n - 1]->time_ns - t0 + 1;
-    uint64_t cur[TIMELINE_DEVICES] = {0}, hi[TIMELINE_DEVICES] = {0};
+    uint64_t cur[TIMELINE_DEVICES] = { 0 }, hi[TIMELINE_DEVICES] = { 0 };
     fprintf(f, "\n== MEMORY TIMELINE (highest allocated in each interval) ==\n%10s", "time (s)");
     for (int d = 0; d < ndev; d++)
         fprintf(f, "  %12s%d", "device ", d);

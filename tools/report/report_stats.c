@@ -84,10 +84,7 @@ static int by_time(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int hist_bucket(uint64_t size)
-{
-    return size ? 64 - __builtin_clzll(size) : 0;
-}
+static int hist_bucket(uint64_t size) { return size ? 64 - __builtin_clzll(size) : 0; }
 
 static int add_error(struct stats *s, int32_t api, int32_t code, uint64_t count, const char *name)
 {
@@ -100,7 +97,7 @@ static int add_error(struct stats *s, int32_t api, int32_t code, uint64_t count,
     if (!n)
         return -1;
     s->errs = n;
-    s->errs[s->n_errs++] = (struct err_count){api, code, count, name};
+    s->errs[s->n_errs++] = (struct err_count){ api, code, count, name };
     return 0;
 }
 
@@ -114,7 +111,7 @@ static int by_api_code(const void *a, const void *b)
 
 int stats_analyze(struct tslog *log, struct stats *s)
 {
-    struct live_map m = {0};
+    struct live_map m = { 0 };
     uint64_t cur = 0;
     memset(s, 0, sizeof *s);
     s->log = log;
@@ -201,8 +198,8 @@ int stats_analyze(struct tslog *log, struct stats *s)
         }
         case TS_REC_ERROR: {
             s->error_records++;
-            const char *name = e->api >= 0 && (uint32_t)e->api < log->n_api_names
-                                   ? log->api_names[e->api] : NULL;
+            const char *name =
+                e->api >= 0 && (uint32_t)e->api < log->n_api_names ? log->api_names[e->api] : NULL;
             if (add_error(s, e->api, e->result, 1, name))
                 goto oom;
             break;

@@ -20,8 +20,8 @@ struct err_count {
 };
 
 struct stats {
-    uint64_t peak_alloc, alloc_calls, alloc_failed, alloc_requested, free_calls, free_failed,
-        free_unknown, live_blocks, live_bytes;
+    uint64_t peak_alloc, alloc_calls, alloc_failed, alloc_requested, free_calls, free_failed, free_unknown,
+        live_blocks, live_bytes;
     uint64_t hist[HIST_BUCKETS];
     uint64_t copy_bytes[DIRS], copy_calls[DIRS], h2d_pageable, d2h_pageable, copy_ns, copy_failed;
     /* pinned copy engine (TS_REC_COPY_CONVERT): shown only when a copy was converted */
@@ -31,8 +31,8 @@ struct stats {
     uint64_t error_records;
     /* the device pools' own figures (TS_REC_POOL_STATS): shown only when a
      * pool existed (pool_records != 0) */
-    uint64_t pool_records, pool_peak_reserved, pool_alloc_at_peak, pool_driver_calls,
-        pool_cache_hits, pool_ooms;
+    uint64_t pool_records, pool_peak_reserved, pool_alloc_at_peak, pool_driver_calls, pool_cache_hits,
+        pool_ooms;
     int32_t pool_mode;
     const struct tslog *log; /* one log's stats: its call-site sections (report_sites.c) */
 };
