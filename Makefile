@@ -105,11 +105,12 @@ SHIM_SRC := $(call rwildcard,shim,*.c) $(wildcard hooks/*.c)
 SHIM_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(SHIM_SRC))
 CORE_SRC := $(call rwildcard,shim,*.c)
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC))
-SHIMCFLAGS := $(ALLCFLAGS) -fvisibility=hidden -Ishim -Ihooks -pthread
+SHIMCFLAGS := $(ALLCFLAGS) -fvisibility=hidden -Ishim -pthread
 SHIM_LIBS := -ldl -lpthread -lm -lrt $(shell pkg-config --libs libunwind 2>/dev/null)
 
-# shim/ sources include hooks/hooks.h too (the TS_API_* ids come from hooks.def)
-$(B)/obj/shim/%.o: shim/%.c $(SHIM_HDR) $(HOOKS_HDR)
+# shim/ is compiled without -Ihooks: an include of the hook layer from below
+# fails to compile.  hooks/ finds its own headers beside its sources.
+$(B)/obj/shim/%.o: shim/%.c $(SHIM_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(SHIMCFLAGS) -c -o $@ $<
 $(B)/obj/hooks/%.o: hooks/%.c $(SHIM_HDR) $(HOOKS_HDR)

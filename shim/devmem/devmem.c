@@ -1,6 +1,6 @@
 /* devmem.c: one trainshim pool (shim/alloc/alloc.h) per device, over the real
  * driver's VMM API (shim/alloc/alloc_cuda.c with the real entry points from
- * ts_real), serving the program's device allocations; see devmem.h for the
+ * core/cuda_real.h), serving the program's device allocations; see devmem.h for the
  * contract with the hooks.
  *
  * Streams.  A synchronous allocation or free (cudaMalloc, cudaFree,
@@ -43,9 +43,8 @@
 #include "core/config.h"
 #include "core/core.h"
 #include "devmem/devmem.h"
-#include "hooks.h"
+#include "core/cuda_real.h"
 #include "log/logfmt.h"
-#include "core/resolve.h"
 
 #define TS_DEV_MAX 64
 /* An impossible stream handle: synchronous allocations and frees. */
@@ -88,7 +87,7 @@ static void (*inner_release)(void *, uint64_t);
 
 static int real_device(void)
 {
-    ts_fn_cuCtxGetDevice get = (ts_fn_cuCtxGetDevice)ts_real(TS_API_cuCtxGetDevice);
+    ts_cuda_fn_cuCtxGetDevice get = TS_CUDA_REAL(cuCtxGetDevice);
     CUdevice d = -1;
     if (!get || get(&d) != CUDA_SUCCESS)
         return -1;
@@ -109,7 +108,7 @@ static void note_capture_unseen(const char *how)
 /* True when work cannot be enqueued on `stream` without joining a capture. */
 static bool stream_capturing(uint64_t stream)
 {
-    ts_fn_cuStreamIsCapturing is = (ts_fn_cuStreamIsCapturing)ts_real(TS_API_cuStreamIsCapturing);
+    ts_cuda_fn_cuStreamIsCapturing is = TS_CUDA_REAL(cuStreamIsCapturing);
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     if (!is)
         return false;
@@ -166,7 +165,7 @@ static void fence_release(void *ctx, uint64_t f)
 /* One cuMemSetAccess for every device in mask. */
 static int grant_peers(uint64_t mask, uint64_t va, uint64_t size)
 {
-    ts_fn_cuMemSetAccess set = (ts_fn_cuMemSetAccess)ts_real(TS_API_cuMemSetAccess);
+    ts_cuda_fn_cuMemSetAccess set = TS_CUDA_REAL(cuMemSetAccess);
     if (!set)
         return TS_PROV_ERROR;
     CUmemAccessDesc d[64];
@@ -190,8 +189,8 @@ static int grant_peers(uint64_t mask, uint64_t va, uint64_t size)
  * memory, which VMM pages allow only after cuMemSetAccess for that device. */
 static uint64_t peer_capable(int dev)
 {
-    ts_fn_cuDeviceGetCount count = (ts_fn_cuDeviceGetCount)ts_real(TS_API_cuDeviceGetCount);
-    ts_fn_cuDeviceCanAccessPeer can = (ts_fn_cuDeviceCanAccessPeer)ts_real(TS_API_cuDeviceCanAccessPeer);
+    ts_cuda_fn_cuDeviceGetCount count = TS_CUDA_REAL(cuDeviceGetCount);
+    ts_cuda_fn_cuDeviceCanAccessPeer can = TS_CUDA_REAL(cuDeviceCanAccessPeer);
     int n = 0;
     uint64_t mask = 0;
     if (!count || !can || count(&n) != CUDA_SUCCESS)
@@ -257,7 +256,7 @@ static int stream_idle(void *ctx, uint64_t stream)
     (void)ctx;
     if (stream == TS_DEV_NO_STREAM)
         return TS_FENCE_DONE;
-    ts_fn_cuStreamQuery query = (ts_fn_cuStreamQuery)ts_real(TS_API_cuStreamQuery);
+    ts_cuda_fn_cuStreamQuery query = TS_CUDA_REAL(cuStreamQuery);
     if (!query || stream_capturing(stream))
         return TS_FENCE_PENDING;
     CUresult r = query((CUstream)(uintptr_t)stream);
@@ -266,25 +265,23 @@ static int stream_idle(void *ctx, uint64_t stream)
 
 static ts_cuda_provider *make_provider(int dev)
 {
-#define REAL(name) ((void *)ts_real(TS_API_##name))
     ts_cuda_fns f = {
-        .cuMemAddressReserve = REAL(cuMemAddressReserve),
-        .cuMemAddressFree = REAL(cuMemAddressFree),
-        .cuMemCreate = REAL(cuMemCreate),
-        .cuMemRelease = REAL(cuMemRelease),
-        .cuMemMap = REAL(cuMemMap),
-        .cuMemUnmap = REAL(cuMemUnmap),
-        .cuMemSetAccess = REAL(cuMemSetAccess),
-        .cuMemGetAllocationGranularity = REAL(cuMemGetAllocationGranularity),
-        .cuMemAlloc = REAL(cuMemAlloc_v2),
-        .cuMemFree = REAL(cuMemFree_v2),
-        .cuEventCreate = REAL(cuEventCreate),
-        .cuEventRecord = REAL(cuEventRecord),
-        .cuEventQuery = REAL(cuEventQuery),
-        .cuEventSynchronize = REAL(cuEventSynchronize),
-        .cuEventDestroy = REAL(cuEventDestroy_v2),
+        .cuMemAddressReserve = TS_CUDA_REAL(cuMemAddressReserve),
+        .cuMemAddressFree = TS_CUDA_REAL(cuMemAddressFree),
+        .cuMemCreate = TS_CUDA_REAL(cuMemCreate),
+        .cuMemRelease = TS_CUDA_REAL(cuMemRelease),
+        .cuMemMap = TS_CUDA_REAL(cuMemMap),
+        .cuMemUnmap = TS_CUDA_REAL(cuMemUnmap),
+        .cuMemSetAccess = TS_CUDA_REAL(cuMemSetAccess),
+        .cuMemGetAllocationGranularity = TS_CUDA_REAL(cuMemGetAllocationGranularity),
+        .cuMemAlloc = TS_CUDA_REAL(cuMemAlloc_v2),
+        .cuMemFree = TS_CUDA_REAL(cuMemFree_v2),
+        .cuEventCreate = TS_CUDA_REAL(cuEventCreate),
+        .cuEventRecord = TS_CUDA_REAL(cuEventRecord),
+        .cuEventQuery = TS_CUDA_REAL(cuEventQuery),
+        .cuEventSynchronize = TS_CUDA_REAL(cuEventSynchronize),
+        .cuEventDestroy = TS_CUDA_REAL(cuEventDestroy_v2),
     };
-#undef REAL
     return ts_cuda_provider_create(&f, dev);
 }
 
@@ -293,7 +290,7 @@ static int chosen_mode(int dev)
     int mode = ts_cfg()->alloc;
     if (mode != TS_ALLOC_EXPANDABLE)
         return mode;
-    ts_fn_cuDeviceGetAttribute attr = (ts_fn_cuDeviceGetAttribute)ts_real(TS_API_cuDeviceGetAttribute);
+    ts_cuda_fn_cuDeviceGetAttribute attr = TS_CUDA_REAL(cuDeviceGetAttribute);
     int vmm = 0;
     if (!attr || attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS)
         vmm = 0;
@@ -302,7 +299,7 @@ static int chosen_mode(int dev)
 
 static struct devpool *create_pool(int dev)
 {
-    ts_fn_cuDeviceTotalMem_v2 total_mem = (ts_fn_cuDeviceTotalMem_v2)ts_real(TS_API_cuDeviceTotalMem_v2);
+    ts_cuda_fn_cuDeviceTotalMem_v2 total_mem = TS_CUDA_REAL(cuDeviceTotalMem_v2);
     size_t total = 0;
     if (!total_mem || total_mem(&total, dev) != CUDA_SUCCESS || !total)
         return NULL;
