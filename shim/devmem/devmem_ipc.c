@@ -1,4 +1,4 @@
-/* devmem_ipc.c: legacy CUDA IPC on pooled device memory (see devmem_ipc.h).
+/* devmem_ipc.c: legacy CUDA IPC on pooled device memory (see devmem.h).
  *
  * Exporter.  The handle names a descriptor: a small memfd of the exporting
  * process holding a header (export id, alive flag, page size, the block's
@@ -31,8 +31,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "alloc/alloc.h"
 #include "core/core.h"
-#include "devmem/devmem_ipc.h"
+#include "devmem/cuda_provider.h"
+#include "devmem/devmem.h"
 #include "core/cuda_real.h"
 
 /* devmem.c's stream of synchronous allocations (cudaMalloc, cuMemAlloc). */
@@ -191,7 +193,8 @@ static int export_block(void *arg, ts_pool *p, const ts_seg_block_view *v)
         int fd = -1;
         /* a page created without the POSIX handle type is refused here:
          * today's answer, never a handle to the wrong memory */
-        if (export_fd(&fd, v->pages[i].handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) != CUDA_SUCCESS) {
+        if (export_fd(&fd, ts_seg_view_handle(v, i), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)
+            != CUDA_SUCCESS) {
             close_fds(fds, n);
             free(fds);
             goto out;
