@@ -22,7 +22,7 @@ ALLCFLAGS := $(BASECFLAGS) $(CFLAGS)
 NVCCFLAGS ?= -O2 -cudart shared -Xcompiler -fPIC,-Wall -Wno-deprecated-gpu-targets
 LDSAN     := $(SAN)
 
-.PHONY: all emu shim tools tests bench test demo check-toolkit setup clean fuzz san-test
+.PHONY: all emu shim tools tests bench test demo check-toolkit setup clean fuzz san-test format check-layout
 all: check-toolkit emu shim tools tests
 
 check-toolkit:
@@ -195,6 +195,14 @@ $(B)/bench/%: tests/bench/%.c $(wildcard tests/emu/*.h) $(SHIM_HDR) $(B)/libtsco
 setup:
 	bash scripts/setup.sh
 
+# The repo's .clang-format applied to every product file; check-layout also
+# checks the include directions (scripts/check-layout.sh says which).
+PRODUCT_SRC := $(SHIM_SRC) $(SHIM_HDR) $(HOOKS_HDR) $(TOOLS_SRC) $(TOOLS_HDR)
+format:
+	clang-format -i $(filter %.c %.h,$(PRODUCT_SRC))
+check-layout:
+	bash scripts/check-layout.sh
+
 # make test = every test, then the core and the emulator again under
 # ASan+UBSan, then the concurrent parts under TSan.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -205,6 +213,7 @@ TSAN_FLAGS := -fsanitize=thread -Wno-tsan
 # tests check (the shim's flush-and-chain, the emulator's fault guard).
 ASAN_SIGNALS := handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0:allow_user_segv_handler=1
 test: setup
+	bash scripts/check-layout.sh
 	$(MAKE) all
 	bash tests/run.sh
 	$(MAKE) san-test
