@@ -9,7 +9,7 @@
 // Per iteration: a fresh buffer A (cudaMalloc, size varies) is produced on
 // stream 0; stream 1 waits for it and folds it into the accumulator B, copies
 // A back to pageable memory and frees A (stream-ordered every other
-// iteration); stream 0 receives a pageable upload into C that the host
+// iteration, from cudaMallocAsync); stream 0 receives a pageable upload into C that the host
 // overwrites as soon as cudaMemcpyAsync returns (legal: a pageable H2D has
 // been staged by then), and folds C into B; a pageable D2H of B is read as
 // soon as the call returns (legal: it is synchronous for the host).
@@ -74,7 +74,8 @@ int main(int argc, char **argv)
     for (int it = 0; it < iters; it++) {
         int n = nmax >> (it % 4);   // sizes vary: frees and allocations of different sizes interleave
         uint32_t *a;
-        CK(cudaMalloc((void **)&a, (size_t)n * 4));
+        if (it % 2) CK(cudaMallocAsync((void **)&a, (size_t)n * 4, s0));   // stream-ordered pair
+        else CK(cudaMalloc((void **)&a, (size_t)n * 4));
         produce<<<blocks(n), 256, 0, s0>>>(a, n, (uint32_t)it * 7919u);
         CK(cudaGetLastError());
         CK(cudaEventRecord(produced, s0));
