@@ -368,12 +368,16 @@ build_all() {
   [ -f "$CUDA_HOME/include/cuda.h" ] || { echo "no CUDA toolkit at $CUDA_HOME" >&2; return 1; }
   local rc=0 emu_targets=""
   [ "${MODE_GUESS:-gpu}" = emu ] && emu_targets=emu
-  make -j"$JOBS" B="$B" shim tools $emu_targets > "$OUT/logs/build.make.out" 2>&1 || { tail -30 "$OUT/logs/build.make.out" >&2; rc=1; }
+  make -k -j"$JOBS" B="$B" shim tools $emu_targets > "$OUT/logs/build.make.out" 2>&1 || { tail -30 "$OUT/logs/build.make.out" >&2; rc=1; }
   local nccl_inc="" nccl_lib="" d
-  for d in "$CUDA_HOME" /usr $(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl 2>/dev/null); do
+  # NCCL: the toolkit's folder, the system's, or the one torch's wheel ships
+  local wheel
+  wheel=$(find /opt/torch /usr/local/lib /usr/lib -maxdepth 7 -path '*nvidia/nccl/lib/libnccl.so*' 2>/dev/null | head -1)
+  wheel=${wheel%/lib/*}
+  for d in "$CUDA_HOME" /usr ${wheel:+"$wheel"}; do
     if [ -f "$d/include/nccl.h" ]; then nccl_inc=$d/include; break; fi
   done
-  for d in "$CUDA_HOME/lib64" /usr/lib/x86_64-linux-gnu $(ls -d /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/lib 2>/dev/null); do
+  for d in "$CUDA_HOME/lib64" /usr/lib/x86_64-linux-gnu ${wheel:+"$wheel/lib"}; do
     if ls "$d"/libnccl.so* > /dev/null 2>&1; then nccl_lib=$d; break; fi
   done
   echo "$nccl_lib" > "$GB/nccl_lib"
@@ -440,7 +444,8 @@ if [ $MODE = emu ]; then
   export EMU_JITTER_US=${EMU_JITTER_US:-50}
 else
   CUPTI_LIB=""
-  for c in "$CUDA_HOME"/extras/CUPTI/lib64/libcupti.so.* "$CUDA_HOME"/lib64/libcupti.so.*; do
+  for c in "$CUDA_HOME"/extras/CUPTI/lib64/libcupti.so.* "$CUDA_HOME"/lib64/libcupti.so.* \
+           $(find /opt/torch -maxdepth 7 -path '*nvidia/cu*/lib/libcupti.so.*' 2>/dev/null | head -1); do
     [ -f "$c" ] && { CUPTI_LIB=$c; break; }; done
   export CUPTI_LIB
 fi
@@ -486,4 +491,8 @@ while read -r name t_gpu t_emu; do
   echo "gpu-check: $name done in ${secs}s (exit $rc)"
 done <<< "$CHECKS"
 
-"$PY" tests/gpu/gpu_results.py "$OUT" "$MODE" "$(elapsed)"
+if command -v "$PY" > /dev/null 2>&1; then
+  "$PY" tests/gpu/gpu_results.py "$OUT" "$MODE" "$(elapsed)"
+else  # no python at all: the raw result files
+  for f in "$OUT"/checks/*.res; do echo "== $(basename "$f" .res)"; cat "$f"; done | tee "$OUT/results.md"
+fi
