@@ -153,17 +153,28 @@ static int host_vmm(size_t mib)
     cuDeviceGetAttribute(&host_vmm, CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
     printf("hostvmm vmm=%d host_numa_id=%d host_numa_vmm=%d host_vmm=%d\n", vmm_ok, numa_id, host_numa, host_vmm);
     if (!host_numa && !host_vmm) { printf("hostvmm supported=0\n"); return 0; }
+    // HOST where the device takes it, else HOST_NUMA; a refusal is a figure, not a crash
     CUmemAllocationProp prop = device_prop(0);
-    if (host_vmm) { prop.location.type = CU_MEM_LOCATION_TYPE_HOST; prop.location.id = 0; }
-    else { prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA; prop.location.id = numa_id < 0 ? 0 : numa_id; }
-    size_t gran = 0, n = mib << 20;
-    CKD(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-    n = (n + gran - 1) / gran * gran;
     CUmemGenericAllocationHandle hnd;
+    size_t gran = 0, n = mib << 20;
+    double t_create = 0;
+    int ok = 0;
+    for (int k = 0; k < 2 && !ok; k++) {
+        if (k == 0 && !host_vmm) continue;
+        if (k == 1 && !host_numa) continue;
+        prop.location.type = k == 0 ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_HOST_NUMA;
+        prop.location.id = k == 0 ? 0 : numa_id < 0 ? 0 : numa_id;
+        if (cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) continue;
+        n = ((mib << 20) + gran - 1) / gran * gran;
+        double t0 = now_s();
+        CUresult r = cuMemCreate(&hnd, n, &prop, 0);
+        t_create = now_s() - t0;
+        if (r == CUDA_SUCCESS) ok = 1;
+        else printf("hostvmm create_failed location=%s error=%d\n", k == 0 ? "host" : "host_numa", (int)r);
+    }
+    if (!ok) { printf("hostvmm supported=0\n"); return 0; }
+    host_vmm = prop.location.type == CU_MEM_LOCATION_TYPE_HOST;
     CUdeviceptr va;
-    double t0 = now_s();
-    CKD(cuMemCreate(&hnd, n, &prop, 0));
-    double t_create = now_s() - t0;
     CKD(cuMemAddressReserve(&va, n, 0, 0, 0));
     CKD(cuMemMap(va, n, 0, hnd, 0));
     CUmemAccessDesc acc[2];

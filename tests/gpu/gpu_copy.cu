@@ -1,6 +1,7 @@
 // gpu_copy: host<->device copy throughput for make gpu-check.
 //
-//   gpu_copy sweep MAX_MIB          for each size 64 KiB .. MAX_MIB and each
+//   gpu_copy memcpy                 the host's memcpy GB/s, 1 and all threads
+//   gpu_copy sweep MAX_MIB [MIN_KIB] for each size 64 KiB .. MAX_MIB and each
 //                                   direction: GB/s of cudaMemcpy from pinned
 //                                   and from pageable memory, and the host time
 //                                   one cudaMemcpyAsync of pageable memory
@@ -14,6 +15,7 @@
 // and scripts/gpu-check.sh divides it by the plain run's pinned figure.
 // Every copy's data is checked once (a copy that is fast and wrong fails).
 #include <pthread.h>
+#include <unistd.h>
 
 #include "gpu_common.h"
 
@@ -53,7 +55,7 @@ static double blocked_us(void *d, const void *h, size_t n, size_t reps)
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {
     for (size_t i = 0; i < n; i += 4096) p[i] = (unsigned char)(seed + i / 4096);
-    p[n - 1] = (unsigned char)seed;
+    p[n / 2 + 1] = (unsigned char)(seed ^ 0x5a);
 }
 
 static void verify(const unsigned char *a, const unsigned char *b, size_t n, const char *what)
@@ -61,9 +63,10 @@ static void verify(const unsigned char *a, const unsigned char *b, size_t n, con
     if (memcmp(a, b, n) != 0) { fprintf(stderr, "gpu_copy: %s: data differs\n", what); exit(1); }
 }
 
-static int sweep(size_t max_mib)
+static int sweep(size_t max_mib, size_t min_kib)
 {
     size_t max = max_mib << 20;
+    if (max_mib == 0 || max_mib > (1u << 14)) return 2;
     unsigned char *pin, *page = (unsigned char *)malloc(max), *back = (unsigned char *)malloc(max);
     void *d;
     if (!page || !back) return 1;
@@ -71,6 +74,7 @@ static int sweep(size_t max_mib)
     CK(cudaMalloc(&d, max));
     memset(page, 1, max); memset(back, 0, max); memset(pin, 2, max);
     for (size_t n = 64u << 10; n <= max; n *= (n < (16u << 20) ? 2 : 4)) {
+        if (n < (min_kib << 10)) continue;
         size_t reps = reps_for(n);
         fill(page, n, (unsigned)n >> 10);
         double h2d_page = timed_copies(d, page, n, cudaMemcpyHostToDevice, reps);
@@ -163,11 +167,55 @@ static int threads_mode(int t, size_t mib)
     return 0;
 }
 
+struct mc { char *dst; const char *src; size_t n; };
+static void *mc_main(void *p)
+{
+    struct mc *m = (struct mc *)p;
+    for (int r = 0; r < 4; r++) memcpy(m->dst, m->src, m->n);
+    return NULL;
+}
+
+// The host's memcpy bandwidth (256 MiB, 1 thread and all CPUs up to 16): the
+// staging side of a converted copy cannot beat it.
+static int host_memcpy(void)
+{
+    size_t n = 256u << 20;
+    char *a = (char *)malloc(n), *b = (char *)malloc(n);
+    if (!a || !b) return 1;
+    memset(a, 1, n); memset(b, 2, n);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int all = cpus > 16 ? 16 : cpus < 1 ? 1 : (int)cpus;
+    int counts[2] = {1, all};
+    double g[2];
+    for (int k = 0; k < 2; k++) {
+        int t = counts[k];
+        pthread_t th[16];
+        struct mc m[16];
+        double best = 0;
+        for (int trial = 0; trial < 2; trial++) {
+            double t0 = now_s();
+            for (int i = 0; i < t; i++) {
+                m[i] = (struct mc){a + i * (n / t), b + i * (n / t), n / t};
+                pthread_create(&th[i], NULL, mc_main, &m[i]);
+            }
+            for (int i = 0; i < t; i++) pthread_join(th[i], NULL);
+            double v = (double)n * 4 / (now_s() - t0) / 1e9;
+            if (v > best) best = v;
+        }
+        g[k] = best;
+    }
+    printf("memcpy cpus=%ld threads=%d one_thread_gbps=%.2f all_threads_gbps=%.2f\n", cpus, all, g[0], g[1]);
+    free(a); free(b);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     CK(cudaSetDevice(0));
     CK(cudaFree(0));
-    if (argc >= 3 && !strcmp(argv[1], "sweep")) return sweep(strtoull(argv[2], NULL, 10));
+    if (argc >= 3 && !strcmp(argv[1], "sweep"))
+        return sweep(strtoull(argv[2], NULL, 10), argc > 3 ? strtoull(argv[3], NULL, 10) : 0);
+    if (argc >= 2 && !strcmp(argv[1], "memcpy")) return host_memcpy();
     if (argc >= 4 && !strcmp(argv[1], "threads")) return threads_mode(atoi(argv[2]), strtoull(argv[3], NULL, 10));
     fprintf(stderr, "usage: gpu_copy sweep MAX_MIB | threads T SIZE_MIB\n");
     return 2;

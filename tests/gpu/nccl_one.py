@@ -8,8 +8,12 @@ import torch
 import torch.distributed as dist
 
 store = tempfile.mktemp(prefix="gpucheck-nccl-")
-dist.init_process_group("nccl", init_method="file://" + store, rank=0, world_size=1,
-                        device_id=torch.device("cuda", 0))
+torch.cuda.set_device(0)
+try:   # device_id: the communicator is created now (torch >= 2.3)
+    dist.init_process_group("nccl", init_method="file://" + store, rank=0, world_size=1,
+                            device_id=torch.device("cuda", 0))
+except TypeError:
+    dist.init_process_group("nccl", init_method="file://" + store, rank=0, world_size=1)
 calls, n = 20, 16 << 20
 x = torch.arange(n // 4, dtype=torch.float32, device="cuda")
 ok = True
