@@ -396,13 +396,13 @@ build_all() {
   fi
   local nccl_inc="" nccl_lib="" d
   # NCCL: the toolkit's folder, the system's, or the one torch's wheel ships
-  local wheel
-  wheel=$(find /opt/torch /usr/local/lib /usr/lib -maxdepth 7 -path '*nvidia/nccl/lib/libnccl.so*' 2>/dev/null | head -1)
-  wheel=${wheel%/lib/*}
-  for d in "$CUDA_HOME" /usr ${wheel:+"$wheel"}; do
-    if [ -f "$d/include/nccl.h" ]; then nccl_inc=$d/include; break; fi
+  local wlib winc
+  wlib=$(find /opt/torch /usr/local/lib/python3* -maxdepth 10 -name 'libnccl.so*' 2>/dev/null | head -1)
+  winc=$(find /opt/torch /usr/local/lib/python3* -maxdepth 10 -name nccl.h 2>/dev/null | head -1)
+  for d in "$CUDA_HOME/include" /usr/include ${winc:+"$(dirname "$winc")"} "$PWD/.gpu-deps/include"; do
+    if [ -f "$d/nccl.h" ]; then nccl_inc=$d; break; fi
   done
-  for d in "$CUDA_HOME/lib64" /usr/lib/x86_64-linux-gnu ${wheel:+"$wheel/lib"}; do
+  for d in "$CUDA_HOME/lib64" /usr/lib/x86_64-linux-gnu ${wlib:+"$(dirname "$wlib")"}; do
     if ls "$d"/libnccl.so* > /dev/null 2>&1; then nccl_lib=$d; break; fi
   done
   echo "$nccl_lib" > "$GB/nccl_lib"
@@ -476,7 +476,7 @@ if [ $MODE = emu ]; then
 else
   CUPTI_LIB=""
   for c in "$CUDA_HOME"/extras/CUPTI/lib64/libcupti.so.* "$CUDA_HOME"/lib64/libcupti.so.* \
-           $(find /opt/torch -maxdepth 7 -path '*nvidia/cu*/lib/libcupti.so.*' 2>/dev/null | head -1); do
+           $(find /opt/torch -maxdepth 10 -name 'libcupti.so.*' 2>/dev/null | head -1); do
     [ -f "$c" ] && { CUPTI_LIB=$c; break; }; done
   export CUPTI_LIB
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The build dependencies a bare GPU machine may lack (libunwind for the shim's
-# stacks, libdw for the report's symbols), as Debian packages in .gpu-deps/
+# stacks, libdw for the report's symbols), as Debian packages in .gpu-deps/,
+# and nccl.h
 # (git-ignored; carry it to the GPU machine with the working tree).
 #   scripts/gpu-deps.sh download   here: apt-get download the .deb files
 #   scripts/gpu-deps.sh extract    there (scripts/gpu-check.sh does it when
@@ -16,6 +17,9 @@ case ${1:-} in
 download)
   mkdir -p "$D"
   (cd "$D" && apt-get download $PKGS)
+  # nccl.h, for a toolkit without it (the library comes with torch's wheel)
+  mkdir -p "$D/include"
+  cp "${CUDA_HOME:-/usr/local/cuda}/include/nccl.h" "$D/include/" 2>/dev/null || echo "no nccl.h to copy" >&2
   ls -la "$D"
   ;;
 extract)
