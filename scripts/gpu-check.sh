@@ -459,9 +459,12 @@ nl="$(printf '\t')"
 unset nl
 
 MODE=emu
-if [ $MODE_GUESS = gpu ] && [ -x "$GB/gpu_probe" ] && timeout 30 "$GB/gpu_probe" > "$OUT/logs/probe.gpu" 2>&1 \
+if [ "${GPU_CHECK_EMU:-0}" != 1 ] && [ -x "$GB/gpu_probe" ] && timeout 30 "$GB/gpu_probe" > "$OUT/logs/probe.gpu" 2>&1 \
    && ! grep -q 'emulator=1' "$OUT/logs/probe.gpu"; then
   MODE=gpu
+elif [ ! -e "$B/emu/libcuda.so.1" ]; then   # nvidia-smi answered but no device works: the emulator after all
+  echo "gpu-check: no device answers the probe ($(tail -1 "$OUT/logs/probe.gpu" 2>/dev/null)); building the emulator"
+  timeout 300 make -j"$JOBS" B="$B" emu > "$OUT/logs/build.emu.out" 2>&1 || echo "gpu-check: emulator build failed" >&2
 fi
 # testing aid: GPU_CHECK_MODE=gpu on a machine without a GPU runs the
 # GPU-mode checks on the emulator, to try this script's GPU paths
