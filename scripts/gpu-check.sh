@@ -98,7 +98,7 @@ check_copies() {
   local m; m=$("$GB/gpu_copy" memcpy) && fig "host memcpy 1 thread / $(kv "$m" threads) threads" \
     "$(kv "$m" one_thread_gbps) / $(kv "$m" all_threads_gbps)" GB/s
   local setting
-  for setting in TRAINSHIM_COPY_THREADS=8 TRAINSHIM_COPY_CHUNK=8MiB; do
+  for setting in TRAINSHIM_COPY_THREADS=8 TRAINSHIM_COPY_CHUNK=1MiB TRAINSHIM_COPY_CHUNK=8MiB; do
     env $(shim_env) $setting "$GB/gpu_copy" sweep $max 8192 > "$OUT/logs/$CHECK.$setting.out" || continue
     local rs=""
     while read -r line; do
