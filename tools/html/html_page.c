@@ -87,5 +87,6 @@ int html_report_write(const char *path, const struct html_input *in)
                 rc ? " (out of memory)" : "");
         return -1;
     }
+    fprintf(stderr, "trainshim: HTML report: %s\n", path);
     return 0;
 }
