@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The HTML report in a real browser: the demo's training job (two ranks
+# through mpirun when it is installed, CUPTI and stacks on) writes its page
+# (scripts/demo.sh), headless Chromium renders it, and
+# tests/integration/report_html_check.py demands no console message, every
+# section's figures read back from the DOM equal to `trainshim report
+# --format json` of the same logs, series that add up to the report's
+# totals, and a screenshot that is not blank.  A log without GEMM, NCCL and
+# CUPTI records still gets every section, each saying what is absent.
+# Also: the checker sees a page's console errors (a page that throws), and
+# `trainshim run --html`, a bad --html path.
+set -u
+cd "$(dirname "$0")/../.."
+B=${B:-build}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+CHECK=tests/integration/report_html_check.py
+command -v "${CHROMIUM:-chromium}" > /dev/null || { echo "FAIL: chromium not installed (scripts/setup.sh installs it)"; exit 1; }
+[ -x "$B/trainshim" ] && [ -x "$B/workloads/mlp_train" ] || { echo "FAIL: $B not built"; exit 1; }
+
+# the checker itself: a page that logs and throws is caught
+printf '<html><body><script>console.log("x"); null.y;</script></body></html>\n' > "$T/throws.html"
+python3 "$CHECK" console "$T/throws.html" > "$T/throws.txt" && grep -q 'Uncaught TypeError' "$T/throws.txt" ||
+  bad "the console check does not see a page's error: $(cat "$T/throws.txt")"
+
+DEMO_LOGDIR=$T/demo DEMO_STEPS=12 B=$B bash scripts/demo.sh > "$T/demo.out" 2>&1 || { cat "$T/demo.out"; bad "demo failed"; }
+page=$T/demo/report.html
+[ -s "$page" ] || bad "the demo wrote no $page"
+"$B/trainshim" report --format json "$T"/demo/trainshim.r*.log > "$T/report.json" 2> /dev/null || bad "JSON report failed"
+mkdir -p "$T/shot"
+python3 "$CHECK" demo "$page" "$T/report.json" "$T/shot" || bad "the demo's page (above)"
+size=$(stat -c %s "$page")
+[ "$size" -lt $((5 << 20)) ] || bad "the demo's page is $size bytes"
+grep -q -E '(src|href)="https?:' "$page" && bad "the page fetches from the network"
+
+# a log without GEMM, NCCL or CUPTI records: every section, absent ones say so
+"$B/trainshim" report --html "$T/rank0.html" tests/golden/rank0.tslog 2> /dev/null || bad "report --html rank0"
+mkdir -p "$T/shot0"
+python3 "$CHECK" absent "$T/rank0.html" "$T/shot0" || bad "the page of a log without accounting records (above)"
+
+# trainshim run --html: the page of the run's own log
+LD_LIBRARY_PATH="$PWD/$B/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$B/trainshim" run --log "$T/run.%p.log" \
+  --html "$T/run.html" -- "$B/workloads/mlp_train" 3 128 > /dev/null 2> "$T/run.err" || bad "run --html: $(cat "$T/run.err")"
+python3 "$CHECK" data "$T/run.html" > "$T/run.json" 2> /dev/null &&
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["logs"][0]["run"]["log"].startswith(sys.argv[2]), d["logs"][0]["run"]["log"]' \
+    "$T/run.json" "$T/run." || bad "run --html wrote no page of its log"
+
+# a page that cannot be written: one error line, exit 1
+"$B/trainshim" report --html "$T/no/such/dir/x.html" tests/golden/rank0.tslog > /dev/null 2> "$T/err"; rc=$?
+[ $rc = 1 ] && [ "$(grep -c 'trainshim: error: --html' "$T/err")" = 1 ] || bad "unwritable page: exit $rc, '$(cat "$T/err")'"
+
+[ $fail = 0 ] && echo "ok"
+exit $fail
