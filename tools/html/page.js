@@ -167,7 +167,7 @@
   function siteText(ms, id) {
     if (!id) return '(no call stack: run with TRAINSHIM_STACKS=16)';
     const s = (ms.sites || []).find((x) => x.id === id);
-    return s ? s.frames.slice(0, 8).join('\n') : 'stack #' + id;
+    return s ? s.frames.join('\n') : 'stack #' + id;
   }
   function memDetail(panel, L, ms, dv, b) {
     const snap = dv.snapshots[dv.snapshot_of_bucket[b]];
@@ -177,7 +177,7 @@
         snap ? [' at ' + secs(snap.at_ns) + ', ', fig('live_blocks', snap.live_blocks, fmtNum(snap.live_blocks)), ' live blocks; the largest:'] : ''),
       snap && snap.blocks.length ? el('table', { 'data-table': 'blocks' }, el('tr', null, el('th', { class: 'n' }, 'bytes'), el('th', { class: 'n' }, 'allocated at'), el('th', null, 'site')),
         snap.blocks.map((k) => el('tr', null, td('block_bytes', k.bytes, fmtBytes(k.bytes)), td('allocated_at_ns', k.allocated_at_ns, secs(k.allocated_at_ns)),
-          el('td', { class: 'frames', 'data-k': 'site', 'data-v': k.site }, siteText(ms, k.site))))) : absent('No live blocks at this moment.'));
+          el('td', { class: 'frames', 'data-k': 'site', 'data-v': k.site, title: siteText(ms, k.site) }, siteText(ms, k.site).split('\n').slice(0, 3).join('\n'))))) : absent('No live blocks at this moment.'));
   }
   function memChart(L, ms, dv) {
     const n = dv.allocated_max.length;
@@ -236,11 +236,12 @@
     let d = '';
     vals.forEach((v, k) => { d += 'M' + (ML + k * w + w * 0.1) + ' ' + c.y(0) + ' V' + c.y(v) + ' h' + (w * 0.8) + ' V' + c.y(0) + ' Z'; });
     c.g.append(sv('path', { d: d, fill: color, 'data-series': key }));
-    if (mfu) {
+    if (mfu) { /* MFU on its own scale: 0 to its highest value */
+      const top = Math.max(...list.map((s) => s.mfu || 0)) * 1.15 || 1;
       let p = '';
-      list.forEach((s, k) => { if (s.mfu !== null) p += (p ? ' L' : 'M') + (ML + (k + 0.5) * w) + ' ' + (H - MB - (H - MT - MB) * Math.min(s.mfu, 1)); });
+      list.forEach((s, k) => { if (s.mfu !== null) p += (p ? ' L' : 'M') + (ML + (k + 0.5) * w) + ' ' + (H - MB - (H - MT - MB) * s.mfu / top); });
       c.g.append(sv('path', { d: p, fill: 'none', stroke: 'var(--peak)', 'stroke-width': 2, 'data-series': 'mfu' }));
-      c.g.append(sv('text', { x: W - MR - 4, y: MT + 10, 'text-anchor': 'end', style: 'fill:var(--peak)' }, 'MFU (red, 0-100%)'));
+      c.g.append(sv('text', { x: W - MR - 4, y: MT + 10, 'text-anchor': 'end', style: 'fill:var(--peak)' }, 'MFU (red line): top of the chart = ' + fmtPct(top)));
     }
     hits(c, n, n, (k, ev) => {
       const s = list[k];
@@ -258,7 +259,8 @@
         ['steady MFU', 'steady_mfu', sd.steady_mfu, fmtPct(sd.steady_mfu)], ['MFU', 'mfu', c.mfu, fmtPct(c.mfu)],
         ['peak', 'peak_source', c.peak_source, c.peak_source || 'unknown']]);
       if (!list.length) return logBlock(L, i, [f, absent('No repeating step found in the GEMM sequence.')]);
-      return logBlock(L, i, [f, el('h3', null, 'time per step, MFU'), stepsChart(list, 'time_ns', fmtNs, 'var(--alloc)', 'time per step', true),
+      const more = c.steps > list.length ? el('p', { class: 'note' }, 'The first ' + list.length + ' of ' + c.steps + ' steps (as the JSON report lists them).') : null;
+      return logBlock(L, i, [f, more, el('h3', null, 'time per step, MFU'), stepsChart(list, 'time_ns', fmtNs, 'var(--alloc)', 'time per step', true),
         el('h3', null, 'GEMM FLOPs per step'), stepsChart(list, 'flops', (v) => (v / 1e9).toFixed(2) + ' GF', 'var(--busy)', 'FLOPs per step', false)]);
     }));
   }
