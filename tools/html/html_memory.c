@@ -18,7 +18,7 @@
 struct live {
     uint64_t *ptr, *size, *time;
     uint8_t *dev;
-    size_t cap;
+    size_t cap, n, most; /* slots, entries, the most entries at once */
 };
 
 static size_t live_slot(const struct live *m, uint64_t p)
@@ -34,14 +34,13 @@ static int live_init(struct live *m, size_t n)
     m->cap = 16;
     while (m->cap < n * 2 + 2)
         m->cap *= 2;
+    m->n = m->most = 0;
     m->ptr = calloc(m->cap, 8);
     m->size = calloc(m->cap, 8);
     m->time = calloc(m->cap, 8);
     m->dev = calloc(m->cap, 1);
     return m->ptr && m->size && m->time && m->dev ? 0 : -1;
 }
-
-static void live_clear(struct live *m) { memset(m->ptr, 0, m->cap * 8); }
 
 static void live_free(struct live *m)
 {
@@ -83,6 +82,8 @@ static int live_apply(struct live *m, const struct tslog_event *e, uint64_t *cur
     size_t s = live_slot(m, e->ptr);
     if (m->ptr[s])
         cur[m->dev[s]] -= m->size[s];
+    else if (e->type == TS_REC_ALLOC && ++m->n > m->most)
+        m->most = m->n;
     if (e->type == TS_REC_ALLOC) {
         int d = e->device >= 0 && e->device < MEM_DEVICES ? e->device : 0;
         m->ptr[s] = e->ptr;
@@ -96,6 +97,7 @@ static int live_apply(struct live *m, const struct tslog_event *e, uint64_t *cur
         return -1;
     int d = m->dev[s];
     live_erase(m, s);
+    m->n--;
     return d;
 }
 
@@ -193,12 +195,13 @@ static struct snap *plan_snaps(const struct mem_scan *p, size_t *n_out)
     return s;
 }
 
+/* m: empty, sized for the most blocks live at once (each snapshot scans
+ * all its slots). */
 static void replay_snaps(const struct tslog_event **ev, size_t n, uint64_t t0, struct live *m, struct snap *s,
                          size_t ns)
 {
     uint64_t cur[MEM_DEVICES] = { 0 };
     size_t k = 0;
-    live_clear(m);
     for (; k < ns && s[k].at < 0; k++)
         s[k].time_ns = t0;
     for (size_t i = 0; i < n && k < ns; i++) {
@@ -349,7 +352,9 @@ int html_memory_series(struct json *j, const struct tslog *log, const struct htm
     if (!ev || !p || live_init(&m, n))
         goto out;
     scan_highs(ev, n, &a, &m, p);
-    if (!(s = plan_snaps(p, &ns)))
+    size_t most = m.most;
+    live_free(&m);
+    if (live_init(&m, most) || !(s = plan_snaps(p, &ns)))
         goto out;
     replay_snaps(ev, n, a.t0, &m, s, ns);
     struct sites_data sd;
