@@ -400,8 +400,15 @@ def absent(page, out):
         lines = section(root, sid).find(lambda n: n.tag == "p" and "absent" in n.attrs.get("class", ""))
         if not lines or not lines[0].text.strip():
             fail(f"section #{sid} of a log without its records does not say so")
-    if section(root, "memory").find(lambda n: "absent" in n.attrs.get("class", "")):
+    mem = section(root, "memory")
+    if mem.find(lambda n: "absent" in n.attrs.get("class", "")):
         fail("memory section says absent for a log with allocations")
+    # tests/golden/rank0.tslog: one failed 64 GiB cudaMalloc at 40 ms, drawn and listed
+    eq("OOM marks", len(mem.find(lambda n: n.attrs.get("data-mark") == "oom")), 1)
+    eq("OOM count", figures(mem, "oom_count"), [1])
+    oom = mem.find(lambda n: n.attrs.get("data-k") == "oom_count")
+    if not oom or "OOM at 0.040 s: 64.00 GiB requested" not in oom[0].text:
+        fail("OOM line: " + (oom[0].text if oom else "none"))
     check_screenshot(out)
 
 

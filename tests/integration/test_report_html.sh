@@ -7,7 +7,8 @@
 # --format json` of the same logs, series that add up to the report's
 # totals, and a screenshot that is not blank.  A log without GEMM, NCCL and
 # CUPTI records still gets every section, each saying what is absent.
-# Also: the checker sees a page's console errors (a page that throws), and
+# The golden rank0 log's failed allocation shows as an OOM point.  Also: the
+# checker sees a page's console errors (a page that throws), and
 # `trainshim run --html`, a bad --html path.
 set -u
 cd "$(dirname "$0")/../.."
