@@ -388,6 +388,7 @@ def demo(page, report, out):
     check_advice(root, runs)
     check_screenshot(out)
     check_data(page, report)
+    check_click(page)
 
 
 def absent(page, out):
@@ -418,6 +419,39 @@ def data_block(page):
     if not m:
         sys.exit("no trainshim-data block in " + page)
     return m.group(1)
+
+
+def with_probe(page, probe):
+    """Console lines of a copy of page with a script run after its load."""
+    with tempfile.TemporaryDirectory() as d:
+        copy = os.path.join(d, "page.html")
+        with open(page, encoding="utf-8") as f, open(copy, "w", encoding="utf-8") as g:
+            g.write(f.read().replace("</body>", "<script>addEventListener('load', () => setTimeout(() => {"
+                                     + probe + "}, 0));</script>\n</body>"))
+        return chromium(["--dump-dom"], copy)[1]
+
+
+def check_click(page):
+    """Hovering a moment of the first memory chart shows a tip; clicking it
+    lists that bucket's largest live blocks in the chart's panel."""
+    d = json.loads(data_block(page))
+    dv = d["logs"][0]["memory_series"]["devices"][0]
+    # a moment whose highest point differs from the peak's (shown at first)
+    b = next((i for i, v in enumerate(dv["allocated_max"]) if v != dv["peak_allocated_bytes"]), 0)
+    probe = ("const dev = document.querySelector('#memory div.device');"
+             "const r = dev.querySelector('rect.hit[data-bucket=\"%d\"]');"
+             "r.dispatchEvent(new MouseEvent('mousemove', {clientX: 50, clientY: 50}));"
+             "const tip = document.getElementById('tip');"
+             "r.dispatchEvent(new MouseEvent('click'));"
+             "const p = dev.querySelector('[data-panel=blocks]');"
+             "console.log('probe ' + (tip.style.display === 'block' && tip.textContent.includes('allocated')) + ' ' +"
+             "p.querySelector('[data-k=bucket_allocated_bytes]').getAttribute('data-v') + ' ' +"
+             "p.querySelectorAll('[data-k=block_bytes]').length + ' ' + r.getAttribute('class'));") % b
+    lines = [l for l in with_probe(page, probe) if '"probe ' in l]
+    snap = dv["snapshots"][dv["snapshot_of_bucket"][b]]
+    want = f"probe true {dv['allocated_max'][b]} {len(snap['blocks'])} hit sel"
+    if len(lines) != 1 or want not in lines[0]:
+        fail(f"hover and click on bucket {b}: {lines}, want {want!r}")
 
 
 def loadms(page):

@@ -7,7 +7,9 @@
 # --format json` of the same logs, series that add up to the report's
 # totals, and a screenshot that is not blank.  A log without GEMM, NCCL and
 # CUPTI records still gets every section, each saying what is absent.
-# The golden rank0 log's failed allocation shows as an OOM point.  Also: the
+# Hovering a moment of the memory chart shows a tip and clicking it lists that
+# moment's largest live blocks.  The golden rank0 log's failed allocation
+# shows as an OOM point.  Also: the
 # checker sees a page's console errors (a page that throws), and
 # `trainshim run --html`, a bad --html path.
 set -u
