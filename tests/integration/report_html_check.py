@@ -5,6 +5,7 @@
   report_html_check.py render PAGE OUTDIR    -> OUTDIR/dom.html, console.txt, shot.png
   report_html_check.py demo PAGE REPORT.json OUTDIR
   report_html_check.py absent PAGE OUTDIR
+  report_html_check.py pool PAGE REPORT.json OUTDIR
   report_html_check.py consistent PAGE REPORT.json
   report_html_check.py data PAGE             -> prints the embedded JSON block
   report_html_check.py loadms PAGE           -> ms from navigation to the load event
@@ -413,6 +414,31 @@ def absent(page, out):
     check_screenshot(out)
 
 
+def pool_oom(page, report, out):
+    """A run whose pool refused 1 TiB: the OOM point with the pool's figures,
+    and the pool's reserved peak on the chart."""
+    dom, console = render(page, out)
+    check_console(console)
+    mem = section(parse(dom), "memory")
+    rep = json.load(open(report, encoding="utf-8"))
+    d = json.loads(data_block(page))["logs"][0]["memory_series"]
+    pool = [o for o in d["ooms"] if o["kind"] == "pool"]
+    if len(pool) != 1 or pool[0]["requested_bytes"] != 1 << 40 or "reserved_bytes" not in pool[0] or \
+            len(d["ooms"]) != 1:  # the failed cudaMalloc of the same request is not a second OOM
+        fail(f"pool OOMs in the data: {d['ooms']}")
+    dev0 = [v for v in d["devices"] if v["device"] == 0]
+    if not dev0 or dev0[0]["peak_reserved_bytes"] is None or \
+            dev0[0]["peak_reserved_bytes"] > rep["memory"]["peak_reserved_bytes"]:
+        fail(f"device 0 reserved peak {dev0[:1]}, the report's {rep['memory']['peak_reserved_bytes']}")
+    if not mem.find(lambda n: n.attrs.get("data-mark") == "oom"):
+        fail("no OOM mark on the memory chart")
+    if not mem.find(lambda n: n.attrs.get("data-series") == "reserved"):
+        fail("no reserved line on the memory chart")
+    lines = [n.text for n in mem.find(lambda n: n.attrs.get("data-k") == "oom_count")]
+    if not any("1.00 TiB requested (pool, reserved" in t for t in lines):
+        fail(f"OOM line: {lines}")
+
+
 def data_block(page):
     s = open(page, encoding="utf-8").read()
     m = re.search(r'<script type="application/json" id="trainshim-data">\n(.*?)</script>', s, re.S)
@@ -486,6 +512,8 @@ def main():
         demo(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "consistent":
         check_data(sys.argv[2], sys.argv[3])
+    elif cmd == "pool":
+        pool_oom(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "absent":
         absent(sys.argv[2], sys.argv[3])
     elif cmd == "console":  # self-check: a page that throws must be caught

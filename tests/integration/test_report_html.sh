@@ -9,7 +9,7 @@
 # CUPTI records still gets every section, each saying what is absent.
 # Hovering a moment of the memory chart shows a tip and clicking it lists that
 # moment's largest live blocks.  The golden rank0 log's failed allocation
-# shows as an OOM point.  Also: the
+# and a pool's refused request show as OOM points.  Also: the
 # checker sees a page's console errors (a page that throws), and
 # `trainshim run --html`, a bad --html path.
 set -u
@@ -42,6 +42,17 @@ grep -q -E '(src|href)="https?:' "$page" && bad "the page fetches from the netwo
 "$B/trainshim" report --html "$T/rank0.html" tests/golden/rank0.tslog 2> /dev/null || bad "report --html rank0"
 mkdir -p "$T/shot0"
 python3 "$CHECK" absent "$T/rank0.html" "$T/shot0" || bad "the page of a log without accounting records (above)"
+
+# a pool that refused a request (tests/integration/test_devmem_report.c): the
+# OOM point carries the pool's figures, the chart its reserved peak
+prog=$PWD/$B/tests/integration/test_devmem_report
+[ -x "$prog" ] || bad "$prog not built"
+EMU_DEVICE_MEMORY=256MiB TRAINSHIM_LOG="$T/oom.log" LD_PRELOAD="$PWD/$B/libtrainshim.so" \
+  LD_LIBRARY_PATH="$PWD/$B/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$prog" > /dev/null 2>&1 || bad "the OOM program failed"
+"$B/trainshim" report --html "$T/oom.html" "$T/oom.log" 2> /dev/null &&
+  "$B/trainshim" report --format json "$T/oom.log" > "$T/oom.json" 2> /dev/null || bad "report of the OOM run"
+mkdir -p "$T/shot2"
+python3 "$CHECK" pool "$T/oom.html" "$T/oom.json" "$T/shot2" || bad "the page of a pool OOM (above)"
 
 # trainshim run --html: the page of the run's own log
 LD_LIBRARY_PATH="$PWD/$B/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$B/trainshim" run --log "$T/run.%p.log" \

@@ -73,6 +73,19 @@ static int raw_one(void *arg, const struct ts_rec_hdr *h, const unsigned char *r
     return 0;
 }
 
+/* A failed allocation call that a pool's refusal of the same request
+ * (device, bytes, within 10 ms before) already stands for. */
+static bool pool_refused(const struct html_raw *r, const struct html_oom *o)
+{
+    for (size_t i = 0; i < r->n_ooms; i++) {
+        const struct html_oom *p = &r->ooms[i];
+        if (p->from_pool && p->device == o->device && p->requested == o->requested && p->at_ns <= o->at_ns
+            && o->at_ns - p->at_ns < 10000000)
+            return true;
+    }
+    return false;
+}
+
 void html_raw_load(const struct tslog *log, struct html_raw *r)
 {
     memset(r, 0, sizeof *r);
@@ -82,7 +95,7 @@ void html_raw_load(const struct tslog *log, struct html_raw *r)
     if (p)
         tslog_walk_records(p, size, raw_one, &w);
     free(p);
-    /* failed allocation calls (a run without pools has no OOM records) */
+    /* failed allocation calls (a run without a pool has no OOM records) */
     for (size_t i = 0; i < log->n_events; i++) {
         const struct tslog_event *e = &log->events[i];
         if (e->type != TS_REC_ALLOC || !e->result)
@@ -90,7 +103,8 @@ void html_raw_load(const struct tslog *log, struct html_raw *r)
         struct html_oom o = { .at_ns = e->time_ns > w.axis.t0 ? e->time_ns - w.axis.t0 : 0,
                               .requested = e->bytes,
                               .device = e->device };
-        add_oom(r, &o);
+        if (!pool_refused(r, &o))
+            add_oom(r, &o);
     }
 }
 

@@ -198,6 +198,9 @@
       const ox = c.x(o.at_ns);
       c.g.append(sv('path', { d: 'M' + (ox - 6) + ' ' + MT + ' L' + (ox + 6) + ' ' + MT + ' L' + ox + ' ' + (MT + 10) + ' Z', fill: 'var(--peak)', 'data-mark': 'oom' }));
       c.g.append(sv('line', { x1: ox, x2: ox, y1: MT, y2: H - MB, stroke: 'var(--peak)', 'stroke-dasharray': '2 3' }));
+      if (o.kind === 'pool') { /* the pool's reserved bytes when it refused */
+        c.g.append(sv('circle', { cx: ox, cy: c.y(o.reserved_bytes), r: 4, fill: 'var(--reserved)', 'data-mark': 'oom-reserved' }));
+      }
     }
     const panel = el('div', { class: 'detail', 'data-panel': 'blocks' });
     const peakBucket = Math.min(n - 1, Math.floor(dv.peak_at_ns * n / ms.span_ns));
@@ -212,7 +215,7 @@
       figs([['device', 'device', dv.device, String(dv.device)], ['peak allocated', 'peak_allocated_bytes', dv.peak_allocated_bytes, fmtBytes(dv.peak_allocated_bytes)],
         ['at', 'peak_at_ns', dv.peak_at_ns, secs(dv.peak_at_ns)],
         ['peak reserved (pool)', 'peak_reserved_bytes', dv.peak_reserved_bytes, dv.peak_reserved_bytes === null ? 'no pool' : fmtBytes(dv.peak_reserved_bytes)]]),
-      c.g, legend([['var(--alloc)', 'allocated (highest in each interval)'], ['var(--reserved)', 'peak reserved by the pool (logged at reset/exit/OOM)'], ['var(--peak)', 'peak, OOM']]),
+      c.g, legend([['var(--alloc)', 'allocated (highest in each interval)'], ['var(--reserved)', 'reserved by the pool: its peak (dashed), at an OOM (dot)'], ['var(--peak)', 'peak, OOM']]),
       ooms.length ? el('p', { class: 'flag', 'data-k': 'oom_count', 'data-v': ooms.length }, ooms.map((o) => 'OOM at ' + secs(o.at_ns) + ': ' + fmtBytes(o.requested_bytes) + ' requested (' + o.kind +
         (o.kind === 'pool' ? ', reserved ' + fmtBytes(o.reserved_bytes) + ', allocated ' + fmtBytes(o.allocated_bytes) : '') + ')').join('; ')) : null,
       panel);
