@@ -336,11 +336,15 @@ def check_advice(root, runs):
         fail("the demo's JSON report has no advice")
     got = [re.sub(r"^\[rank \d+\] ", "", n.text) for n in items]
     eq("advice lines", got, want)
-    ids = {n.attrs["id"] for n in root.find(lambda n: n.tag == "section" and "id" in n.attrs)}
+    # each line links to its rank's part of the section behind it
+    ids = {n.attrs["id"]: n for n in root.find(lambda n: "id" in n.attrs)}
     for n in items:
         links = n.find(lambda k: k.tag == "a")
-        if len(links) != 1 or links[0].attrs.get("href", "")[1:] not in ids:
-            fail(f"advice line without a link to a section: {n.text[:60]!r}")
+        target = ids.get(links[0].attrs.get("href", "")[1:]) if len(links) == 1 else None
+        sec = target if target is not None and target.tag == "section" else target.parent if target else None
+        if sec is None or sec.tag != "section" or sec.attrs.get("id") != n.attrs.get("data-section") or \
+                not target.find(lambda k: k.tag == "svg" or k.tag == "table"):
+            fail(f"advice line without a link to its chart: {n.text[:60]!r}")
 
 
 def check_data(page, report):

@@ -123,6 +123,7 @@
   function section(id, title, body) {
     const s = el('section', { id: id }, el('h2', null, title));
     s.append(...[].concat(body));
+    for (const b of s.querySelectorAll('div.log')) b.id = id + '-rank' + b.getAttribute('data-rank'); /* ADVICE links here */
     return s;
   }
 
@@ -402,7 +403,7 @@
     logs.forEach((L, i) => (L.advice || []).forEach((a) => items.push([L, i, a])));
     if (!items.length) return section('advice', 'ADVICE', absent('Nothing to advise: no measured figure crossed an advice threshold.'));
     return section('advice', 'ADVICE', el('ol', { class: 'advice' }, items.map(([L, i, a]) =>
-      el('li', { 'data-section': a.section }, multi ? '[rank ' + rankOf(L, i) + '] ' : '', a.text, el('a', { href: '#' + a.section }, 'see the chart')))));
+      el('li', { 'data-section': a.section }, multi ? '[rank ' + rankOf(L, i) + '] ' : '', a.text, el('a', { href: '#' + a.section + (a.section === 'nccl' ? '' : '-rank' + rankOf(L, i)) }, 'see the chart')))));
   }
 
   function header() {
