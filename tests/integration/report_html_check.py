@@ -20,6 +20,7 @@ import html.parser
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -347,6 +348,78 @@ def check_advice(root, runs):
             fail(f"advice line without a link to its chart: {n.text[:60]!r}")
 
 
+def replay_memory(path, span, buckets, top):
+    """Allocated bytes per device from the log's own alloc/free records,
+    replayed here in time order: {device: (highest per bucket, peak, the
+    `top` largest blocks live at the peak)}, the page's memory series
+    worked out independently of the C code."""
+    data = open(path, "rb").read()
+    off, seq, evs, t0 = 16, 0, [], 0
+    while off + 24 <= len(data):
+        ln, typ = struct.unpack_from("<IH", data, off)
+        if ln < 24 or ln % 8 or off + ln > len(data):
+            break
+        t = struct.unpack_from("<Q", data, off + 16)[0]
+        if typ == 1:
+            t0 = struct.unpack_from("<Q", data, off + 48)[0]
+        elif typ == 4 and ln >= 64:
+            _, dev, ptr, size, _, res = struct.unpack_from("<iiQQQi", data, off + 24)
+            if not res and ptr:
+                evs.append((t, seq, ptr, size, dev))
+        elif typ == 5 and ln >= 56:
+            ptr, res = struct.unpack_from("<Q", data, off + 32)[0], struct.unpack_from("<i", data, off + 48)[0]
+            if not res and ptr:
+                evs.append((t, seq, ptr, None, None))
+        seq += 1
+        off += ln
+    evs.sort()
+    live, cur, out = {}, {}, {}
+    hi = {}
+    def bucket(t):
+        return 0 if t <= t0 else min(buckets - 1, (t - t0) * buckets // span)
+    last = -1
+    for t, _, ptr, size, dev in evs:
+        b = bucket(t)
+        for d in hi:
+            for k in range(last + 1, b + 1):
+                hi[d][k] = cur[d]
+        last = max(last, b)
+        if ptr in live:
+            od, osz = live.pop(ptr)
+            cur[od] -= osz
+        if size is None:
+            continue
+        d = dev if 0 <= dev < 8 else 0
+        if d not in hi:
+            hi[d], cur[d], out[d] = [0] * buckets, 0, [0, []]
+            for k in range(0, b + 1):
+                hi[d][k] = 0
+        live[ptr] = (d, size)
+        cur[d] += size
+        hi[d][b] = max(hi[d][b], cur[d])
+        if cur[d] > out[d][0]:
+            out[d] = [cur[d], sorted((s for dd, s in live.values() if dd == d), reverse=True)[:top]]
+    for d in hi:
+        for k in range(last + 1, buckets):
+            hi[d][k] = cur[d]
+    return {d: (hi[d], out[d][0], out[d][1]) for d in hi}
+
+
+def check_memory_replay(L, what, buckets, top):
+    ms = L["memory_series"]
+    want = replay_memory(L["run"]["log"], ms["span_ns"], buckets, top)
+    eq(what + " devices", [v["device"] for v in ms["devices"]], sorted(want))
+    for v in ms["devices"]:
+        if v["device"] not in want:
+            continue
+        hi, peak, blocks = want[v["device"]]
+        eq(f"{what} device {v['device']} peak", v["peak_allocated_bytes"], peak)
+        eq(f"{what} device {v['device']} highest per bucket", v["allocated_max"], hi)
+        b = next(i for i, x in enumerate(v["allocated_max"]) if x == peak)
+        snap = v["snapshots"][v["snapshot_of_bucket"][b]]
+        eq(f"{what} device {v['device']} largest blocks at the peak", [k["bytes"] for k in snap["blocks"]], blocks)
+
+
 def check_data(page, report):
     """The embedded series add up to the JSON report's totals."""
     d = json.loads(data_block(page))
@@ -374,6 +447,7 @@ def check_data(page, report):
         else:
             eq(what + " GPU series without CUPTI", L["gpu_series"], None)
         eq(what + " advice", [a["text"] for a in L["advice"]], [a["text"] for a in r.get("advice", [])])
+        check_memory_replay(L, what, d["buckets"], d["top_blocks"])
 
 
 def demo(page, report, out):

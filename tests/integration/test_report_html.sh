@@ -5,7 +5,8 @@
 # tests/integration/report_html_check.py demands no console message, every
 # section's figures read back from the DOM equal to `trainshim report
 # --format json` of the same logs, series that add up to the report's
-# totals, and a screenshot that is not blank.  A log without GEMM, NCCL and
+# totals (memory: equal to a replay of the log's records in Python), and a
+# screenshot that is not blank.  A log without GEMM, NCCL and
 # CUPTI records still gets every section, each saying what is absent.
 # Hovering a moment of the memory chart shows a tip and clicking it lists that
 # moment's largest live blocks.  The golden rank0 log's failed allocation
@@ -53,6 +54,17 @@ EMU_DEVICE_MEMORY=256MiB TRAINSHIM_LOG="$T/oom.log" LD_PRELOAD="$PWD/$B/libtrain
   "$B/trainshim" report --format json "$T/oom.log" > "$T/oom.json" 2> /dev/null || bad "report of the OOM run"
 mkdir -p "$T/shot2"
 python3 "$CHECK" pool "$T/oom.html" "$T/oom.json" "$T/shot2" || bad "the page of a pool OOM (above)"
+
+# two devices (tests/integration/test_devmem_peer.c): one memory chart each,
+# every bucket's highest point equal to a replay of the log in Python
+prog=$PWD/$B/tests/integration/test_devmem_peer
+EMU_DEVICES=2 TRAINSHIM_LOG="$T/peer.log" LD_PRELOAD="$PWD/$B/libtrainshim.so" \
+  LD_LIBRARY_PATH="$PWD/$B/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$prog" > /dev/null 2>&1 || bad "the two-device program failed"
+"$B/trainshim" report --html "$T/peer.html" "$T/peer.log" 2> /dev/null &&
+  "$B/trainshim" report --format json "$T/peer.log" > "$T/peer.json" 2> /dev/null || bad "report of the two-device run"
+python3 "$CHECK" consistent "$T/peer.html" "$T/peer.json" || bad "the two-device page's data (above)"
+python3 "$CHECK" data "$T/peer.html" | python3 -c 'import json, sys; d = json.load(sys.stdin)
+sys.exit([v["device"] for v in d["logs"][0]["memory_series"]["devices"]] != [0, 1])' || bad "the two-device page has not two memory charts"
 
 # trainshim run --html: the page of the run's own log
 LD_LIBRARY_PATH="$PWD/$B/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$B/trainshim" run --log "$T/run.%p.log" \

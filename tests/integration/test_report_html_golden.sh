@@ -2,7 +2,8 @@
 # Golden test of the HTML report's embedded data: the JSON block of the page
 # (<script type="application/json" id="trainshim-data">) for the golden logs
 # must equal the committed tests/golden/report_html_*.json, and its series
-# must add up to `trainshim report --format json` of the same logs
+# must add up to `trainshim report --format json` of the same logs, the
+# memory series equal a replay of each log's records in Python
 # (tests/integration/report_html_check.py consistent).
 #   UPDATE_GOLDEN=1 bash tests/integration/test_report_html_golden.sh
 # regenerates the committed files (review the diff!).
