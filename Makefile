@@ -135,6 +135,8 @@ $(B)/obj/tools/%.o: tools/%.c $(TOOLS_HDR) $(SHIM_HDR)
 	$(CC) $(ALLCFLAGS) -Ishim -Itools -c -o $@ $<
 $(B)/trainshim: $(TOOLS_OBJ) $(if $(CORE_SRC),$(B)/libtscore.a)
 	$(CC) -o $@ $(TOOLS_OBJ) $(if $(CORE_SRC),$(B)/libtscore.a) $(SHIM_LIBS) $(shell pkg-config --libs libdw 2>/dev/null) $(LDSAN)
+# the HTML report's stylesheet and script are assembled into it (.incbin)
+$(B)/obj/tools/html/html_page.o: tools/html/page.css tools/html/page.js
 tools: $(if $(TOOLS_SRC),$(B)/trainshim)
 
 # ---------------------------------------------------------------- test-only helpers
