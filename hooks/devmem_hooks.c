@@ -138,13 +138,7 @@ static void add_idle(size_t *free, const size_t *total)
 }
 
 #define DM_MEM_GET_INFO(ret, base, api, free, total, ok)                                                     \
-    TS_HOOK_PROLOGUE(ret, base, api, (free, total));                                                         \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    ret r = real_(free, total);                                                                              \
-    if (outer_ && r == (ok))                                                                                 \
-        add_idle(free, total);                                                                               \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
+    TS_OBSERVE_BODY(ret, base, api, (free, total), if (outer_ && r == (ok)) add_idle(free, total))
 
 cudaError_t ts_body_cudaMemGetInfo(int api, size_t *free, size_t *total)
 {
@@ -196,13 +190,8 @@ cudaError_t ts_dm_cudaDeviceReset(int api)
  * through the hooks when the shim handed the runtime its proc addresses). */
 
 #define DM_STREAM_CREATE(ret, base, api, args, out, ok)                                                      \
-    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    ret r = real_ args;                                                                                      \
-    if (outer_ && r == (ok) && (out))                                                                        \
-        ts_dev_stream_created((uint64_t)(uintptr_t) * (out));                                                \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
+    TS_OBSERVE_BODY(ret, base, api, args,                                                                    \
+                    if (outer_ && r == (ok) && (out)) ts_dev_stream_created((uint64_t)(uintptr_t) * (out)))
 
 #define DM_STREAM_DESTROY(ret, base, api, stream)                                                            \
     TS_HOOK_PROLOGUE(ret, base, api, (stream));                                                              \
@@ -235,13 +224,9 @@ cudaError_t ts_dm_cudaDeviceReset(int api)
     return r
 
 #define DM_CAPTURE_END(ret, base, api, args, ok, invalidated, unjoined)                                      \
-    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    ret r = real_ args;                                                                                      \
-    if (outer_ && (r == (ok) || r == (invalidated) || r == (unjoined)))                                      \
-        ts_dev_capture_end();                                                                                \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
+    TS_OBSERVE_BODY(ret, base, api, args,                                                                    \
+                    if (outer_ && (r == (ok) || r == (invalidated) || r == (unjoined)))                      \
+                        ts_dev_capture_end())
 
 cudaError_t ts_body_cudaStreamCreate(int api, cudaStream_t *pStream)
 {

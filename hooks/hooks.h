@@ -178,25 +178,27 @@ void *ts_wrap_driver_proc(const char *symbol, void *p);
             ts_ev_error(TS_API_##sym, (int)r_);                                                              \
         return r_;                                                                                           \
     }
-/* Body of an allocation hook that only observes (the call is the real one):
- * `args` are the real call's arguments, `out` where the pointer lands,
+/* Body of a hook that makes the real call and then acts on its result:
+ * `after` is a statement that may use r (the result) and outer_ (whether
+ * this is the thread's outermost hooked call). */
+#define TS_OBSERVE_BODY(ret, base, api, args, after)                                                         \
+    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    ret r = real_ args;                                                                                      \
+    after;                                                                                                   \
+    TS_OUTER_END(api, r);                                                                                    \
+    return r
+
+/* An allocation hook that only observes: `out` is where the pointer lands,
  * `size` the bytes asked for, `stream` the stream argument or NULL. */
 #define TS_ALLOC_BODY(ret, base, api, args, out, size, stream, device_expr)                                  \
-    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    ret r = real_ args;                                                                                      \
-    if (outer_)                                                                                              \
-        ts_alloc_event(api, device_expr, TS_OUT_PTR(out, r), size, ts_stream_id(api, stream), r);            \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
+    TS_OBSERVE_BODY(ret, base, api, args,                                                                    \
+                    if (outer_) ts_alloc_event(api, device_expr, TS_OUT_PTR(out, r), size,                   \
+                                               ts_stream_id(api, stream), r))
 #define TS_FREE_BODY(ret, base, api, args, ptr, stream, device_expr)                                         \
-    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    ret r = real_ args;                                                                                      \
-    if (outer_)                                                                                              \
-        ts_free_event(api, device_expr, (uint64_t)(uintptr_t)(ptr), ts_stream_id(api, stream), r);           \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
+    TS_OBSERVE_BODY(ret, base, api, args,                                                                    \
+                    if (outer_) ts_free_event(api, device_expr, (uint64_t)(uintptr_t)(ptr),                  \
+                                              ts_stream_id(api, stream), r))
 
 /* A pitched allocation: pitch * height bytes once the library chose the
  * pitch (width * height if it did not). */
@@ -214,13 +216,7 @@ void *ts_wrap_driver_proc(const char *symbol, void *p);
 /* A driver entry point handed out (cuGetProcAddress, cudaGetDriverEntryPoint):
  * our hook in place of the real function where we hook it. */
 #define TS_PROC_ADDRESS_BODY(ret, base, api, args, symbol, pfn)                                              \
-    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    ret r = real_ args;                                                                                      \
-    if (r == 0 && (pfn))                                                                                     \
-        *(pfn) = ts_wrap_driver_proc(symbol, *(pfn));                                                        \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
+    TS_OBSERVE_BODY(ret, base, api, args, if (r == 0 && (pfn)) * (pfn) = ts_wrap_driver_proc(symbol, *(pfn)))
 
 /* OWN hooks forward to the family file's static ts_body_<base>. */
 #define TS_GEN_HOOK_OWN(lib, ret, sym, base, params, args)                                                   \
