@@ -122,6 +122,15 @@ int ts_host_kind_of(enum ts_ptr_kind k);
 int ts_copy_dir_of(enum ts_ptr_kind dst, enum ts_ptr_kind src);
 /* Device of the calling thread's current context (-1 if none). */
 int ts_current_device(void);
+/* The runtime's per-thread last error (cudaGetLastError) for an error the
+ * shim returns in place of the real runtime function: set by a real runtime
+ * call that fails with the same code and has no other effect, so the state
+ * is exactly the real call's.  Codes it cannot produce leave it unchanged. */
+void ts_rt_note_error(cudaError_t e);
+/* What a runtime allocation does first with no current context: the
+ * runtime's lazy initialization of the current device's primary context
+ * (cudaFree(NULL)).  True when a context is current afterwards. */
+bool ts_rt_init_context(void);
 /* Emits the device record (ts_ev_device) the first time dev is seen. */
 void ts_note_device(int dev);
 /* cuGetProcAddress / cudaGetDriverEntryPoint results: if p is the real

@@ -135,7 +135,10 @@ static inline cudaError_t ts_body_cudaFreeHost(int api, void *ptr)
     cudaError_t r;
     switch (outer_ && ptr ? ts_host_cache_put(ptr) : TS_HC_PUT_UNKNOWN) {
     case TS_HC_PUT_CACHED: r = cudaSuccess; break;
-    case TS_HC_PUT_DOUBLE_FREE: r = cudaErrorInvalidValue; break;
+    case TS_HC_PUT_DOUBLE_FREE:
+        r = cudaErrorInvalidValue;
+        ts_rt_note_error(r);
+        break;
     default: r = real_(ptr); break;
     }
     if (outer_)
