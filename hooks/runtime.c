@@ -235,6 +235,25 @@ static inline cudaError_t ts_body_cudaMemcpyAsync(int api, void *dst, const void
     return r;
 }
 
+/* A 2D copy through the engine: leading rows, or for one row
+ * (cublasSetVector/GetVector's form) leading bytes of it; a row wider than
+ * a pitch is the real call's to refuse. */
+static void rt_convert_2d(int api, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                          size_t height, enum cudaMemcpyKind kind, cudaStream_t stream, bool sync,
+                          size_t *rows, size_t *bytes, struct ts_copy_stats *st)
+{
+    *rows = *bytes = 0;
+    if (height > 1)
+        *rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, stream, sync, bytes, st);
+    else if (height == 1 && dpitch >= width && spitch >= width)
+        rt_convert(api, dst, width, src, width, width, 1, kind, stream, sync, bytes, st);
+}
+
+static bool rt_2d_all_done(size_t height, size_t width, size_t rows, size_t bytes)
+{
+    return height == 1 ? bytes && bytes == width : rows && rows == height;
+}
+
 static inline cudaError_t ts_body_cudaMemcpy2D(int api, void *dst, size_t dpitch, const void *src,
                                                size_t spitch, size_t width, size_t height,
                                                enum cudaMemcpyKind kind)
@@ -242,14 +261,15 @@ static inline cudaError_t ts_body_cudaMemcpy2D(int api, void *dst, size_t dpitch
     TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpy2D, api, (dst, dpitch, src, spitch, width, height, kind));
     TS_OUTER_BEGIN(api);
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;
-    size_t rows = 0, unused;
+    size_t rows = 0, bytes = 0;
     struct ts_copy_stats st_ = { 0 };
-    if (outer_ && height > 1)
-        rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, NULL, true, &unused, &st_);
-    cudaError_t r = rows && rows == height
-                        ? cudaSuccess
-                        : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch,
-                                spitch, width, height - rows, kind);
+    if (outer_)
+        rt_convert_2d(api, dst, dpitch, src, spitch, width, height, kind, NULL, true, &rows, &bytes, &st_);
+    cudaError_t r =
+        rt_2d_all_done(height, width, rows, bytes)
+            ? cudaSuccess
+            : real_((char *)dst + rows * dpitch + bytes, dpitch, (const char *)src + rows * spitch + bytes,
+                    spitch, width - bytes, height - rows, kind);
     if (outer_) {
         uint64_t ns_ = ts_now_ns() - t0_;
         copy_event(api, dst, src, (uint64_t)width * height, kind, NULL, false, ns_, r);
@@ -268,14 +288,15 @@ static inline cudaError_t ts_body_cudaMemcpy2DAsync(int api, void *dst, size_t d
                      (dst, dpitch, src, spitch, width, height, kind, stream));
     TS_OUTER_BEGIN(api);
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;
-    size_t rows = 0, unused;
+    size_t rows = 0, bytes = 0;
     struct ts_copy_stats st_ = { 0 };
-    if (outer_ && height > 1)
-        rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, stream, false, &unused, &st_);
-    cudaError_t r = rows && rows == height
-                        ? cudaSuccess
-                        : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch,
-                                spitch, width, height - rows, kind, stream);
+    if (outer_)
+        rt_convert_2d(api, dst, dpitch, src, spitch, width, height, kind, stream, false, &rows, &bytes, &st_);
+    cudaError_t r =
+        rt_2d_all_done(height, width, rows, bytes)
+            ? cudaSuccess
+            : real_((char *)dst + rows * dpitch + bytes, dpitch, (const char *)src + rows * spitch + bytes,
+                    spitch, width - bytes, height - rows, kind, stream);
     if (outer_) {
         uint64_t ns_ = ts_now_ns() - t0_;
         copy_event(api, dst, src, (uint64_t)width * height, kind, stream, true, ns_, r);
