@@ -15,19 +15,25 @@
 
 /* ---- allocation --------------------------------------------------------- */
 
-/* ok/oom: the library's success and out-of-memory codes. */
-#define DM_ALLOC_BODY(ret, base, api, args, out, size, stream_id, async, ok, oom)                            \
+/* ok/oom: the library's success and out-of-memory codes.  rt: a runtime
+ * call, which initializes the primary context itself and keeps a last
+ * error (an OOM the pool answers sets it as the real call would). */
+#define DM_ALLOC_BODY(ret, base, api, args, out, size, stream_id, async, ok, oom, rt)                        \
     TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
     TS_OUTER_BEGIN(api);                                                                                     \
     uint64_t p_ = 0;                                                                                         \
     int d_ = -1;                                                                                             \
     int a_ = outer_ && (out) ? ts_dev_alloc(size, stream_id, async, &p_, &d_) : TS_DEV_PASS;                 \
+    if (a_ == TS_DEV_NO_CONTEXT)                                                                             \
+        a_ = (rt) && ts_rt_init_context() ? ts_dev_alloc(size, stream_id, async, &p_, &d_) : TS_DEV_PASS;    \
     ret r;                                                                                                   \
     if (a_ == TS_DEV_SERVED) {                                                                               \
         *(out) = (__typeof__(*(out)))(uintptr_t)p_;                                                          \
         r = ok;                                                                                              \
     } else if (a_ == TS_DEV_OOM) {                                                                           \
         r = oom;                                                                                             \
+        if (rt)                                                                                              \
+            ts_rt_note_error((cudaError_t)r);                                                                \
     } else {                                                                                                 \
         r = real_ args;                                                                                      \
     }                                                                                                        \
@@ -67,13 +73,13 @@
 cudaError_t ts_body_cudaMalloc(int api, void **devPtr, size_t size)
 {
     DM_ALLOC_BODY(cudaError_t, cudaMalloc, api, (devPtr, size), devPtr, size, 0, false, cudaSuccess,
-                  cudaErrorMemoryAllocation);
+                  cudaErrorMemoryAllocation, true);
 }
 
 cudaError_t ts_body_cudaMallocAsync(int api, void **devPtr, size_t size, cudaStream_t hStream)
 {
     DM_ALLOC_BODY(cudaError_t, cudaMallocAsync, api, (devPtr, size, hStream), devPtr, size,
-                  ts_stream_id(api, hStream), true, cudaSuccess, cudaErrorMemoryAllocation);
+                  ts_stream_id(api, hStream), true, cudaSuccess, cudaErrorMemoryAllocation, true);
 }
 
 /* A runtime free the pool refuses must leave the runtime's per-thread last
@@ -104,13 +110,13 @@ cudaError_t ts_body_cudaFreeAsync(int api, void *devPtr, cudaStream_t hStream)
 CUresult ts_body_cuMemAlloc_v2(int api, CUdeviceptr *dptr, size_t bytesize)
 {
     DM_ALLOC_BODY(CUresult, cuMemAlloc_v2, api, (dptr, bytesize), dptr, bytesize, 0, false, CUDA_SUCCESS,
-                  CUDA_ERROR_OUT_OF_MEMORY);
+                  CUDA_ERROR_OUT_OF_MEMORY, false);
 }
 
 CUresult ts_body_cuMemAllocAsync(int api, CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     DM_ALLOC_BODY(CUresult, cuMemAllocAsync, api, (dptr, bytesize, hStream), dptr, bytesize,
-                  ts_stream_id(api, hStream), true, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY);
+                  ts_stream_id(api, hStream), true, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, false);
 }
 
 CUresult ts_body_cuMemFree_v2(int api, CUdeviceptr dptr)

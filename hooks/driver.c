@@ -81,7 +81,7 @@ static inline CUresult ts_body_cuMemRelease(int api, CUmemGenericAllocationHandl
 
 static inline CUresult ts_body_cuMemFreeHost(int api, void *p)
 {
-    TS_HOST_FREE_BODY(CUresult, CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE, cuMemFreeHost, api, p);
+    TS_HOST_FREE_BODY(CUresult, CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE, (void)0, cuMemFreeHost, api, p);
 }
 
 /* ---- copies ------------------------------------------------------------- */
@@ -278,69 +278,94 @@ static bool side_fits(CUmemorytype type, bool is_host_side)
            || type == (is_host_side ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE);
 }
 
-/* cuMemcpy2D*: the engine carries out the leading rows when one side is
- * pageable host memory and the other device memory; returns how many rows.
- * Height 1 and zero pitches (which the driver reads as "the width") pass
- * through whole. */
-static size_t drv_convert_2d(int api, const CUDA_MEMCPY2D *c, bool sync, CUstream stream,
-                             struct ts_copy_stats *st)
+/* How much of a 2D copy the engine carried out: leading rows, or for one
+ * row (cublasSetVector/GetVector's form), leading bytes of it. */
+struct drv_progress {
+    size_t rows, bytes;
+};
+
+/* A side's pitch as the driver reads it (0: the width); false when the
+ * row does not fit it, which the real call must refuse itself. */
+static bool pitch_fits(size_t pitch, size_t width) { return pitch == 0 || pitch >= width; }
+
+/* cuMemcpy2D*: the engine carries out the leading rows (one row: bytes)
+ * when one side is pageable host memory and the other device memory.
+ * Several rows with a zero pitch pass through whole. */
+static struct drv_progress drv_convert_2d(int api, const CUDA_MEMCPY2D *c, bool sync, CUstream stream,
+                                          struct ts_copy_stats *st)
 {
-    if (!c || c->Height < 2 || !c->srcPitch || !c->dstPitch)
-        return 0;
+    struct drv_progress done = { 0, 0 };
+    bool one_row = c && c->Height == 1;
+    if (!c || !c->Height
+        || (one_row ? !pitch_fits(c->srcPitch, c->WidthInBytes) || !pitch_fits(c->dstPitch, c->WidthInBytes)
+                    : !c->srcPitch || !c->dstPitch))
+        return done;
     if (!ts_copy_wanted((uint64_t)c->WidthInBytes * c->Height))
-        return 0;
+        return done;
     if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
-        return 0;
+        return done;
+    size_t dpitch = one_row ? c->WidthInBytes : c->dstPitch, spitch = one_row ? c->WidthInBytes : c->srcPitch;
     struct ts_copy_req q = {
         .dst = (char *)side_addr(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY,
-                                 c->dstPitch),
-        .src = side_addr(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch),
+                                 c->dstPitch ? c->dstPitch : c->WidthInBytes),
+        .src = side_addr(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY,
+                         c->srcPitch ? c->srcPitch : c->WidthInBytes),
         .width = c->WidthInBytes,
         .height = c->Height,
-        .dpitch = c->dstPitch,
-        .spitch = c->srcPitch,
+        .dpitch = dpitch,
+        .spitch = spitch,
         .stream = stream == NULL && ts_api_per_thread(api) ? CU_STREAM_PER_THREAD : stream,
         .sync = sync,
     };
     if (!q.dst || !q.src)
-        return 0;
+        return done;
     enum ts_copy_engine_dir dir = TS_CE_NONE;
     if (c->srcMemoryType == CU_MEMORYTYPE_HOST || c->dstMemoryType == CU_MEMORYTYPE_DEVICE)
         dir = TS_CE_H2D;
     if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE || c->dstMemoryType == CU_MEMORYTYPE_HOST)
         dir = dir == TS_CE_H2D ? TS_CE_NONE : TS_CE_D2H;
     if (dir == TS_CE_NONE && c->srcMemoryType != CU_MEMORYTYPE_UNIFIED)
-        return 0; /* host->host, device->device */
+        return done; /* host->host, device->device */
     enum ts_copy_engine_dir got = ts_copy_classify(&q, dir);
     if (got == TS_CE_NONE || !side_fits(c->srcMemoryType, got == TS_CE_H2D)
         || !side_fits(c->dstMemoryType, got == TS_CE_D2H))
-        return 0;
-    size_t rows = 0, unused;
-    ts_copy_run(&q, got, &rows, &unused, st);
-    return rows;
+        return done;
+    ts_copy_run(&q, got, &done.rows, &done.bytes, st);
+    return done;
 }
 
-/* The rows the engine did not carry out, as a copy of the descriptor. */
-static const CUDA_MEMCPY2D *rest_2d(const CUDA_MEMCPY2D *c, size_t rows, CUDA_MEMCPY2D *rest)
+static bool drv_all_done(const CUDA_MEMCPY2D *c, struct drv_progress done)
 {
-    if (!rows)
+    if (!c)
+        return false;
+    return c->Height == 1 ? done.bytes && done.bytes == c->WidthInBytes : done.rows && done.rows == c->Height;
+}
+
+/* What the engine did not carry out, as a copy of the descriptor. */
+static const CUDA_MEMCPY2D *rest_2d(const CUDA_MEMCPY2D *c, struct drv_progress done, CUDA_MEMCPY2D *rest)
+{
+    if (!done.rows && !done.bytes)
         return c; /* the original descriptor, exactly */
     *rest = *c;
-    rest->srcY += rows;
-    rest->dstY += rows;
-    rest->Height -= rows;
+    rest->srcY += done.rows;
+    rest->dstY += done.rows;
+    rest->Height -= done.rows;
+    rest->srcXInBytes += done.bytes;
+    rest->dstXInBytes += done.bytes;
+    rest->WidthInBytes -= done.bytes;
     return rest;
 }
 
 #define DRV_CONVERTED_2D_BODY(base, api, sync, stream, pCopy, rest_args, event)                              \
-    size_t rows = 0;                                                                                         \
+    struct drv_progress done = { 0, 0 };                                                                     \
     CUDA_MEMCPY2D rest_;                                                                                     \
     TS_HOOK_PROLOGUE(CUresult, base, api, rest_args);                                                        \
     TS_OUTER_BEGIN(api);                                                                                     \
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                                 \
     struct ts_copy_stats st_ = { 0 };                                                                        \
-    rows = outer_ ? drv_convert_2d(api, pCopy, sync, stream, &st_) : 0;                                      \
-    CUresult r = rows && rows == (pCopy)->Height ? CUDA_SUCCESS : real_ rest_args;                           \
+    if (outer_)                                                                                              \
+        done = drv_convert_2d(api, pCopy, sync, stream, &st_);                                               \
+    CUresult r = outer_ && drv_all_done(pCopy, done) ? CUDA_SUCCESS : real_ rest_args;                       \
     if (outer_)                                                                                              \
         DRV_COPY_DONE(api, t0_, st_, event);                                                                 \
     TS_OUTER_END(api, r);                                                                                    \
@@ -348,20 +373,20 @@ static const CUDA_MEMCPY2D *rest_2d(const CUDA_MEMCPY2D *c, size_t rows, CUDA_ME
 
 static inline CUresult ts_body_cuMemcpy2D_v2(int api, const CUDA_MEMCPY2D *pCopy)
 {
-    DRV_CONVERTED_2D_BODY(cuMemcpy2D_v2, api, true, NULL, pCopy, (rest_2d(pCopy, rows, &rest_)),
+    DRV_CONVERTED_2D_BODY(cuMemcpy2D_v2, api, true, NULL, pCopy, (rest_2d(pCopy, done, &rest_)),
                           copy2d_event(api, pCopy, NULL, false, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpy2DUnaligned_v2(int api, const CUDA_MEMCPY2D *pCopy)
 {
-    DRV_CONVERTED_2D_BODY(cuMemcpy2DUnaligned_v2, api, true, NULL, pCopy, (rest_2d(pCopy, rows, &rest_)),
+    DRV_CONVERTED_2D_BODY(cuMemcpy2DUnaligned_v2, api, true, NULL, pCopy, (rest_2d(pCopy, done, &rest_)),
                           copy2d_event(api, pCopy, NULL, false, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpy2DAsync_v2(int api, const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 {
     DRV_CONVERTED_2D_BODY(cuMemcpy2DAsync_v2, api, false, hStream, pCopy,
-                          (rest_2d(pCopy, rows, &rest_), hStream),
+                          (rest_2d(pCopy, done, &rest_), hStream),
                           copy2d_event(api, pCopy, hStream, true, ns_, r));
 }
 

@@ -102,6 +102,39 @@ int ts_copy_dir_of(enum ts_ptr_kind dst, enum ts_ptr_kind src)
     return dd ? (sd ? TS_D2D : TS_H2D) : (sd ? TS_D2H : TS_H2H);
 }
 
+void ts_rt_note_error(cudaError_t e)
+{
+    ts_fn_cudaMalloc rt_malloc = (ts_fn_cudaMalloc)ts_real(TS_API_cudaMalloc);
+    void *scratch = NULL;
+    if (!rt_malloc)
+        return;
+    ts_enter(); /* the runtime's own driver calls are not the program's */
+    switch (e) {
+    case cudaErrorInvalidValue: rt_malloc(NULL, 1); break; /* no place for the pointer */
+    case cudaErrorMemoryAllocation:
+        /* larger than any device's memory: refused before anything is made */
+        if (rt_malloc(&scratch, (size_t)1 << 62) == cudaSuccess && scratch) {
+            ts_fn_cudaFree rt_free = (ts_fn_cudaFree)ts_real(TS_API_cudaFree);
+            if (rt_free)
+                rt_free(scratch);
+        }
+        break;
+    default: break;
+    }
+    ts_leave();
+}
+
+bool ts_rt_init_context(void)
+{
+    ts_fn_cudaFree rt_free = (ts_fn_cudaFree)ts_real(TS_API_cudaFree);
+    if (!rt_free)
+        return false;
+    ts_enter();
+    rt_free(NULL);
+    ts_leave();
+    return ts_current_device() >= 0;
+}
+
 void ts_note_device(int dev)
 {
     static uint64_t seen; /* bit per device ordinal */

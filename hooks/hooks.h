@@ -143,6 +143,15 @@ enum ts_ptr_kind ts_classify_ptr(const void *p);
 int ts_host_kind_of(enum ts_ptr_kind k);
 /* Direction of a copy whose kind is "default"/unified, from both pointers. */
 int ts_copy_dir_of(enum ts_ptr_kind dst, enum ts_ptr_kind src);
+/* The runtime's per-thread last error (cudaGetLastError) for an error the
+ * shim returns in place of the real runtime function: set by a real runtime
+ * call that fails with the same code and has no other effect, so the state
+ * is exactly the real call's.  Codes it cannot produce leave it unchanged. */
+void ts_rt_note_error(cudaError_t e);
+/* What a runtime allocation does first with no current context: the
+ * runtime's lazy initialization of the current device's primary context
+ * (cudaFree(NULL)).  True when a context is current afterwards. */
+bool ts_rt_init_context(void);
 /* cuGetProcAddress / cudaGetDriverEntryPoint results: if p is the real
  * address of one of our hooked driver variants of `symbol`'s base name,
  * returns our hook for it; otherwise p unchanged (hooks/dl.c). */

@@ -41,13 +41,16 @@
 
 /* A pinned block of the cache goes back to it; a second free of one is the
  * library's invalid-value answer; anything else is the real free. */
-#define TS_HOST_FREE_BODY(rtype, ok, invalid, base, api, ptr)                                                \
+#define TS_HOST_FREE_BODY(rtype, ok, invalid, note_invalid, base, api, ptr)                                  \
     TS_HOOK_PROLOGUE(rtype, base, api, (ptr));                                                               \
     TS_OUTER_BEGIN(api);                                                                                     \
     rtype r;                                                                                                 \
     switch (outer_ && (ptr) ? ts_host_cache_put(ptr) : TS_HC_PUT_UNKNOWN) {                                  \
     case TS_HC_PUT_CACHED: r = (ok); break;                                                                  \
-    case TS_HC_PUT_DOUBLE_FREE: r = (invalid); break;                                                        \
+    case TS_HC_PUT_DOUBLE_FREE:                                                                              \
+        r = (invalid);                                                                                       \
+        note_invalid;                                                                                        \
+        break;                                                                                               \
     default: r = real_(ptr); break;                                                                          \
     }                                                                                                        \
     if (outer_)                                                                                              \

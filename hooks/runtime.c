@@ -88,7 +88,8 @@ static inline cudaError_t ts_body_cudaHostAlloc(int api, void **pHost, size_t si
 
 static inline cudaError_t ts_body_cudaFreeHost(int api, void *ptr)
 {
-    TS_HOST_FREE_BODY(cudaError_t, cudaSuccess, cudaErrorInvalidValue, cudaFreeHost, api, ptr);
+    TS_HOST_FREE_BODY(cudaError_t, cudaSuccess, cudaErrorInvalidValue, ts_rt_note_error(r), cudaFreeHost, api,
+                      ptr);
 }
 
 /* Pinned copy engine (shim/copy/copy_engine.h): a pageable host<->device copy of
@@ -164,21 +165,41 @@ static void rt_copy_done(int api, void *dst, const void *src, uint64_t bytes, en
     TS_OUTER_END(api, r);                                                                                    \
     return r
 
+/* A 2D copy through the engine: leading rows, or for one row
+ * (cublasSetVector/GetVector's form) leading bytes of it; a row wider than
+ * a pitch is the real call's to refuse. */
+static void rt_convert_2d(int api, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                          size_t height, enum cudaMemcpyKind kind, cudaStream_t stream, bool sync,
+                          size_t *rows, size_t *bytes, struct ts_copy_stats *st)
+{
+    *rows = *bytes = 0;
+    if (height > 1)
+        *rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, stream, sync, bytes, st);
+    else if (height == 1 && dpitch >= width && spitch >= width)
+        rt_convert(api, dst, width, src, width, width, 1, kind, stream, sync, bytes, st);
+}
+
+static bool rt_2d_all_done(size_t height, size_t width, size_t rows, size_t bytes)
+{
+    return height == 1 ? bytes && bytes == width : rows && rows == height;
+}
+
 /* 2D copy: the engine carries whole rows, the real call the rows left. */
 #define RT_COPY2D_BODY(base, api, dst, dpitch, src, spitch, width, height, kind, stream, async, ...)         \
     TS_HOOK_PROLOGUE(cudaError_t, base, api,                                                                 \
                      (dst, dpitch, src, spitch, width, height, kind, ##__VA_ARGS__));                        \
     TS_OUTER_BEGIN(api);                                                                                     \
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                                 \
-    size_t rows = 0, unused;                                                                                 \
+    size_t rows = 0, bytes = 0;                                                                              \
     struct ts_copy_stats st_ = { 0 };                                                                        \
-    if (outer_ && height > 1)                                                                                \
-        rows =                                                                                               \
-            rt_convert(api, dst, dpitch, src, spitch, width, height, kind, stream, !(async), &unused, &st_); \
-    cudaError_t r = rows && rows == height                                                                   \
-                        ? cudaSuccess                                                                        \
-                        : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch,      \
-                                spitch, width, height - rows, kind, ##__VA_ARGS__);                          \
+    if (outer_)                                                                                              \
+        rt_convert_2d(api, dst, dpitch, src, spitch, width, height, kind, stream, !(async), &rows, &bytes,   \
+                      &st_);                                                                                 \
+    cudaError_t r =                                                                                          \
+        rt_2d_all_done(height, width, rows, bytes)                                                           \
+            ? cudaSuccess                                                                                    \
+            : real_((char *)dst + rows * dpitch + bytes, dpitch, (const char *)src + rows * spitch + bytes,  \
+                    spitch, width - bytes, height - rows, kind, ##__VA_ARGS__);                              \
     if (outer_)                                                                                              \
         rt_copy_done(api, dst, src, (uint64_t)width *height, kind, stream, async, t0_, &st_, r);             \
     TS_OUTER_END(api, r);                                                                                    \

@@ -494,8 +494,10 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
         return TS_DEV_PASS;
     int dev = ts_current_device();
     *devp = dev;
-    if (dev < 0 || dev >= TS_DEV_MAX)
-        return TS_DEV_PASS; /* no context: the real call says so */
+    if (dev < 0)
+        return TS_DEV_NO_CONTEXT;
+    if (dev >= TS_DEV_MAX)
+        return TS_DEV_PASS;
     struct devpool *d = pool_of(dev);
     if (!d)
         return TS_DEV_PASS;

@@ -41,8 +41,8 @@
 #include "core/core.h"
 
 #define FLUSH_PERIOD_MS 200
-#define BUF_MIN (4u << 10)
-#define BUF_MAX (64u << 20)
+#define BUF_MIN TS_LOG_BUFFER_MIN
+#define BUF_MAX TS_LOG_BUFFER_MAX
 /* Buffers beyond the per-thread ones exist only while the writer thread lags;
  * past this total an owner writes its own full buffer synchronously. */
 #define BUF_TOTAL_MAX_BYTES (64ull << 20)
