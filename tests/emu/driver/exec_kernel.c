@@ -538,3 +538,99 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **ker
 { EMU_ENTRY_STREAM(cuLaunchKernelEx, config ? config->hStream : CU_STREAM_PER_THREAD); return launch_ex(config, f, kernelParams, extra, false); }
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 { EMU_ENTRY_STREAM(cuLaunchKernelEx_ptsz, config ? config->hStream : CU_STREAM_PER_THREAD); return launch_ex(config, f, kernelParams, extra, true); }
+
+/* -------------------------------------------------------------- occupancy */
+/* From the emulated H100's limits (cuDeviceGetAttribute's answers): 2048
+ * threads, 32 blocks and 233472 bytes of shared memory per SM, 1024 bytes
+ * reserved per block, warps of 32.  A kernel has the footprint
+ * cuFuncGetAttribute reports (32 registers, no static shared memory), so
+ * threads, blocks and dynamic shared memory are the limits. */
+#define SM_THREADS 2048
+#define SM_BLOCKS 32
+#define SM_SHARED 233472
+#define BLOCK_RESERVED_SHARED 1024
+#define SM_COUNT 132
+
+static int blocks_per_sm(int block_size, size_t dyn_shared)
+{
+    if (block_size <= 0 || block_size > 1024) return 0;
+    int threads = (block_size + 31) / 32 * 32;
+    int n = SM_THREADS / threads;
+    if (n > SM_BLOCKS) n = SM_BLOCKS;
+    if (dyn_shared > MAX_DYN_SHARED_OPTIN) return 0;
+    int by_shared = (int)(SM_SHARED / (dyn_shared + BLOCK_RESERVED_SHARED));
+    return n < by_shared ? n : by_shared;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize,
+                                                             size_t dynamicSMemSize, unsigned int flags)
+{
+    EMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
+    if (!func_of(func)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!numBlocks || blockSize <= 0 || (flags & ~1u)) return CUDA_ERROR_INVALID_VALUE;
+    *numBlocks = blocks_per_sm(blockSize, dynamicSMemSize);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+                                                     size_t dynamicSMemSize)
+{
+    EMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor);
+    if (!func_of(func)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!numBlocks || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
+    *numBlocks = blocks_per_sm(blockSize, dynamicSMemSize);
+    return CUDA_SUCCESS;
+}
+
+/* The block size (a multiple of the warp) that keeps the most threads
+ * resident, the largest such on a tie (as cuda_runtime.h's
+ * cudaOccupancyMaxPotentialBlockSize searches), and the grid that fills the
+ * device. */
+static CUresult potential_block_size(int *min_grid, int *block, CUfunction func, CUoccupancyB2DSize b2d,
+                                     size_t dyn, int limit)
+{
+    if (!func_of(func)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!min_grid || !block) return CUDA_ERROR_INVALID_VALUE;
+    if (limit <= 0 || limit > 1024) limit = 1024;
+    int best = 0, best_threads = 0;
+    for (int b = limit / 32 * 32; b >= 32; b -= 32) {
+        int n = blocks_per_sm(b, b2d ? b2d(b) : dyn);
+        if (n * b > best_threads) { best_threads = n * b; best = b; }
+    }
+    if (!best) { *min_grid = 0; *block = 0; return CUDA_SUCCESS; }
+    *block = best;
+    *min_grid = best_threads / best * SM_COUNT;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+                                          CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize,
+                                          int blockSizeLimit)
+{
+    EMU_ENTRY(cuOccupancyMaxPotentialBlockSize);
+    return potential_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+                                blockSizeLimit);
+}
+
+CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CUfunction func,
+                                                   CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                   size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags)
+{
+    EMU_ENTRY(cuOccupancyMaxPotentialBlockSizeWithFlags);
+    if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
+    return potential_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+                                blockSizeLimit);
+}
+
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks,
+                                                 int blockSize)
+{
+    EMU_ENTRY(cuOccupancyAvailableDynamicSMemPerBlock);
+    if (!func_of(func)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (blocks_per_sm(blockSize, 0) < numBlocks) { *dynamicSmemSize = 0; return CUDA_SUCCESS; }
+    size_t per = SM_SHARED / (size_t)numBlocks;
+    per = per > BLOCK_RESERVED_SHARED ? per - BLOCK_RESERVED_SHARED : 0;
+    *dynamicSmemSize = per < MAX_DYN_SHARED_OPTIN ? per : MAX_DYN_SHARED_OPTIN;
+    return CUDA_SUCCESS;
+}
