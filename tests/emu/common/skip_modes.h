@@ -4,8 +4,9 @@
  *                             function is validated, ordered and counted,
  *                             and does nothing (default "strict": it fails
  *                             as an invalid device function);
- *   EMU_COMPUTE=skip          GEMMs, collectives and memsets are validated,
- *                             ordered and counted, their arithmetic skipped
+ *   EMU_COMPUTE=skip          GEMMs, collectives, memsets and copies between
+ *                             device memories are validated, ordered and
+ *                             counted, their data not computed or moved
  *                             (default "full").
  * Results are meaningless in these modes; allocations, copies, GEMM shapes
  * and collectives are the program's real ones. */

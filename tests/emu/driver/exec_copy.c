@@ -101,7 +101,13 @@ static void run_copy(void *p)
     if (gbps > 0) sleep_ns((uint64_t)((double)bytes / gbps));   /* bytes / (GB/s) = ns */
     if (c->src_managed) emu_managed_touch((uintptr_t)c->src, sext, !to_host(c->kind));
     if (c->dst_managed) emu_managed_touch((uintptr_t)c->dst, dext, !to_host(c->kind));
-    if (g->height == 1 && g->depth == 1) {
+    /* EMU_COMPUTE=skip: device contents are meaningless, so a copy between
+     * device memories moves nothing (reading an untouched page of the
+     * shared arena would commit it); copies from and to the host stay real. */
+    bool skip = (c->kind == D2D || c->kind == PEER) && emu_compute_skipped();
+    if (skip) {
+        emu_counter_add_ref(EMU_COUNTER("copies.skipped"), 1);
+    } else if (g->height == 1 && g->depth == 1) {
         memmove(c->dst, c->src, bytes);
     } else {
         for (size_t z = 0; z < g->depth; z++)

@@ -4,7 +4,9 @@
  * plus gemm.skipped, nccl.skipped, memsets.skipped), but write nothing:
  * output buffers keep their bytes, and device pages nobody touched cost no
  * host memory (the process's resident set does not grow by the gigabyte a
- * skipped memset and GEMM cover).  Copies stay real. */
+ * skipped memset, device-to-device copy and GEMM cover).  Copies between
+ * device memories are counted but move nothing; copies from and to the host
+ * stay real. */
 #include <cublas_v2.h>
 #include <nccl.h>
 #include "driver/exec_testutil.h"
@@ -56,6 +58,13 @@ static void test_untouched_pages_cost_nothing(void)
     CUdeviceptr big, a, b, c;
     REQUIRE(cuMemAlloc(&big, (size_t)1 << 30));
     OK(cuMemsetD8(big, 1, (size_t)1 << 30));
+    /* a device-to-device copy moves nothing either: reading the untouched
+     * source would commit it (the arena is shared memory) */
+    uint64_t d2d = emuGetCounter("bytes.d2d"), skipped = emuGetCounter("copies.skipped");
+    OK(cuMemcpyDtoD(big + ((size_t)512 << 20), big, (size_t)512 << 20));
+    OK(cuCtxSynchronize());   /* a device-to-device copy is asynchronous */
+    EXPECT(emuGetCounter("bytes.d2d") == d2d + ((size_t)512 << 20));   /* counted as any copy */
+    EXPECT(emuGetCounter("copies.skipped") == skipped + 1);
     const int n = 4096;
     REQUIRE(cuMemAlloc(&a, (size_t)n * n * 4));
     REQUIRE(cuMemAlloc(&b, (size_t)n * n * 4));
