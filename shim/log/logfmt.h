@@ -456,10 +456,10 @@ _Static_assert(sizeof(struct ts_rec_gpu_status) == 64, "gpu status layout");
  * 0/1 otherwise).  status: TS_NUMA_* bits.  Lists are cpulist strings
  * ("0-3,8"), NUL-terminated, truncated when longer. */
 #define TS_NUMA_LIST_LEN 256
-#define TS_NUMA_NO_NODE 0x1u      /* sysfs unreadable or no node for the GPU */
-#define TS_NUMA_NO_CPUS 0x2u      /* the node lists no CPUs */
-#define TS_NUMA_OUTSIDE 0x4u      /* none of the node's CPUs is allowed: affinity kept */
-#define TS_NUMA_BOUND 0x8u        /* the affinity was narrowed to bound_cpus */
+#define TS_NUMA_NO_NODE 0x1u       /* sysfs unreadable or no node for the GPU */
+#define TS_NUMA_NO_CPUS 0x2u       /* the node lists no CPUs */
+#define TS_NUMA_OUTSIDE 0x4u       /* none of the node's CPUs is allowed: affinity kept */
+#define TS_NUMA_BOUND 0x8u         /* the affinity was narrowed to bound_cpus */
 #define TS_NUMA_MEM_UNPLACED 0x10u /* the node is not one the kernel places memory on */
 struct ts_rec_numa {
     struct ts_rec_hdr h;
