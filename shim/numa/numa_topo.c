@@ -87,8 +87,10 @@ size_t ts_numa_format_cpulist(const cpu_set_t *set, char *buf, size_t n)
 int ts_numa_sysfs_bus_id(const char *cuda_bus_id, char *out, size_t n)
 {
     unsigned domain, bus, dev, fn;
-    char tail;
-    if (!cuda_bus_id || sscanf(cuda_bus_id, "%x:%x:%x.%x%c", &domain, &bus, &dev, &fn, &tail) != 4)
+    int end = 0;
+    if (!cuda_bus_id || strspn(cuda_bus_id, "0123456789abcdefABCDEF:.") != strlen(cuda_bus_id))
+        return -1;
+    if (sscanf(cuda_bus_id, "%x:%x:%x.%x%n", &domain, &bus, &dev, &fn, &end) != 4 || cuda_bus_id[end])
         return -1;
     if (domain > 0xffff || bus > 0xff || dev > 0x1f || fn > 7)
         return -1;

@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +104,10 @@ static void round_trip(void)
     CHECK(cudaMemcpy(dst, d, N, cudaMemcpyDeviceToHost));
     for (int i = 0; i < N; i++)
         sum = sum * 31 + dst[i];
-    printf("data: round trip %s, checksum %lx\n", memcmp(src, dst, N) ? "differs" : "identical", sum);
+    bool same = memcmp(src, dst, N) == 0;
+    printf("data: round trip %s, checksum %lx\n", same ? "identical" : "differs", sum);
+    if (!same)
+        fail("round trip", 0);
     CHECK(cudaFree(d));
     free(src);
     free(dst);
