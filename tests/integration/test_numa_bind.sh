@@ -139,6 +139,19 @@ want nocpu main 'cpus 0,1'; want_warnings nocpu 1 'lists no CPUs'
 run junk 0 LD_PRELOAD="$shim" TRAINSHIM_NUMA=bind TRAINSHIM_SYSFS_ROOT="$junk"
 want junk main 'cpus 0,1'; want_warnings junk 1 'local_cpulist is not a CPU list'
 
+# the two-rank demo (mpirun when present): every rank's section has its GPU's node and binding
+DEMO_STEPS=3 DEMO_LOGDIR="$tmp/demo" TRAINSHIM_NUMA=bind bash scripts/demo.sh > "$tmp/demo.out" 2>&1 || { bad "demo failed:"; tail -20 "$tmp/demo.out"; }
+if grep -q '^== RANK 1 ==' "$tmp/demo.out"; then
+  for r in "0 1 1" "1 0 0"; do
+    set -- $r
+    grep -A4 "^== RANK $1 ==" "$tmp/demo.out" | grep -qxF "numa          GPU $1 (00000000:$((18 + 10 * $1)):00.0) on node $2 (CPUs $3)" ||
+      bad "demo: rank $1's section lacks its NUMA node"
+    grep -A4 "^== RANK $1 ==" "$tmp/demo.out" | grep -q "^numa bound    CPUs $3 (TRAINSHIM_NUMA=bind)" || bad "demo: rank $1 not bound"
+  done
+else
+  grep -qxF 'numa          GPU 0 (00000000:18:00.0) on node 1 (CPUs 1)' "$tmp/demo.out" || bad "demo: no NUMA line"
+fi
+
 # libnuma is loaded at run time, never linked: the shim loads without it
 readelf -d "$shim" | grep -q 'libnuma' && bad "libtrainshim.so links libnuma"
 
