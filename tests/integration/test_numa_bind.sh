@@ -31,10 +31,12 @@ nocpu=$tmp/sys/nocpu; gpu "$nocpu" 0000:18:00.0 1 ""
 junk=$tmp/sys/junk;   gpu "$junk" 0000:18:00.0 1 "1-x"
 
 export LD_LIBRARY_PATH=$B/emu EMU_DEVICES=2 EMU_JITTER_US=${EMU_JITTER_US:-50} TRAINSHIM_SYSFS_ROOT=$two
-# run NAME DEVICE [env...]: output in $tmp/NAME, stderr in $tmp/NAME.err, log $tmp/NAME.log
+# run NAME DEVICE [env...] [launcher...]: output in $tmp/NAME, stderr in
+# $tmp/NAME.err, log $tmp/NAME.log; every run starts on CPUs 0,1 (the machine
+# may have more), as a launcher would start it
 run() {
   local name=$1 dev=$2; shift 2
-  env TRAINSHIM_LOG="$tmp/$name.log" "$@" "$prog" "$dev" > "$tmp/$name" 2> "$tmp/$name.err" ||
+  taskset -c 0,1 env TRAINSHIM_LOG="$tmp/$name.log" "$@" "$prog" "$dev" > "$tmp/$name" 2> "$tmp/$name.err" ||
     { bad "run $name ($*) failed:"; cat "$tmp/$name" "$tmp/$name.err"; }
 }
 val() { awk -v k="$2" '$1 == "numa:" && $2 == k { $1 = ""; $2 = ""; sub(/^  /, ""); print }' "$tmp/$1"; }
@@ -140,7 +142,7 @@ run junk 0 LD_PRELOAD="$shim" TRAINSHIM_NUMA=bind TRAINSHIM_SYSFS_ROOT="$junk"
 want junk main 'cpus 0,1'; want_warnings junk 1 'local_cpulist is not a CPU list'
 
 # the two-rank demo (mpirun when present): every rank's section has its GPU's node and binding
-DEMO_STEPS=3 DEMO_LOGDIR="$tmp/demo" TRAINSHIM_NUMA=bind bash scripts/demo.sh > "$tmp/demo.out" 2>&1 || { bad "demo failed:"; tail -20 "$tmp/demo.out"; }
+DEMO_STEPS=3 DEMO_LOGDIR="$tmp/demo" TRAINSHIM_NUMA=bind taskset -c 0,1 bash scripts/demo.sh > "$tmp/demo.out" 2>&1 || { bad "demo failed:"; tail -20 "$tmp/demo.out"; }
 if grep -q '^== RANK 1 ==' "$tmp/demo.out"; then
   for r in "0 1 1" "1 0 0"; do
     set -- $r
