@@ -119,7 +119,7 @@ static void apply_to_threads(const cpu_set_t *target)
     closedir(d);
 }
 
-static void bind(struct numa_facts *f, int mode)
+static void bind_to_node(struct numa_facts *f, int mode)
 {
     char a[TS_NUMA_LIST_LEN], b[TS_NUMA_LIST_LEN];
     if (f->status & TS_NUMA_NO_NODE) {
@@ -213,7 +213,7 @@ void ts_numa_at_context_slow(void)
     CPU_ZERO(&f.bound);
     gather(&f, cfg->sysfs_root);
     if (mode == TS_NUMA_BIND || mode == TS_NUMA_BIND_SPLIT)
-        bind(&f, mode);
+        bind_to_node(&f, mode);
     log_facts(&f, mode);
     if (cfg->verbose && (f.status & TS_NUMA_BOUND)) {
         char b[TS_NUMA_LIST_LEN];
