@@ -1,12 +1,12 @@
 /* numa_cuda.c: the CUDA facts NUMA placement needs, asked of the real
- * driver (the core's real-function access; never a hook).  The one file of
- * shim/numa/ that knows the driver API. */
-#include "hooks.h"
+ * driver through core's door (never a hook).  The one file of shim/numa/
+ * that knows the driver API. */
+#include "core/cuda_real.h"
 #include "numa/numa_cuda.h"
 
 int ts_numa_cuda_current_device(void)
 {
-    ts_fn_cuCtxGetDevice get = (ts_fn_cuCtxGetDevice)ts_real(TS_API_cuCtxGetDevice);
+    ts_cuda_fn_cuCtxGetDevice get = TS_CUDA_REAL(cuCtxGetDevice);
     CUdevice d = -1;
     if (!get || get(&d) != CUDA_SUCCESS)
         return -1;
@@ -15,7 +15,7 @@ int ts_numa_cuda_current_device(void)
 
 int ts_numa_cuda_device_count(void)
 {
-    ts_fn_cuDeviceGetCount count = (ts_fn_cuDeviceGetCount)ts_real(TS_API_cuDeviceGetCount);
+    ts_cuda_fn_cuDeviceGetCount count = TS_CUDA_REAL(cuDeviceGetCount);
     int n = 0;
     if (!count || count(&n) != CUDA_SUCCESS)
         return 0;
@@ -24,7 +24,7 @@ int ts_numa_cuda_device_count(void)
 
 int ts_numa_cuda_bus_id(int device, char *buf, int len)
 {
-    ts_fn_cuDeviceGetPCIBusId get = (ts_fn_cuDeviceGetPCIBusId)ts_real(TS_API_cuDeviceGetPCIBusId);
+    ts_cuda_fn_cuDeviceGetPCIBusId get = TS_CUDA_REAL(cuDeviceGetPCIBusId);
     if (!get || get(buf, len, (CUdevice)device) != CUDA_SUCCESS) {
         buf[0] = 0;
         return -1;

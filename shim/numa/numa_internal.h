@@ -1,7 +1,6 @@
 /* numa_internal.h: shared by the files of shim/numa/ only (others use numa.h). */
 #ifndef TRAINSHIM_NUMA_INTERNAL_H
 #define TRAINSHIM_NUMA_INTERNAL_H
-#include "core/resolve.h"
 #include "numa/numa.h"
 
 /* <numaif.h>'s values, without needing its header at build time */

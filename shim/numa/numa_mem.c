@@ -45,9 +45,9 @@ static void load_lib(void)
     void *h = dlopen("libnuma.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!h)
         return;
-    mbind_fn mb = (mbind_fn)ts_real_dlsym(h, "mbind");
-    set_policy_fn sp = (set_policy_fn)ts_real_dlsym(h, "set_mempolicy");
-    get_policy_fn gp = (get_policy_fn)ts_real_dlsym(h, "get_mempolicy");
+    mbind_fn mb = (mbind_fn)dlsym(h, "mbind");
+    set_policy_fn sp = (set_policy_fn)dlsym(h, "set_mempolicy");
+    get_policy_fn gp = (get_policy_fn)dlsym(h, "get_mempolicy");
     if (mb && sp && gp) {
         lib.mbind = mb;
         lib.set_policy = sp;
