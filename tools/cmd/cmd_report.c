@@ -18,6 +18,7 @@
 #include "report/report_acct.h"
 #include "report/report_gpu.h"
 #include "report/report_json.h"
+#include "report/report_numa.h"
 #include "report/report_sites.h"
 #include "report/report_stats.h"
 
@@ -72,6 +73,7 @@ static void text_run(FILE *f, const struct tslog *log)
         print_sanitized(f, d->pci_bus_id);
         fputc('\n', f);
     }
+    numa_report_text(f, log); /* the GPU's NUMA node and the process's CPUs */
 }
 
 /* Peak reserved: the pools' own when they logged it, else the peak of the
@@ -451,6 +453,7 @@ int cmd_report(int argc, char **argv)
             rc = 1;
         }
         gpu_log_advice(&logs[i], acct[i].gpu_advice, sizeof acct[i].gpu_advice);
+        numa_log_advice(&logs[i], acct[i].numa_advice, sizeof acct[i].numa_advice);
     }
     if (rc)
         goto out;
@@ -475,6 +478,7 @@ int cmd_report(int argc, char **argv)
         j_u64(&j, "version", 1);
         if (n == 1) {
             json_run(&j, &logs[0]);
+            numa_report_json(&j, &logs[0]);
             json_stats(&j, &st[0], 0, false);
             struct acct_json aj = acct_json_of(&j);
             struct acct_copy_facts cf = acct_copy_facts_of(&st[0]);
@@ -485,6 +489,7 @@ int cmd_report(int argc, char **argv)
             for (int i = 0; i < n; i++) {
                 j_open(&j, NULL, '{');
                 json_run(&j, &logs[i]);
+                numa_report_json(&j, &logs[i]);
                 json_stats(&j, &st[i], 0, false);
                 struct acct_json aj = acct_json_of(&j);
                 struct acct_copy_facts cf = acct_copy_facts_of(&st[i]);
@@ -517,6 +522,7 @@ int cmd_report(int argc, char **argv)
         text_stats(stdout, total, NULL);
         for (int i = 0; i < n; i++) {
             printf("\n== RANK %d ==", logs[i].rank >= 0 ? logs[i].rank : i);
+            numa_text_rank(stdout, &logs[i]);
             sites_text(stdout, &logs[i]); /* with stacks only */
             acct_log_text(stdout, &acct[i]);
             struct acct_copy_facts cf = acct_copy_facts_of(&st[i]);

@@ -464,6 +464,7 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
         case TS_REC_GPU_NAME:
         case TS_REC_GPU_CLOCK:
         case TS_REC_GPU_STATUS: break;
+        case TS_REC_NUMA: break; /* read by tools/report/report_numa.c */
         case TS_REC_END: {
             struct ts_rec_end e;
             take(&e, sizeof e, rec, h.len);

@@ -151,6 +151,8 @@ struct acct_log {
     /* an ADVICE line measured elsewhere (the GPU TIMELINE's idle gaps,
      * tools/report/report_gpu.c), empty when none; the caller fills it */
     char gpu_advice[256];
+    /* the NUMA placement's ADVICE line (tools/report/report_numa.c), "" when none */
+    char numa_advice[256];
 };
 /* Analyzes once (peaks from TRAINSHIM_PEAK_TFLOPS in the report's
  * environment, else the run's, else the device table).  0 or -1 (memory). */
