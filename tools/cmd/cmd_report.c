@@ -296,7 +296,28 @@ static void json_run(struct json *j, const struct tslog *log)
     j_close(j, ']');
 }
 
-static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_peak, bool total)
+static void json_size_histogram(struct json *j, const struct stats *s)
+{
+    j_open(j, "size_histogram", '[');
+    for (int i = 0; i < HIST_BUCKETS; i++) {
+        if (!s->hist[i])
+            continue;
+        j_open(j, NULL, '{');
+        j_u64(j, "min_bytes", i ? 1ull << (i - 1) : 0);
+        j_key(j, "max_bytes_exclusive");
+        if (i == 0)
+            fputs("1", j->f);
+        else if (i < 64)
+            fprintf(j->f, "%llu", 1ull << i);
+        else
+            fputs("18446744073709551616", j->f);
+        j_u64(j, "count", s->hist[i]);
+        j_close(j, '}');
+    }
+    j_close(j, ']');
+}
+
+static void json_memory(struct json *j, const struct stats *s, uint64_t max_rank_peak, bool total)
 {
     j_open(j, "memory", '{');
     j_u64(j, "peak_allocated_bytes", s->peak_alloc);
@@ -318,29 +339,16 @@ static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_
     j_u64(j, "free_unknown_pointer", s->free_unknown);
     j_u64(j, "live_at_end_blocks", s->live_blocks);
     j_u64(j, "live_at_end_bytes", s->live_bytes);
-    j_open(j, "size_histogram", '[');
-    for (int i = 0; i < HIST_BUCKETS; i++) {
-        if (!s->hist[i])
-            continue;
-        j_open(j, NULL, '{');
-        j_u64(j, "min_bytes", i ? 1ull << (i - 1) : 0);
-        j_key(j, "max_bytes_exclusive");
-        if (i == 0)
-            fputs("1", j->f);
-        else if (i < 64)
-            fprintf(j->f, "%llu", 1ull << i);
-        else
-            fputs("18446744073709551616", j->f);
-        j_u64(j, "count", s->hist[i]);
-        j_close(j, '}');
-    }
-    j_close(j, ']');
+    json_size_histogram(j, s);
     if (s->log) {
         struct acct_json aj = acct_json_of(j);
         sites_json(&aj, s->log); /* memory.top_sites when the run recorded stacks */
     }
     j_close(j, '}');
+}
 
+static void json_copies(struct json *j, const struct stats *s)
+{
     j_open(j, "copies", '{');
     for (int d = 1; d < DIRS; d++) {
         char k[32];
@@ -366,7 +374,10 @@ static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_
         j_u64(j, "staging_wait_ns", s->staging_wait_ns);
     }
     j_close(j, '}');
+}
 
+static void json_errors(struct json *j, const struct stats *s)
+{
     j_open(j, "errors", '[');
     for (size_t i = 0; i < s->n_errs; i++) {
         char nb[32];
@@ -385,6 +396,13 @@ static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_
     j_close(j, ']');
 }
 
+static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_peak, bool total)
+{
+    json_memory(j, s, max_rank_peak, total);
+    json_copies(j, s);
+    json_errors(j, s);
+}
+
 /* ------------------------------------------------------------ command */
 static int usage(void)
 {
@@ -392,144 +410,188 @@ static int usage(void)
     return 2;
 }
 
-int cmd_report(int argc, char **argv)
+/* Index of the first log argument, or -1 with *rc the exit status. */
+static int parse_args(int argc, char **argv, bool *json, int *rc)
 {
-    bool json = false;
-    int first = argc;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--format") || !strncmp(argv[i], "--format=", 9)) {
             const char *v = argv[i][8] == '=' ? argv[i] + 9 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || (strcmp(v, "text") && strcmp(v, "json"))) {
                 fprintf(stderr, "trainshim: error: --format takes text or json\n");
-                return usage();
+                *rc = usage();
+                return -1;
             }
-            json = !strcmp(v, "json");
+            *json = !strcmp(v, "json");
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage();
-            return 0;
+            *rc = 0;
+            return -1;
         } else if (!strcmp(argv[i], "--")) {
-            first = i + 1;
-            break;
+            return i + 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "trainshim: error: unknown option '%s'\n", argv[i]);
-            return usage();
+            *rc = usage();
+            return -1;
         } else {
-            first = i;
-            break;
+            return i;
         }
     }
-    int n = argc - first;
-    if (n <= 0)
-        return usage();
-    struct tslog *logs = calloc((size_t)n, sizeof *logs);
-    struct stats *st = calloc((size_t)n + 1, sizeof *st);
-    struct acct_log *acct = calloc((size_t)n, sizeof *acct);
-    if (!logs || !st || !acct) {
-        fprintf(stderr, "trainshim: error: out of memory\n");
+    return argc;
+}
+
+/* The logs, each with its statistics and accounting, and their total. */
+struct report_input {
+    int n;
+    struct tslog *logs;
+    struct stats *st; /* n + 1: the total last */
+    struct acct_log *acct;
+    uint64_t max_peak;
+};
+
+/* Reads and analyzes one log; nonzero when the report cannot be made. */
+static int load_log(struct report_input *in, int i, const char *path)
+{
+    struct tslog *log = &in->logs[i];
+    if (tslog_read_file(path, log) != 0) {
+        fprintf(stderr, "trainshim: error: %s\n", log->error);
         return 1;
     }
+    if (log->note[0])
+        fprintf(stderr, "trainshim: warning: %s: %s\n", log->file, log->note);
     int rc = 0;
-    for (int i = 0; i < n; i++) {
-        if (tslog_read_file(argv[first + i], &logs[i]) != 0) {
-            fprintf(stderr, "trainshim: error: %s\n", logs[i].error);
-            rc = 1;
-            continue;
-        }
-        if (logs[i].note[0])
-            fprintf(stderr, "trainshim: warning: %s: %s\n", logs[i].file, logs[i].note);
-        if (stats_analyze(&logs[i], &st[i])) {
-            fprintf(stderr, "trainshim: error: %s: out of memory\n", logs[i].file);
-            rc = 1;
-        }
-        if (acct_log_analyze(&logs[i], &acct[i])) {
-            fprintf(stderr, "trainshim: error: %s: out of memory\n", logs[i].file);
-            rc = 1;
-        }
-        gpu_log_advice(&logs[i], acct[i].gpu_advice, sizeof acct[i].gpu_advice);
-    }
-    if (rc)
-        goto out;
-    struct stats *total = &st[n];
-    uint64_t max_peak = 0;
-    for (int i = 0; i < n; i++) {
-        if (stats_add(total, &st[i])) {
-            fprintf(stderr, "trainshim: error: out of memory\n");
-            rc = 1;
-            goto out;
-        }
-        if (st[i].peak_alloc > max_peak)
-            max_peak = st[i].peak_alloc;
-    }
-    if (json) {
-        struct json j = { .f = stdout };
-        j_open(&j, NULL, '{');
-        j_str(&j, "report", "trainshim");
-        j_u64(&j, "version", 1);
-        if (n == 1) {
-            json_run(&j, &logs[0]);
-            json_stats(&j, &st[0], 0, false);
-            struct acct_json aj = acct_json_of(&j);
-            struct acct_copy_facts cf = acct_copy_facts_of(&st[0]);
-            acct_log_json(&aj, &acct[0], &cf, duration_ns(&logs[0]));
-            gpu_report_json(&aj, &logs[0]); /* GPU TIMELINE (tools/report/report_gpu.c) */
-        } else {
-            j_open(&j, "ranks", '[');
-            for (int i = 0; i < n; i++) {
-                j_open(&j, NULL, '{');
-                json_run(&j, &logs[i]);
-                json_stats(&j, &st[i], 0, false);
-                struct acct_json aj = acct_json_of(&j);
-                struct acct_copy_facts cf = acct_copy_facts_of(&st[i]);
-                acct_log_json(&aj, &acct[i], &cf, duration_ns(&logs[i]));
-                gpu_report_json(&aj, &logs[i]);
-                j_close(&j, '}');
-            }
-            j_close(&j, ']');
-            j_open(&j, "total", '{');
-            j_u64(&j, "logs", (uint64_t)n);
-            json_stats(&j, total, max_peak, true);
-            struct acct_json aj = acct_json_of(&j);
-            acct_logs_json(&aj, logs, acct, n);
-            j_close(&j, '}');
-        }
-        j_close(&j, '}');
-    } else if (n == 1) {
-        text_run(stdout, &logs[0]);
-        text_stats(stdout, &st[0], &logs[0]);
-        sites_text(stdout, &logs[0]); /* TOP ALLOCATION SITES, MEMORY TIMELINE: with stacks only */
-        acct_log_text(stdout, &acct[0]);
-        gpu_report_text(stdout, logs, 1); /* GPU TIMELINE (tools/report/report_gpu.c) */
-        struct acct_copy_facts cf = acct_copy_facts_of(&st[0]);
-        acct_advice_text(stdout, &acct[0], &cf, duration_ns(&logs[0]));
-    } else {
-        text_rank_table(stdout, logs, st, n);
-        printf(
-            "\n== TOTAL (%d logs; peak allocated is the sum of the ranks' peaks, the largest is %llu B) ==\n",
-            n, (unsigned long long)max_peak);
-        text_stats(stdout, total, NULL);
-        for (int i = 0; i < n; i++) {
-            printf("\n== RANK %d ==", logs[i].rank >= 0 ? logs[i].rank : i);
-            sites_text(stdout, &logs[i]); /* with stacks only */
-            acct_log_text(stdout, &acct[i]);
-            struct acct_copy_facts cf = acct_copy_facts_of(&st[i]);
-            acct_advice_text(stdout, &acct[i], &cf, duration_ns(&logs[i]));
-        }
-        acct_logs_text(stdout, logs, acct, n);
-        gpu_report_text(stdout, logs, n); /* GPU TIMELINE, per rank */
-    }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "trainshim: error: cannot write the report\n");
+    if (stats_analyze(log, &in->st[i])) {
+        fprintf(stderr, "trainshim: error: %s: out of memory\n", log->file);
         rc = 1;
     }
-out:
-    for (int i = 0; i <= n; i++)
-        free(st[i].errs);
-    for (int i = 0; i < n; i++)
-        tslog_free(&logs[i]);
-    free(st);
-    for (int i = 0; acct && i < n; i++)
-        acct_log_free(&acct[i]);
-    free(acct);
-    free(logs);
+    if (acct_log_analyze(log, &in->acct[i])) {
+        fprintf(stderr, "trainshim: error: %s: out of memory\n", log->file);
+        rc = 1;
+    }
+    gpu_log_advice(log, in->acct[i].gpu_advice, sizeof in->acct[i].gpu_advice);
+    return rc;
+}
+
+static int sum_total(struct report_input *in)
+{
+    for (int i = 0; i < in->n; i++) {
+        if (stats_add(&in->st[in->n], &in->st[i])) {
+            fprintf(stderr, "trainshim: error: out of memory\n");
+            return 1;
+        }
+        if (in->st[i].peak_alloc > in->max_peak)
+            in->max_peak = in->st[i].peak_alloc;
+    }
+    return 0;
+}
+
+/* One log's RUN, memory, copies, errors, accounting and GPU parts. */
+static void json_log(struct json *j, const struct report_input *in, int i)
+{
+    json_run(j, &in->logs[i]);
+    json_stats(j, &in->st[i], 0, false);
+    struct acct_json aj = acct_json_of(j);
+    struct acct_copy_facts cf = acct_copy_facts_of(&in->st[i]);
+    acct_log_json(&aj, &in->acct[i], &cf, duration_ns(&in->logs[i]));
+    gpu_report_json(&aj, &in->logs[i]); /* GPU TIMELINE (tools/report/report_gpu.c) */
+}
+
+static void print_json(const struct report_input *in)
+{
+    struct json j = { .f = stdout };
+    j_open(&j, NULL, '{');
+    j_str(&j, "report", "trainshim");
+    j_u64(&j, "version", 1);
+    if (in->n == 1) {
+        json_log(&j, in, 0);
+    } else {
+        j_open(&j, "ranks", '[');
+        for (int i = 0; i < in->n; i++) {
+            j_open(&j, NULL, '{');
+            json_log(&j, in, i);
+            j_close(&j, '}');
+        }
+        j_close(&j, ']');
+        j_open(&j, "total", '{');
+        j_u64(&j, "logs", (uint64_t)in->n);
+        json_stats(&j, &in->st[in->n], in->max_peak, true);
+        struct acct_json aj = acct_json_of(&j);
+        acct_logs_json(&aj, in->logs, in->acct, in->n);
+        j_close(&j, '}');
+    }
+    j_close(&j, '}');
+}
+
+static void print_text(const struct report_input *in)
+{
+    int n = in->n;
+    if (n == 1) {
+        text_run(stdout, &in->logs[0]);
+        text_stats(stdout, &in->st[0], &in->logs[0]);
+        sites_text(stdout, &in->logs[0]); /* TOP ALLOCATION SITES, MEMORY TIMELINE: with stacks only */
+        acct_log_text(stdout, &in->acct[0]);
+        gpu_report_text(stdout, in->logs, 1); /* GPU TIMELINE (tools/report/report_gpu.c) */
+        struct acct_copy_facts cf = acct_copy_facts_of(&in->st[0]);
+        acct_advice_text(stdout, &in->acct[0], &cf, duration_ns(&in->logs[0]));
+        return;
+    }
+    text_rank_table(stdout, in->logs, in->st, n);
+    printf("\n== TOTAL (%d logs; peak allocated is the sum of the ranks' peaks, the largest is %llu B) ==\n",
+           n, (unsigned long long)in->max_peak);
+    text_stats(stdout, &in->st[n], NULL);
+    for (int i = 0; i < n; i++) {
+        printf("\n== RANK %d ==", in->logs[i].rank >= 0 ? in->logs[i].rank : i);
+        sites_text(stdout, &in->logs[i]); /* with stacks only */
+        acct_log_text(stdout, &in->acct[i]);
+        struct acct_copy_facts cf = acct_copy_facts_of(&in->st[i]);
+        acct_advice_text(stdout, &in->acct[i], &cf, duration_ns(&in->logs[i]));
+    }
+    acct_logs_text(stdout, in->logs, in->acct, n);
+    gpu_report_text(stdout, in->logs, n); /* GPU TIMELINE, per rank */
+}
+
+static void free_input(struct report_input *in)
+{
+    for (int i = 0; in->st && i <= in->n; i++)
+        free(in->st[i].errs);
+    for (int i = 0; in->logs && i < in->n; i++)
+        tslog_free(&in->logs[i]);
+    for (int i = 0; in->acct && i < in->n; i++)
+        acct_log_free(&in->acct[i]);
+    free(in->st);
+    free(in->acct);
+    free(in->logs);
+}
+
+int cmd_report(int argc, char **argv)
+{
+    bool json = false;
+    int rc = 0;
+    int first = parse_args(argc, argv, &json, &rc);
+    if (first < 0)
+        return rc;
+    struct report_input in = { .n = argc - first };
+    if (in.n <= 0)
+        return usage();
+    in.logs = calloc((size_t)in.n, sizeof *in.logs);
+    in.st = calloc((size_t)in.n + 1, sizeof *in.st);
+    in.acct = calloc((size_t)in.n, sizeof *in.acct);
+    if (!in.logs || !in.st || !in.acct) {
+        fprintf(stderr, "trainshim: error: out of memory\n");
+        free_input(&in);
+        return 1;
+    }
+    for (int i = 0; i < in.n; i++)
+        rc |= load_log(&in, i, argv[first + i]);
+    if (!rc && !(rc = sum_total(&in))) {
+        if (json)
+            print_json(&in);
+        else
+            print_text(&in);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "trainshim: error: cannot write the report\n");
+            rc = 1;
+        }
+    }
+    free_input(&in);
     return rc;
 }

@@ -110,6 +110,8 @@ struct tslog {
     uint64_t stop_offset; /* first byte not read as a whole valid record */
     char note[320];       /* why reading stopped early, "" if it did not */
     char error[320];      /* fatal: not a (readable) log; "" if none */
+    unsigned char *raw;   /* the valid bytes read (preamble and whole records), raw_size of them */
+    size_t raw_size;
 
     /* compute and communication accounting (TS_REC_GEMM/_NCCL/_COMM; the
      * sampled TS_REC_GPU_TIME records are joined into gpu_ns by sample id) */
