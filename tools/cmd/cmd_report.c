@@ -74,10 +74,12 @@ static void text_run(FILE *f, const struct tslog *log)
 }
 
 /* Peak reserved: the pools' own when they logged it, else the peak of the
- * logged allocations (all a run without pools can tell). */
+ * logged allocations (all a run without pools can tell).  Never below peak
+ * allocated: device memory allocated outside the pools (before they existed,
+ * or through APIs they do not serve) was reserved too, by CUDA itself. */
 static uint64_t peak_reserved(const struct stats *s)
 {
-    return s->pool_records ? s->pool_peak_reserved : s->peak_alloc;
+    return s->pool_records && s->pool_peak_reserved > s->peak_alloc ? s->pool_peak_reserved : s->peak_alloc;
 }
 
 /* 1 - allocated/reserved at the reserved peak */
@@ -88,14 +90,45 @@ static double pool_fragmentation(const struct stats *s)
     return 1.0 - (double)s->pool_alloc_at_peak / (double)s->pool_peak_reserved;
 }
 
+static void text_counts(FILE *f, const struct err_count *list, size_t n, const struct tslog *names)
+{
+    for (size_t i = 0; i < n; i++) {
+        char nb[32];
+        const char *name = list[i].name;
+        if (!name || !*name)
+            name = names ? tslog_api_name(names, list[i].api, nb, sizeof nb)
+                         : (snprintf(nb, sizeof nb, "api#%d", list[i].api), nb);
+        fprintf(f, "%-32s %8d %10llu\n", name, list[i].code, (unsigned long long)list[i].count);
+    }
+}
+
+/* ERRORS, then the statuses (not ready, in progress) that are not errors. */
+static void text_errors(FILE *f, const struct stats *s, const struct tslog *names)
+{
+    fprintf(f, "\n== ERRORS ==\n");
+    if (!s->n_errs)
+        fprintf(f, "none\n");
+    else
+        fprintf(f, "%-32s %8s %10s\n", "api", "code", "count");
+    text_counts(f, s->errs, s->n_errs, names);
+    if (s->n_statuses) {
+        fprintf(f, "statuses, not errors (not ready / in progress):\n");
+        text_counts(f, s->statuses, s->n_statuses, names);
+    }
+}
+
 static void text_stats(FILE *f, const struct stats *s, const struct tslog *names)
 {
     char b1[32], b2[32];
     fprintf(f, "\n== DEVICE MEMORY ==\n");
     fprintf(f, "peak allocated      %s (%llu B)\n", tslog_human_bytes(s->peak_alloc, b1, sizeof b1),
             (unsigned long long)s->peak_alloc);
-    fprintf(f, "peak reserved       %s (%llu B)\n", tslog_human_bytes(peak_reserved(s), b1, sizeof b1),
+    fprintf(f, "peak reserved       %s (%llu B)", tslog_human_bytes(peak_reserved(s), b1, sizeof b1),
             (unsigned long long)peak_reserved(s));
+    if (s->pool_records && s->pool_peak_reserved < s->peak_alloc)
+        fprintf(f, " at least: trainshim's pool reserved %s at its peak; the rest was allocated outside it",
+                tslog_human_bytes(s->pool_peak_reserved, b2, sizeof b2));
+    fputc('\n', f);
     if (s->pool_records) {
         fprintf(f, "allocator           %s\n", ts_alloc_mode_name(s->pool_mode));
         fprintf(f, "fragmentation       %.4f (1 - allocated/reserved at the reserved peak)\n",
@@ -111,6 +144,11 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
             (unsigned long long)s->free_unknown);
     fprintf(f, "live at end         %llu blocks, %s\n", (unsigned long long)s->live_blocks,
             tslog_human_bytes(s->live_bytes, b1, sizeof b1));
+    if (s->host_alloc_calls)
+        fprintf(f, "pinned host         %llu allocations, %s, %llu frees (host memory: not counted above)\n",
+                (unsigned long long)s->host_alloc_calls,
+                tslog_human_bytes(s->host_alloc_bytes, b1, sizeof b1),
+                (unsigned long long)s->host_free_calls);
     fprintf(f, "allocation sizes\n");
     for (int i = 0; i < HIST_BUCKETS; i++) {
         if (!s->hist[i])
@@ -143,26 +181,17 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
                 tslog_human_bytes(s->copy_bytes[d], b1, sizeof b1), pg);
     }
     fprintf(f, "failed copies       %llu\n", (unsigned long long)s->copy_failed);
-    fprintf(f, "host time in copies %.3f ms\n", (double)s->copy_ns / 1e6);
+    fprintf(f,
+            "host time in copies %.3f ms (in the copy calls, summed over threads: includes waits for earlier "
+            "stream work)\n",
+            (double)s->copy_ns / 1e6);
     if (s->converted_calls) {
         fprintf(f, "converted to pinned %s in %llu calls (host blocked %.3f ms, staging wait %.3f ms)\n",
                 tslog_human_bytes(s->converted_bytes, b1, sizeof b1), (unsigned long long)s->converted_calls,
                 (double)s->converted_blocked_ns / 1e6, (double)s->staging_wait_ns / 1e6);
     }
 
-    fprintf(f, "\n== ERRORS ==\n");
-    if (!s->n_errs)
-        fprintf(f, "none\n");
-    else
-        fprintf(f, "%-32s %8s %10s\n", "api", "code", "count");
-    for (size_t i = 0; i < s->n_errs; i++) {
-        char nb[32];
-        const char *name = s->errs[i].name;
-        if (!name || !*name)
-            name = names ? tslog_api_name(names, s->errs[i].api, nb, sizeof nb)
-                         : (snprintf(nb, sizeof nb, "api#%d", s->errs[i].api), nb);
-        fprintf(f, "%-32s %8d %10llu\n", name, s->errs[i].code, (unsigned long long)s->errs[i].count);
-    }
+    text_errors(f, s, names);
 }
 
 static void text_rank_table(FILE *f, struct tslog *logs, const struct stats *st, int n)
@@ -323,6 +352,7 @@ static void json_memory(struct json *j, const struct stats *s, uint64_t max_rank
     j_u64(j, "peak_allocated_bytes", s->peak_alloc);
     j_u64(j, "peak_reserved_bytes", peak_reserved(s));
     if (s->pool_records) {
+        j_u64(j, "pool_peak_reserved_bytes", s->pool_peak_reserved);
         j_str(j, "allocator_mode", ts_alloc_mode_name(s->pool_mode));
         j_num(j, "fragmentation", pool_fragmentation(s));
         j_u64(j, "driver_calls", s->pool_driver_calls);
@@ -339,6 +369,11 @@ static void json_memory(struct json *j, const struct stats *s, uint64_t max_rank
     j_u64(j, "free_unknown_pointer", s->free_unknown);
     j_u64(j, "live_at_end_blocks", s->live_blocks);
     j_u64(j, "live_at_end_bytes", s->live_bytes);
+    if (s->host_alloc_calls) {
+        j_u64(j, "pinned_host_alloc_calls", s->host_alloc_calls);
+        j_u64(j, "pinned_host_alloc_bytes", s->host_alloc_bytes);
+        j_u64(j, "pinned_host_free_calls", s->host_free_calls);
+    }
     json_size_histogram(j, s);
     if (s->log) {
         struct acct_json aj = acct_json_of(j);
@@ -366,6 +401,7 @@ static void json_copies(struct json *j, const struct stats *s)
           s->copy_bytes[TS_D2H] ? (double)s->d2h_pageable / (double)s->copy_bytes[TS_D2H] : 0);
     j_u64(j, "failed_calls", s->copy_failed);
     j_u64(j, "host_time_ns", s->copy_ns);
+    j_bool(j, "host_time_includes_waits", true);
     if (s->converted_calls) { /* absent from logs of runs without the pinned copy engine */
         j_u64(j, "converted_calls", s->converted_calls);
         j_u64(j, "converted_bytes", s->converted_bytes);
@@ -376,24 +412,31 @@ static void json_copies(struct json *j, const struct stats *s)
     j_close(j, '}');
 }
 
-static void json_errors(struct json *j, const struct stats *s)
+static void json_counts(struct json *j, const char *key, const struct err_count *list, size_t n)
 {
-    j_open(j, "errors", '[');
-    for (size_t i = 0; i < s->n_errs; i++) {
+    j_open(j, key, '[');
+    for (size_t i = 0; i < n; i++) {
         char nb[32];
         j_open(j, NULL, '{');
-        if (s->errs[i].name && s->errs[i].name[0])
-            j_str(j, "api", s->errs[i].name);
+        if (list[i].name && list[i].name[0])
+            j_str(j, "api", list[i].name);
         else {
-            snprintf(nb, sizeof nb, "api#%d", s->errs[i].api);
+            snprintf(nb, sizeof nb, "api#%d", list[i].api);
             j_str(j, "api", nb);
         }
-        j_i64(j, "api_id", s->errs[i].api);
-        j_i64(j, "code", s->errs[i].code);
-        j_u64(j, "count", s->errs[i].count);
+        j_i64(j, "api_id", list[i].api);
+        j_i64(j, "code", list[i].code);
+        j_u64(j, "count", list[i].count);
         j_close(j, '}');
     }
     j_close(j, ']');
+}
+
+static void json_errors(struct json *j, const struct stats *s)
+{
+    json_counts(j, "errors", s->errs, s->n_errs);
+    if (s->n_statuses)
+        json_counts(j, "statuses", s->statuses, s->n_statuses);
 }
 
 static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_peak, bool total)
@@ -552,7 +595,7 @@ static void print_text(const struct report_input *in)
 static void free_input(struct report_input *in)
 {
     for (int i = 0; in->st && i <= in->n; i++)
-        free(in->st[i].errs);
+        free(in->st[i].errs), free(in->st[i].statuses);
     for (int i = 0; in->logs && i < in->n; i++)
         tslog_free(&in->logs[i]);
     for (int i = 0; in->acct && i < in->n; i++)

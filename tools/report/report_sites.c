@@ -209,7 +209,8 @@ const struct tslog_event **sites_sorted_events(const struct tslog *log, size_t *
         return NULL;
     for (size_t i = 0; i < log->n_events; i++) {
         const struct tslog_event *e = &log->events[i];
-        if ((e->type == TS_REC_ALLOC || e->type == TS_REC_FREE) && !e->result && e->ptr)
+        /* device memory only: pinned host allocations carry device -1 */
+        if ((e->type == TS_REC_FREE || (e->type == TS_REC_ALLOC && e->device >= 0)) && !e->result && e->ptr)
             v[(*n)++] = e;
     }
     qsort(v, *n, sizeof *v, ev_by_time);

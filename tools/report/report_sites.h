@@ -44,7 +44,8 @@ const struct sites_stack *sites_stack(const struct sites_data *d, uint32_t id);
 /* Symbolized frame i of stack st. */
 void sites_frame(struct sites_data *d, const struct sites_stack *st, uint32_t i, struct sym_frame *out);
 
-/* The alloc/free events of a log in time order (pointers into log->events). */
+/* The device alloc/free events of a log in time order (pointers into
+ * log->events); pinned host allocations (device -1) are left out. */
 const struct tslog_event **sites_sorted_events(const struct tslog *log, size_t *n);
 
 #define SITES_TOP 10

@@ -86,19 +86,38 @@ static int by_time(const void *a, const void *b)
 
 static int hist_bucket(uint64_t size) { return size ? 64 - __builtin_clzll(size) : 0; }
 
-static int add_error(struct stats *s, int32_t api, int32_t code, uint64_t count, const char *name)
+static int add_count(struct err_count **list, size_t *n, int32_t api, int32_t code, uint64_t count,
+                     const char *name)
 {
-    for (size_t i = 0; i < s->n_errs; i++)
-        if (s->errs[i].api == api && s->errs[i].code == code) {
-            s->errs[i].count += count;
+    for (size_t i = 0; i < *n; i++)
+        if ((*list)[i].api == api && (*list)[i].code == code) {
+            (*list)[i].count += count;
             return 0;
         }
-    struct err_count *n = realloc(s->errs, (s->n_errs + 1) * sizeof *n);
-    if (!n)
+    struct err_count *g = realloc(*list, (*n + 1) * sizeof *g);
+    if (!g)
         return -1;
-    s->errs = n;
-    s->errs[s->n_errs++] = (struct err_count){ api, code, count, name };
+    *list = g;
+    g[(*n)++] = (struct err_count){ api, code, count, name };
     return 0;
+}
+
+static int add_error(struct stats *s, int32_t api, int32_t code, uint64_t count, const char *name)
+{
+    return add_count(&s->errs, &s->n_errs, api, code, count, name);
+}
+
+/* A result that reports a state, not a failure: not ready yet (the runtime's
+ * cudaErrorNotReady and the driver's CUDA_ERROR_NOT_READY, both 600, from
+ * cudaEventQuery, cudaStreamQuery and their twins) or NCCL's ncclInProgress
+ * (7, a nonblocking communicator still working).  Known by the API's family. */
+bool stats_is_status(const char *api_name, int32_t code)
+{
+    if (!api_name)
+        return false;
+    if (!strncmp(api_name, "nccl", 4))
+        return code == 7;
+    return !strncmp(api_name, "cu", 2) && code == 600;
 }
 
 static int by_api_code(const void *a, const void *b)
@@ -117,6 +136,11 @@ struct replay {
 
 static int on_alloc(struct replay *r, struct stats *s, const struct tslog_event *e)
 {
+    if (e->device < 0) { /* pinned host memory: not device memory */
+        s->host_alloc_calls++;
+        s->host_alloc_bytes += e->result ? 0 : e->bytes;
+        return 0;
+    }
     s->alloc_calls++;
     if (e->result) {
         s->alloc_failed++;
@@ -145,6 +169,14 @@ static int on_alloc(struct replay *r, struct stats *s, const struct tslog_event 
 
 static void on_free(struct replay *r, struct stats *s, const struct tslog_event *e)
 {
+    size_t k = r->m.cap && e->ptr ? map_find(&r->m, e->ptr) : 0;
+    bool known = r->m.cap && e->ptr && r->m.keys[k];
+    /* device -1: pinned host memory, or a VMM handle (its release does not
+     * say the device): a device free only when it matches a device allocation */
+    if (e->device < 0 && !known) {
+        s->host_free_calls++;
+        return;
+    }
     s->free_calls++;
     if (e->result) {
         s->free_failed++;
@@ -152,8 +184,7 @@ static void on_free(struct replay *r, struct stats *s, const struct tslog_event 
     }
     if (!e->ptr)
         return;
-    size_t k = r->m.cap ? map_find(&r->m, e->ptr) : 0;
-    if (!r->m.cap || !r->m.keys[k]) {
+    if (!known) {
         s->free_unknown++;
         return;
     }
@@ -180,8 +211,10 @@ static void on_copy(struct stats *s, const struct tslog_event *e)
 
 static int on_error(struct stats *s, const struct tslog *log, const struct tslog_event *e)
 {
-    s->error_records++;
     const char *name = e->api >= 0 && (uint32_t)e->api < log->n_api_names ? log->api_names[e->api] : NULL;
+    if (stats_is_status(name, e->result))
+        return add_count(&s->statuses, &s->n_statuses, e->api, e->result, 1, name);
+    s->error_records++;
     return add_error(s, e->api, e->result, 1, name);
 }
 
@@ -226,6 +259,8 @@ int stats_analyze(struct tslog *log, struct stats *s)
     free(r.m.vals);
     if (s->n_errs)
         qsort(s->errs, s->n_errs, sizeof *s->errs, by_api_code);
+    if (s->n_statuses)
+        qsort(s->statuses, s->n_statuses, sizeof *s->statuses, by_api_code);
     return rc ? -1 : 0;
 }
 
@@ -233,6 +268,9 @@ int stats_add(struct stats *t, const struct stats *s)
 {
     t->peak_alloc += s->peak_alloc;
     t->alloc_calls += s->alloc_calls;
+    t->host_alloc_calls += s->host_alloc_calls;
+    t->host_alloc_bytes += s->host_alloc_bytes;
+    t->host_free_calls += s->host_free_calls;
     t->alloc_failed += s->alloc_failed;
     t->alloc_requested += s->alloc_requested;
     t->free_calls += s->free_calls;
@@ -266,7 +304,13 @@ int stats_add(struct stats *t, const struct stats *s)
     for (size_t i = 0; i < s->n_errs; i++)
         if (add_error(t, s->errs[i].api, s->errs[i].code, s->errs[i].count, s->errs[i].name))
             return -1;
+    for (size_t i = 0; i < s->n_statuses; i++)
+        if (add_count(&t->statuses, &t->n_statuses, s->statuses[i].api, s->statuses[i].code,
+                      s->statuses[i].count, s->statuses[i].name))
+            return -1;
     if (t->n_errs)
         qsort(t->errs, t->n_errs, sizeof *t->errs, by_api_code);
+    if (t->n_statuses)
+        qsort(t->statuses, t->n_statuses, sizeof *t->statuses, by_api_code);
     return 0;
 }
