@@ -263,7 +263,7 @@ static void write_pickle(struct snap *sn)
 int export_snapshot(FILE *f, const struct export_input *in)
 {
     struct snap sn = { .f = f, .log = &in->logs[0] };
-    if (sites_load(sn.log->file, &sn.d) != 0) {
+    if (sites_load(sn.log, &sn.d) != 0) {
         sites_free(&sn.d);
         memset(&sn.d, 0, sizeof sn.d);
         sn.d.sym = sym_new();

@@ -698,29 +698,6 @@ const char *tslog_api_name(const struct tslog *log, int api, char *buf, size_t n
     return buf;
 }
 
-unsigned char *tslog_read_bytes(const char *path, size_t *size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return NULL;
-    }
-    size_t cap = (size_t)st.st_size, n = 0;
-    unsigned char *p = malloc(cap ? cap : 1);
-    while (p && n < cap) {
-        ssize_t r = read(fd, p + n, cap - n);
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    *size = n;
-    return p;
-}
-
 int tslog_walk_records(const unsigned char *p, size_t size,
                        int (*fn)(void *arg, const struct ts_rec_hdr *h, const unsigned char *rec), void *arg)
 {

@@ -149,13 +149,11 @@ void tslog_free(struct tslog *log);
 /* Name of an API id: its registered name, or "api#<id>" in buf. */
 const char *tslog_api_name(const struct tslog *log, int api, char *buf, size_t n);
 
-/* For report parts that read their own record types from the log's bytes
- * (report_sites.c, report_gpu.c): the bytes of a regular file (NULL if it
- * cannot be read; free() them), and a walk over its valid records in order.
- * The walk stops at the first record whose length or check is bad, or when
- * fn returns nonzero (that value is returned); -1 when the bytes are not a
- * trainshim log of this major version, else 0. */
-unsigned char *tslog_read_bytes(const char *path, size_t *size);
+/* For report parts that read their own record types from the log's valid
+ * bytes (log->raw: report_sites.c, report_gpu.c): a walk over its records in
+ * order.  The walk stops at the first record whose length or check is bad,
+ * or when fn returns nonzero (that value is returned); -1 when the bytes are
+ * not a trainshim log of this major version, else 0. */
 int tslog_walk_records(const unsigned char *p, size_t size,
                        int (*fn)(void *arg, const struct ts_rec_hdr *h, const unsigned char *rec), void *arg);
 /* A byte count as the report prints it: "123 B", "1.50 MiB". */

@@ -191,13 +191,7 @@ int gpu_parse(const unsigned char *p, size_t size, struct gpu_data *d)
 int gpu_load(const struct tslog *log, struct gpu_data *d)
 {
     memset(d, 0, sizeof *d);
-    size_t size = 0;
-    unsigned char *p = log->file && strcmp(log->file, "-") ? tslog_read_bytes(log->file, &size) : NULL;
-    if (!p)
-        return -1;
-    int rc = gpu_parse(p, size, d);
-    free(p);
-    return rc;
+    return log->raw ? gpu_parse(log->raw, log->raw_size, d) : -1;
 }
 
 void gpu_free(struct gpu_data *d)

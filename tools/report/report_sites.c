@@ -126,20 +126,15 @@ static int load_one(void *arg, const struct ts_rec_hdr *h, const unsigned char *
     return bad ? 1 : 0;
 }
 
-int sites_load(const char *path, struct sites_data *d)
+int sites_load(const struct tslog *log, struct sites_data *d)
 {
     memset(d, 0, sizeof *d);
     d->sym = sym_new();
-    size_t size = 0;
-    unsigned char *p = d->sym ? tslog_read_bytes(path, &size) : NULL;
-    if (!p)
+    if (!d->sym || !log->raw)
         return -1;
     struct load_state st = { d, 0, 0 };
-    if (tslog_walk_records(p, size, load_one, &st) < 0) { /* not a log */
-        free(p);
+    if (tslog_walk_records(log->raw, log->raw_size, load_one, &st) < 0) /* not a log */
         return -1;
-    }
-    free(p);
     if (d->n_stacks)
         qsort(d->stacks, d->n_stacks, sizeof *d->stacks, by_stack_id);
     if (d->n_allocs)
@@ -374,7 +369,7 @@ void sites_text(FILE *f, const struct tslog *log)
 {
     struct sites_data d;
     struct sites_result r;
-    if (sites_load(log->file, &d) || !d.n_stacks) {
+    if (sites_load(log, &d) || !d.n_stacks) {
         sites_free(&d);
         return;
     }
@@ -417,7 +412,7 @@ void sites_json(const struct acct_json *j, const struct tslog *log)
 {
     struct sites_data d;
     struct sites_result r;
-    if (sites_load(log->file, &d) || !d.n_stacks) {
+    if (sites_load(log, &d) || !d.n_stacks) {
         sites_free(&d);
         return;
     }
