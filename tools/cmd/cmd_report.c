@@ -6,6 +6,7 @@
  * output is stable (golden-tested); JSON output is a contract
  * (docs/log-format.md). */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,20 +231,14 @@ static void text_rank_table(FILE *f, struct tslog *logs, const struct stats *st,
  * lines, sizes in bytes, booleans 0/1), as a number; false if absent. */
 static bool run_option(const struct tslog *log, const char *name, uint64_t *out)
 {
-    size_t l = strlen(name);
-    for (const char *p = log ? log->config : NULL; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        if (!strncmp(p, name, l) && p[l] == '=') {
-            char *end;
-            unsigned long long v = strtoull(p + l + 1, &end, 10);
-            if (end == p + l + 1)
-                return false;
-            *out = v;
-            return true;
-        }
-        p = nl ? nl + 1 : p + strlen(p);
-    }
-    return false;
+    char v[32], *end;
+    if (!log || !tslog_config_value(log, name, v, sizeof v))
+        return false;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (end == v)
+        return false;
+    *out = x;
+    return true;
 }
 
 /* The COPIES figures plus what the pinned copy engine did: its records'
@@ -316,9 +311,10 @@ static void json_run(struct json *j, const struct tslog *log)
         j_i64(j, "ordinal", d->ordinal);
         j_str(j, "name", d->name);
         j_u64(j, "total_memory_bytes", d->total_mem);
-        j_i64(j, "cc_major", d->cc_major);
-        j_i64(j, "cc_minor", d->cc_minor);
-        j_i64(j, "sm_count", d->sm_count);
+        const char *const keys[] = { "cc_major", "cc_minor", "sm_count" };
+        const int32_t vals[] = { d->cc_major, d->cc_minor, d->sm_count };
+        for (int k = 0; k < 3; k++)
+            j_i64(j, keys[k], vals[k]);
         j_str(j, "pci_bus_id", d->pci_bus_id);
         j_close(j, '}');
     }
@@ -361,14 +357,24 @@ static void json_memory(struct json *j, const struct stats *s, uint64_t max_rank
     }
     if (total)
         j_u64(j, "max_rank_peak_allocated_bytes", max_rank_peak);
-    j_u64(j, "alloc_calls", s->alloc_calls);
-    j_u64(j, "alloc_failed", s->alloc_failed);
-    j_u64(j, "alloc_requested_bytes", s->alloc_requested);
-    j_u64(j, "free_calls", s->free_calls);
-    j_u64(j, "free_failed", s->free_failed);
-    j_u64(j, "free_unknown_pointer", s->free_unknown);
-    j_u64(j, "live_at_end_blocks", s->live_blocks);
-    j_u64(j, "live_at_end_bytes", s->live_bytes);
+    static const struct {
+        const char *key;
+        size_t offset;
+    } counts[] = {
+        { "alloc_calls", offsetof(struct stats, alloc_calls) },
+        { "alloc_failed", offsetof(struct stats, alloc_failed) },
+        { "alloc_requested_bytes", offsetof(struct stats, alloc_requested) },
+        { "free_calls", offsetof(struct stats, free_calls) },
+        { "free_failed", offsetof(struct stats, free_failed) },
+        { "free_unknown_pointer", offsetof(struct stats, free_unknown) },
+        { "live_at_end_blocks", offsetof(struct stats, live_blocks) },
+        { "live_at_end_bytes", offsetof(struct stats, live_bytes) },
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)s + counts[i].offset, sizeof v);
+        j_u64(j, counts[i].key, v);
+    }
     if (s->host_alloc_calls) {
         j_u64(j, "pinned_host_alloc_calls", s->host_alloc_calls);
         j_u64(j, "pinned_host_alloc_bytes", s->host_alloc_bytes);

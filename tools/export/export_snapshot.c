@@ -204,10 +204,10 @@ static void write_segment(struct snap *sn, const struct block *b)
     p_dict_begin(f);
     p_key_uint(f, "device", (uint64_t)b->device);
     p_key_uint(f, "address", b->ptr);
-    p_key_uint(f, "total_size", b->size);
-    p_key_uint(f, "allocated_size", b->size);
-    p_key_uint(f, "active_size", b->size);
-    p_key_uint(f, "requested_size", b->size);
+    /* a segment of one block: every size is the block's */
+    static const char *const sizes[] = { "total_size", "allocated_size", "active_size", "requested_size" };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        p_key_uint(f, sizes[i], b->size);
     p_key_uint(f, "stream", b->stream);
     p_key_str(f, "segment_type", b->size < (1u << 20) ? "small" : "large");
     p_str(f, "is_expandable");

@@ -29,15 +29,10 @@ struct series {
 
 static int add_point(struct series *s, uint64_t t, uint64_t v)
 {
-    if (s->n == s->cap) {
-        size_t c = s->cap ? s->cap * 2 : 256;
-        struct point *p = realloc(s->pts, c * sizeof *p);
-        if (!p)
-            return -1;
-        s->pts = p;
-        s->cap = c;
-    }
-    s->pts[s->n++] = (struct point){ t, v };
+    struct point *p = tslog_push_item((void **)&s->pts, &s->n, &s->cap, sizeof *p);
+    if (!p)
+        return -1;
+    *p = (struct point){ t, v };
     if (v > s->peak)
         s->peak = v;
     return 0;

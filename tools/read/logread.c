@@ -41,19 +41,29 @@ static void take(void *dst, size_t dst_size, const unsigned char *rec, uint32_t 
     memcpy(dst, rec, len < dst_size ? len : dst_size);
 }
 
+void *tslog_push_item(void **arr, size_t *n, size_t *cap, size_t size)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        void *g = realloc(*arr, c * size);
+        if (!g)
+            return NULL;
+        *arr = g;
+        *cap = c;
+    }
+    return (char *)*arr + (*n)++ * size;
+}
+#define PUSH_ITEM(log, name)                                                                                 \
+    tslog_push_item((void **)&(log)->name##s, &(log)->n_##name##s, &(log)->cap_##name##s,                    \
+                    sizeof *(log)->name##s)
+
 static int push_event(struct tslog *log, const struct tslog_event *e)
 {
-    if (log->n_events == log->cap_events) {
-        size_t cap = log->cap_events ? log->cap_events * 2 : 256;
-        struct tslog_event *n = realloc(log->events, cap * sizeof *n);
-        if (!n)
-            return -1;
-        log->events = n;
-        log->cap_events = cap;
-    }
-    log->events[log->n_events] = *e;
-    log->events[log->n_events].seq = log->n_events;
-    log->n_events++;
+    struct tslog_event *slot = PUSH_ITEM(log, event);
+    if (!slot)
+        return -1;
+    *slot = *e;
+    slot->seq = log->n_events - 1;
     return 0;
 }
 
@@ -217,22 +227,6 @@ static const char *read_event(struct tslog *log, uint16_t type, const unsigned c
     e.tid = h.tid;
     return push_event(log, &e) ? "out of memory" : NULL;
 }
-
-/* Appends one element of size sz to a growing array. */
-static void *push_item(void **arr, size_t *n, size_t *cap, size_t sz)
-{
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        void *g = realloc(*arr, c * sz);
-        if (!g)
-            return NULL;
-        *arr = g;
-        *cap = c;
-    }
-    return (char *)*arr + (*n)++ * sz;
-}
-#define PUSH_ITEM(log, name)                                                                                 \
-    push_item((void **)&(log)->name##s, &(log)->n_##name##s, &(log)->cap_##name##s, sizeof *(log)->name##s)
 
 static const char *read_gemm(struct tslog *log, const struct ts_rec_hdr *h, const unsigned char *rec)
 {
@@ -668,6 +662,23 @@ int tslog_read_file(const char *path, struct tslog *log)
     log->raw = b.p;
     log->raw_size = b.n;
     return 0;
+}
+
+bool tslog_config_value(const struct tslog *log, const char *name, char *buf, size_t n)
+{
+    size_t l = strlen(name);
+    for (const char *p = log->config; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > l && !strncmp(p, name, l) && p[l] == '=') {
+            size_t v = len - l - 1 < n - 1 ? len - l - 1 : n - 1;
+            memcpy(buf, p + l + 1, v);
+            buf[v] = 0;
+            return true;
+        }
+        p = nl ? nl + 1 : p + len;
+    }
+    return false;
 }
 
 void tslog_free(struct tslog *log)

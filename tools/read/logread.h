@@ -156,6 +156,12 @@ const char *tslog_api_name(const struct tslog *log, int api, char *buf, size_t n
  * not a trainshim log of this major version, else 0. */
 int tslog_walk_records(const unsigned char *p, size_t size,
                        int (*fn)(void *arg, const struct ts_rec_hdr *h, const unsigned char *rec), void *arg);
+/* The run's value of a TRAINSHIM_* option, from the configuration its header
+ * logged ("NAME=value" lines), cut to n - 1 bytes; false if absent. */
+bool tslog_config_value(const struct tslog *log, const char *name, char *buf, size_t n);
+/* Appends one zeroed-or-not element of size bytes to a growing array (*n of
+ * *cap used); its address, or NULL when out of memory. */
+void *tslog_push_item(void **arr, size_t *n, size_t *cap, size_t size);
 /* A byte count as the report prints it: "123 B", "1.50 MiB". */
 const char *tslog_human_bytes(uint64_t b, char *buf, size_t n);
 #endif

@@ -91,24 +91,6 @@ static bool parse_peak(const char *s, double out[TS_PREC_COUNT])
     return true;
 }
 
-/* The run's own TRAINSHIM_PEAK_TFLOPS, from the configuration it logged. */
-static bool config_value(const char *config, const char *name, char *buf, size_t n)
-{
-    size_t l = strlen(name);
-    for (const char *p = config; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (len > l && !strncmp(p, name, l) && p[l] == '=') {
-            size_t v = len - l - 1 < n - 1 ? len - l - 1 : n - 1;
-            memcpy(buf, p + l + 1, v);
-            buf[v] = 0;
-            return true;
-        }
-        p = nl ? nl + 1 : p + len;
-    }
-    return false;
-}
-
 static void choose_peaks(const struct tslog *log, int device, const char *override, struct acct_compute *c)
 {
     const char *name = "";
@@ -127,7 +109,7 @@ static void choose_peaks(const struct tslog *log, int device, const char *overri
                 "trainshim: warning: TRAINSHIM_PEAK_TFLOPS=%s is not a number or type=number list; ignored\n",
                 override);
     }
-    if (config_value(log->config, "TRAINSHIM_PEAK_TFLOPS", conf, sizeof conf) && conf[0]
+    if (tslog_config_value(log, "TRAINSHIM_PEAK_TFLOPS", conf, sizeof conf) && conf[0]
         && parse_peak(conf, c->peak_tflops)) {
         snprintf(c->peak_source, sizeof c->peak_source, "TRAINSHIM_PEAK_TFLOPS=%.100s (run)", conf);
         return;
@@ -422,7 +404,7 @@ int acct_compute_analyze(const struct tslog *log, const char *peak_override, str
     }
     c->ideal_known = true;
     char conf[32];
-    c->flop_sample = config_value(log->config, "TRAINSHIM_FLOP_SAMPLE", conf, sizeof conf) ? atoi(conf) : -1;
+    c->flop_sample = tslog_config_value(log, "TRAINSHIM_FLOP_SAMPLE", conf, sizeof conf) ? atoi(conf) : -1;
     uint64_t *cupti_ns = cupti_gemm_times(log, c);
     int rc = 0;
     for (size_t i = 0; i < log->n_gemms && !rc; i++) {
@@ -779,12 +761,14 @@ void acct_compute_json(const struct acct_json *j, const struct acct_compute *c)
     void *x = j->ctx;
     j->open(x, "compute", '{');
     j->str(x, "counted", COUNTED_NOTE);
-    j->u64(x, "gemm_calls", c->gemm_calls);
-    j->u64(x, "gemm_failed_calls", c->gemm_failed);
-    j->u64(x, "gemm_flops", c->gemm_flops);
-    j->u64(x, "timed_calls", c->timed_calls);
-    j->u64(x, "timed_flops", c->timed_flops);
-    j->u64(x, "timed_gpu_ns", c->timed_ns);
+    const struct {
+        const char *key;
+        uint64_t v;
+    } totals[] = { { "gemm_calls", c->gemm_calls },   { "gemm_failed_calls", c->gemm_failed },
+                   { "gemm_flops", c->gemm_flops },   { "timed_calls", c->timed_calls },
+                   { "timed_flops", c->timed_flops }, { "timed_gpu_ns", c->timed_ns } };
+    for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++)
+        j->u64(x, totals[i].key, totals[i].v);
     if (c->has_cupti) { /* only then: logs without CUPTI report exactly as before */
         j->str(x, "gpu_time_source", c->gpu_source == ACCT_GPU_CUPTI ? "cupti" : "sampled_events");
         j->u64(x, "gpu_time_matched", c->cupti_matched);

@@ -128,6 +128,16 @@ static int by_api_code(const void *a, const void *b)
     return (x->code > y->code) - (x->code < y->code);
 }
 
+/* Errors and statuses by API, then code. */
+static void sort_counts(struct stats *s)
+{
+    struct err_count *lists[] = { s->errs, s->statuses };
+    size_t ns[] = { s->n_errs, s->n_statuses };
+    for (int i = 0; i < 2; i++)
+        if (ns[i])
+            qsort(lists[i], ns[i], sizeof *lists[i], by_api_code);
+}
+
 /* The live allocations while the events are replayed in time order. */
 struct replay {
     struct live_map m;
@@ -257,10 +267,7 @@ int stats_analyze(struct tslog *log, struct stats *s)
     s->live_bytes = r.cur;
     free(r.m.keys);
     free(r.m.vals);
-    if (s->n_errs)
-        qsort(s->errs, s->n_errs, sizeof *s->errs, by_api_code);
-    if (s->n_statuses)
-        qsort(s->statuses, s->n_statuses, sizeof *s->statuses, by_api_code);
+    sort_counts(s);
     return rc ? -1 : 0;
 }
 
@@ -308,9 +315,6 @@ int stats_add(struct stats *t, const struct stats *s)
         if (add_count(&t->statuses, &t->n_statuses, s->statuses[i].api, s->statuses[i].code,
                       s->statuses[i].count, s->statuses[i].name))
             return -1;
-    if (t->n_errs)
-        qsort(t->errs, t->n_errs, sizeof *t->errs, by_api_code);
-    if (t->n_statuses)
-        qsort(t->statuses, t->n_statuses, sizeof *t->statuses, by_api_code);
+    sort_counts(t);
     return 0;
 }
