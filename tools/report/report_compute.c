@@ -245,8 +245,23 @@ static void fill_step(struct acct_compute *c, const struct tslog *log, const str
     }
 }
 
-/* Steps: the repeating sequence of GEMM shapes, of two GEMMs or more (one
- * GEMM repeated is a benchmark loop, not a training step). */
+/* Whether other work (collectives, copies, allocations) happened between
+ * the GEMMs from..to, at least once per step on average: what makes one
+ * GEMM per iteration a training step rather than a GEMM loop. */
+static bool work_between(const struct tslog *log, uint64_t from, uint64_t to, size_t nsteps)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < log->n_nccls; i++)
+        n += log->nccls[i].time_ns > from && log->nccls[i].time_ns < to;
+    for (size_t i = 0; i < log->n_events; i++)
+        n += log->events[i].type != TS_REC_ERROR && log->events[i].time_ns > from
+             && log->events[i].time_ns < to;
+    return n + 1 >= nsteps;
+}
+
+/* Steps: the repeating sequence of GEMM shapes.  One GEMM shape repeated
+ * with nothing else between is a GEMM loop (a benchmark), not a training
+ * step. */
 static void find_steps(struct acct_compute *c, const struct tslog *log, const struct gemm_ref *order,
                        size_t n, const uint64_t *cupti_ns)
 {
@@ -258,10 +273,12 @@ static void find_steps(struct acct_compute *c, const struct tslog *log, const st
     size_t a = 0, e = 0, p = acct_find_period(seq, n, &a, &e);
     free(seq);
     size_t nsteps = p ? (e - a) / p : 0;
-    if (p == 1)
-        c->single_gemm_loop = true;
-    if (nsteps < 2 || p < 2)
+    if (nsteps < 2)
         return;
+    if (p == 1 && !work_between(log, order[e - nsteps].time_ns, order[e - 1].time_ns, nsteps)) {
+        c->single_gemm_loop = true;
+        return;
+    }
     c->steps = calloc(nsteps, sizeof *c->steps);
     if (!c->steps)
         return;
@@ -697,7 +714,8 @@ void acct_compute_text(FILE *f, const struct acct_compute *c)
     if (c->n_steps)
         text_steps(f, c);
     else if (c->single_gemm_loop)
-        fprintf(f, "steps               none (one GEMM shape repeated: a loop, not a training step)\n");
+        fprintf(f, "steps               none (one GEMM shape repeated with nothing between: a loop, not "
+                   "training steps)\n");
     else
         fprintf(f, "steps               none detected (no repeating sequence of GEMM shapes)\n");
 }
