@@ -118,6 +118,41 @@ static void text_errors(FILE *f, const struct stats *s, const struct tslog *name
     }
 }
 
+/* COPIES: by direction, the pageable share, and where the time went. */
+static void text_copies(FILE *f, const struct stats *s, const struct tslog *names)
+{
+    char b1[32], b2[32];
+    fprintf(f, "\n== COPIES ==\n");
+    fprintf(f, "%-10s %10s %22s %22s\n", "direction", "calls", "bytes", "pageable");
+    for (int d = 0; d < DIRS; d++) {
+        if (!s->copy_calls[d])
+            continue;
+        char pg[40] = "-";
+        uint64_t p = d == TS_H2D ? s->h2d_pageable : d == TS_D2H ? s->d2h_pageable : 0;
+        if (d == TS_H2D || d == TS_D2H)
+            snprintf(pg, sizeof pg, "%s (%.1f%%)", tslog_human_bytes(p, b2, sizeof b2),
+                     s->copy_bytes[d] ? 100.0 * (double)p / (double)s->copy_bytes[d] : 0.0);
+        fprintf(f, "%-10s %10llu %22s %22s\n", dir_names[d], (unsigned long long)s->copy_calls[d],
+                tslog_human_bytes(s->copy_bytes[d], b1, sizeof b1), pg);
+    }
+    fprintf(f, "failed copies       %llu\n", (unsigned long long)s->copy_failed);
+    fprintf(f,
+            "host time in copies %.3f ms (in the copy calls, summed over threads: includes waits for earlier "
+            "stream work)\n",
+            (double)s->copy_ns / 1e6);
+    uint64_t gpu_ns, gpu_n;
+    if (names && gpu_copy_time(names, &gpu_ns, &gpu_n))
+        fprintf(
+            f,
+            "GPU time in copies  %.3f ms (%llu transfers, CUPTI: the transfers alone, without the waits)\n",
+            (double)gpu_ns / 1e6, (unsigned long long)gpu_n);
+    if (s->converted_calls) {
+        fprintf(f, "converted to pinned %s in %llu calls (host blocked %.3f ms, staging wait %.3f ms)\n",
+                tslog_human_bytes(s->converted_bytes, b1, sizeof b1), (unsigned long long)s->converted_calls,
+                (double)s->converted_blocked_ns / 1e6, (double)s->staging_wait_ns / 1e6);
+    }
+}
+
 static void text_stats(FILE *f, const struct stats *s, const struct tslog *names)
 {
     char b1[32], b2[32];
@@ -168,30 +203,7 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
         }
     }
 
-    fprintf(f, "\n== COPIES ==\n");
-    fprintf(f, "%-10s %10s %22s %22s\n", "direction", "calls", "bytes", "pageable");
-    for (int d = 0; d < DIRS; d++) {
-        if (!s->copy_calls[d])
-            continue;
-        char pg[40] = "-";
-        uint64_t p = d == TS_H2D ? s->h2d_pageable : d == TS_D2H ? s->d2h_pageable : 0;
-        if (d == TS_H2D || d == TS_D2H)
-            snprintf(pg, sizeof pg, "%s (%.1f%%)", tslog_human_bytes(p, b2, sizeof b2),
-                     s->copy_bytes[d] ? 100.0 * (double)p / (double)s->copy_bytes[d] : 0.0);
-        fprintf(f, "%-10s %10llu %22s %22s\n", dir_names[d], (unsigned long long)s->copy_calls[d],
-                tslog_human_bytes(s->copy_bytes[d], b1, sizeof b1), pg);
-    }
-    fprintf(f, "failed copies       %llu\n", (unsigned long long)s->copy_failed);
-    fprintf(f,
-            "host time in copies %.3f ms (in the copy calls, summed over threads: includes waits for earlier "
-            "stream work)\n",
-            (double)s->copy_ns / 1e6);
-    if (s->converted_calls) {
-        fprintf(f, "converted to pinned %s in %llu calls (host blocked %.3f ms, staging wait %.3f ms)\n",
-                tslog_human_bytes(s->converted_bytes, b1, sizeof b1), (unsigned long long)s->converted_calls,
-                (double)s->converted_blocked_ns / 1e6, (double)s->staging_wait_ns / 1e6);
-    }
-
+    text_copies(f, s, names);
     text_errors(f, s, names);
 }
 
@@ -408,6 +420,9 @@ static void json_copies(struct json *j, const struct stats *s)
     j_u64(j, "failed_calls", s->copy_failed);
     j_u64(j, "host_time_ns", s->copy_ns);
     j_bool(j, "host_time_includes_waits", true);
+    uint64_t gpu_ns, gpu_n;
+    if (s->log && gpu_copy_time(s->log, &gpu_ns, &gpu_n))
+        j_u64(j, "gpu_transfer_ns", gpu_ns);
     if (s->converted_calls) { /* absent from logs of runs without the pinned copy engine */
         j_u64(j, "converted_calls", s->converted_calls);
         j_u64(j, "converted_bytes", s->converted_bytes);

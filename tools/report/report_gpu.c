@@ -184,6 +184,21 @@ int gpu_load(const struct tslog *log, struct gpu_data *d)
     return log->raw ? gpu_parse(log->raw, log->raw_size, d) : -1;
 }
 
+bool gpu_copy_time(const struct tslog *log, uint64_t *ns, uint64_t *n)
+{
+    struct gpu_data d;
+    *ns = *n = 0;
+    if (gpu_load(log, &d) != 0)
+        return false;
+    for (size_t i = 0; i < d.n_acts; i++)
+        if (d.acts[i].is_copy && d.acts[i].end_ns > d.acts[i].start_ns) {
+            *ns += d.acts[i].end_ns - d.acts[i].start_ns;
+            (*n)++;
+        }
+    gpu_free(&d);
+    return *n > 0;
+}
+
 void gpu_free(struct gpu_data *d)
 {
     for (size_t i = 0; i < d->n_names; i++)
