@@ -33,13 +33,10 @@ static int take_record(void *arg, const struct ts_rec_hdr *h, const unsigned cha
 
 static bool numa_load(const struct tslog *log, struct numa_view *v)
 {
-    size_t size = 0;
     memset(v, 0, sizeof *v);
-    unsigned char *p = log->file && strcmp(log->file, "-") ? tslog_read_bytes(log->file, &size) : NULL;
-    if (!p)
+    if (!log->raw) /* the valid bytes the reader kept */
         return false;
-    bool found = tslog_walk_records(p, size, take_record, &v->r) == 1;
-    free(p);
+    bool found = tslog_walk_records(log->raw, log->raw_size, take_record, &v->r) == 1;
     if (!found || v->r.node < 0)
         return found;
     cpu_set_t node, run, mem;
