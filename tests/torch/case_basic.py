@@ -17,7 +17,7 @@ def main():
     assert torch.cuda.is_available(), "torch sees no CUDA device"
     n = torch.cuda.device_count()
     props = torch.cuda.get_device_properties(0)
-    print(f"devices {n}")
+    print(f"devices {n} allocator {torch.cuda.get_allocator_backend()}")
     print(f"name {props.name} cc {props.major}.{props.minor} sms {props.multi_processor_count}")
     print(f"total_memory {props.total_memory}")
     free, total = torch.cuda.mem_get_info()

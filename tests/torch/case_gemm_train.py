@@ -10,6 +10,7 @@ as a GPU would, in float32):
 Usage: case_gemm_train.py cuda|cpu OUT.pt.  Prints every step's loss and the
 weights' checksum, and saves the final weights to OUT.pt."""
 import hashlib
+import json
 import sys
 
 import torch
@@ -46,6 +47,7 @@ def train(dev):
 def main():
     dev, out = sys.argv[1], sys.argv[2]
     losses, w1, w2 = train(dev)
+    print("dims", json.dumps({"N": N, "D": D, "HID": HID, "O": O, "STEPS": STEPS}))
     for i, l in enumerate(losses):
         print(f"step {i} loss {l!r}")
     assert losses[-1] < 0.5 * losses[0], f"loss did not decrease: {losses[0]} -> {losses[-1]}"

@@ -19,22 +19,29 @@ setup_env() {
     expandable) echo "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" ;;
   esac
 }
+# Every setup runs even after one fails, so one run shows them all.
+bad=()
 for s in "${setups[@]}"; do
   e=$(setup_env "$s")
-  torch_py "$e" -- tests/torch/case_basic.py > "$tmp/plain.$s" 2> "$tmp/plain.$s.err" ||
-    { echo "$s without the shim failed:"; tail -20 "$tmp/plain.$s.err"; exit 1; }
-  torch_shim "$e" TRAINSHIM_LOG="$tmp/log.$s.%p" -- tests/torch/case_basic.py > "$tmp/shim.$s" 2> "$tmp/shim.$s.err" ||
-    { echo "$s with the shim failed:"; tail -20 "$tmp/shim.$s.err"; exit 1; }
+  if ! torch_py "$e" -- tests/torch/case_basic.py > "$tmp/plain.$s" 2> "$tmp/plain.$s.err"; then
+    echo "$s without the shim failed:"; tail -5 "$tmp/plain.$s.err"; bad+=("$s"); continue
+  fi
+  if ! torch_shim "$e" TRAINSHIM_LOG="$tmp/log.$s.%p" -- tests/torch/case_basic.py > "$tmp/shim.$s" 2> "$tmp/shim.$s.err"; then
+    echo "$s with the shim failed:"; tail -5 "$tmp/shim.$s.err"; bad+=("$s"); continue
+  fi
   grep -qx ok "$tmp/plain.$s"
-  same_output "$s" "$tmp/plain.$s" "$tmp/shim.$s"
+  want_backend=native; [ "$s" = async ] && want_backend=cudaMallocAsync
+  grep -q "^devices .* allocator $want_backend\$" "$tmp/plain.$s" || { echo "$s: not the $want_backend allocator"; bad+=("$s"); continue; }
+  if ! same_output "$s" "$tmp/plain.$s" "$tmp/shim.$s"; then bad+=("$s"); continue; fi
   if grep -q '^trainshim: error:' "$tmp/shim.$s.err"; then
-    echo "$s: the shim reported an internal error:"; grep '^trainshim: error:' "$tmp/shim.$s.err"; exit 1
+    echo "$s: the shim reported an internal error:"; grep '^trainshim: error:' "$tmp/shim.$s.err"; bad+=("$s"); continue
   fi
   echo "$s: identical with and without the shim ($(grep '^copies' "$tmp/plain.$s"))"
 done
+[ ${#bad[@]} = 0 ] || { echo "failed setups: ${bad[*]}"; exit 1; }
 # The setups reach the device allocator differently; the shim's log says how.
 for s in "${setups[@]}"; do
-  "$TRAINSHIM" report --json "$tmp"/log.$s.* > "$tmp/report.$s.json"
+  "$TRAINSHIM" report --format json "$tmp"/log.$s.* > "$tmp/report.$s.json"
 done
 "$TORCH_PY" - "$tmp" <<'PY'
 import json, sys

@@ -13,7 +13,7 @@ torch_shim TRAINSHIM_LOG="$tmp/log.%p" -- tests/torch/case_dataloader.py > "$tmp
 grep -qx ok "$tmp/plain.out"
 same_output dataloader "$tmp/plain.out" "$tmp/shim.out"
 # Only the main process touches CUDA: the workers' logs (if any) hold no copies.
-"$TRAINSHIM" report --json "$tmp"/log.* > "$tmp/report.json"
+"$TRAINSHIM" report --format json "$tmp"/log.* > "$tmp/report.json"
 "$TORCH_PY" - "$tmp/report.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

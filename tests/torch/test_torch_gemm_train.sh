@@ -10,8 +10,9 @@ torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 torch_py CUDA_VISIBLE_DEVICES= -- tests/torch/case_gemm_train.py cpu "$tmp/cpu.pt" > "$tmp/cpu.out"
-for seed in 1 99; do
-  for jitter in 0 200; do
+for run_env in "1 0" "7 200"; do
+  read -r seed jitter <<< "$run_env"
+  {
     run="seed $seed jitter ${jitter}us"
     torch_py EMU_SEED=$seed EMU_JITTER_US=$jitter -- tests/torch/case_gemm_train.py cuda "$tmp/plain.pt" > "$tmp/plain.out"
     torch_shim EMU_SEED=$seed EMU_JITTER_US=$jitter TRAINSHIM_LOG="$tmp/log.$seed.$jitter.%p" -- \
@@ -27,12 +28,19 @@ for k in ("w1", "w2", "losses"):
 print(f"{sys.argv[4]}: identical with and without the shim, CPU within 1e-4; loss",
       f"{plain['losses'][0].item():.4f} -> {plain['losses'][-1].item():.4f}")
 PY
-  done
+  }
 done
-# the shim saw every GEMM: 5 per step
-json=$("$TRAINSHIM" report --json "$tmp"/log.1.0.*)
-"$TORCH_PY" -c '
+# The shim saw every GEMM of the run, with its FLOPs (2mnk each), from the
+# dims the script prints.
+"$TRAINSHIM" report --format json "$tmp"/log.7.200.* > "$tmp/report.json"
+"$TORCH_PY" - "$tmp/report.json" "$tmp/plain.out" <<'PY'
 import json, sys
-c = json.loads(sys.argv[1])["compute"]
-assert c["gemm_calls"] == 5 * 12, c["gemm_calls"]
-print("shim counted", c["gemm_calls"], "GEMMs,", c["gemm_flops"], "FLOPs")' "$json"
+c = json.load(open(sys.argv[1]))["compute"]
+dims = json.loads(next(l for l in open(sys.argv[2]) if l.startswith("dims "))[5:])
+N, D, H, O, steps = (dims[k] for k in ("N", "D", "HID", "O", "STEPS"))
+# X W1, H W2 - Y, R.R, R W2^T, H^T R, X^T dH
+per_step = [2 * N * D * H, 2 * N * H * O, 2 * N * O, 2 * N * O * H, 2 * H * N * O, 2 * D * N * H]
+assert c["gemm_calls"] == len(per_step) * steps, (c["gemm_calls"], len(per_step) * steps)
+assert c["gemm_flops"] == sum(per_step) * steps, (c["gemm_flops"], sum(per_step) * steps)
+print("shim counted", c["gemm_calls"], "GEMMs,", c["gemm_flops"], "FLOPs, as the dims say")
+PY

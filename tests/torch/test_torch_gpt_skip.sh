@@ -16,7 +16,7 @@ LD_LIBRARY_PATH="$EMU_DIR" LD_PRELOAD="$EMU_PRELOAD" EMU_UNKNOWN_KERNELS=skip EM
 cat "$tmp/out"
 grep -qx done "$tmp/out"
 if grep -q '^trainshim: error:' "$tmp/err"; then grep '^trainshim: error:' "$tmp/err"; exit 1; fi
-"$TRAINSHIM" report --json "$tmp"/gpt.*.log > "$tmp/report.json"
+"$TRAINSHIM" report --format json "$tmp"/gpt.*.log > "$tmp/report.json"
 "$TORCH_PY" - "$tmp/out" "$tmp/report.json" <<'PY'
 import json, sys
 dims = json.loads(next(l for l in open(sys.argv[1]) if l.startswith("dims "))[5:])
