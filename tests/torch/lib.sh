@@ -29,7 +29,7 @@ torch_env() {
   EMU_PRELOAD=$EMU_DIR/libcuda.so.1:$EMU_DIR/libcudart.so.13:$EMU_DIR/libcublas.so.13:$EMU_DIR/libcublasLt.so.13
   # NCCL and NVML: the emulator's, once it provides them with the exports
   # torch's wheels import (an NCCL without ncclCommResume fails torch's import).
-  if nm -D --defined-only "$EMU_DIR/libnccl.so.2" 2>/dev/null | grep -qw ncclCommResume; then
+  if nm -D --defined-only "$EMU_DIR/libnccl.so.2" 2>/dev/null | grep -w ncclCommResume > /dev/null; then
     EMU_PRELOAD=$EMU_PRELOAD:$EMU_DIR/libnccl.so.2
     TORCH_EMU_NCCL=1
   else
