@@ -53,7 +53,11 @@ def main():
     torch.testing.assert_close(am, ref_am, rtol=1e-4, atol=1e-4)
     print(f"copies {digest(a)} {digest(b)} gemm {digest(m)} addmm {digest(am)}")
 
-    # the caching allocator's own accounting of what the script holds
+    # the allocator setup in force: expandable segments show in its snapshot
+    if torch.cuda.get_allocator_backend() == "native":
+        segs = torch.cuda.memory._snapshot()["segments"]
+        print(f"expandable {sorted({bool(s.get('is_expandable')) for s in segs})}")
+    # the allocator's own accounting of what the script holds
     print(f"allocated {torch.cuda.memory_allocated()}")
     del da, db, dc, dm, dam, dbias
     torch.cuda.synchronize()

@@ -32,6 +32,10 @@ for s in "${setups[@]}"; do
   grep -qx ok "$tmp/plain.$s"
   want_backend=native; [ "$s" = async ] && want_backend=cudaMallocAsync
   grep -q "^devices .* allocator $want_backend\$" "$tmp/plain.$s" || { echo "$s: not the $want_backend allocator"; bad+=("$s"); continue; }
+  # torch's snapshot: no segments without caching, none for cudaMallocAsync
+  case $s in default) want_segs="expandable \[False\]" ;; expandable) want_segs="expandable \[True\]" ;;
+    nocache) want_segs="expandable \[\]" ;; async) want_segs= ;; esac
+  [ -z "$want_segs" ] || grep -qx "$want_segs" "$tmp/plain.$s" || { echo "$s: segments are not $want_segs"; bad+=("$s"); continue; }
   if ! same_output "$s" "$tmp/plain.$s" "$tmp/shim.$s"; then bad+=("$s"); continue; fi
   if grep -q '^trainshim: error:' "$tmp/shim.$s.err"; then
     echo "$s: the shim reported an internal error:"; grep '^trainshim: error:' "$tmp/shim.$s.err"; bad+=("$s"); continue

@@ -2,7 +2,7 @@
 # A GEMM-only training loop (tests/torch/case_gemm_train.py) on the emulated
 # device: bit-identical losses and weights with and without the shim under
 # emulator jitter and several seeds, and the same weights as the CPU within
-# float tolerance.
+# float tolerance.  One run without jitter, one with 200 us and another seed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
