@@ -433,3 +433,21 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned i
     (void)link; (void)pNvLinkDeviceType;
     return no_nvlink(device);
 }
+
+/* Peer-to-peer status follows the driver's cuDeviceCanAccessPeer for every
+ * capability but NvLink, which a PCIe board does not have. */
+nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2, nvmlGpuP2PCapsIndex_t p2pIndex,
+                                    nvmlGpuP2PStatus_t *p2pStatus)
+{
+    unsigned a, b;
+    nvmlReturn_t rc = device_of(device1, &a);
+    if (rc == NVML_SUCCESS) rc = device_of(device2, &b);
+    if (rc != NVML_SUCCESS) return rc;
+    if (!p2pStatus || (int)p2pIndex < 0 || p2pIndex >= NVML_P2P_CAPS_INDEX_UNKNOWN) return NVML_ERROR_INVALID_ARGUMENT;
+    int can = 0;
+    if (a != b && EMU_DRV(cuDeviceCanAccessPeer)(&can, (CUdevice)a, (CUdevice)b) != CUDA_SUCCESS) can = 0;
+    if (p2pIndex == NVML_P2P_CAPS_INDEX_NVLINK) can = 0;
+    else if (a == b) can = 1;
+    *p2pStatus = can ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED;
+    return NVML_SUCCESS;
+}

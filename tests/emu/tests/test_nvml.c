@@ -158,6 +158,17 @@ static void test_fabric_and_stubs(void)
     EXPECT_NVML(NV(nvmlDeviceGetGpuFabricInfoV)(h, &f), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     nvmlEnableState_t on;
     EXPECT_NVML(NV(nvmlDeviceGetNvLinkState)(h, 0, &on), NVML_ERROR_NOT_SUPPORTED);
+    /* P2P as the driver's cuDeviceCanAccessPeer says */
+    nvmlDevice_t h1;
+    EXPECT_NVML(NV(nvmlDeviceGetHandleByIndex_v2)(1, &h1), NVML_SUCCESS);
+    int can = -1;
+    OK(cuDeviceCanAccessPeer(&can, 0, 1));
+    nvmlGpuP2PStatus_t p2p = NVML_P2P_STATUS_UNKNOWN;
+    EXPECT_NVML(NV(nvmlDeviceGetP2PStatus)(h, h1, NVML_P2P_CAPS_INDEX_READ, &p2p), NVML_SUCCESS);
+    EXPECT(p2p == (can ? NVML_P2P_STATUS_OK : NVML_P2P_STATUS_NOT_SUPPORTED));
+    EXPECT_NVML(NV(nvmlDeviceGetP2PStatus)(h, h1, NVML_P2P_CAPS_INDEX_UNKNOWN, &p2p), NVML_ERROR_INVALID_ARGUMENT);
+    EXPECT_NVML(NV(nvmlDeviceGetP2PStatus)(h, h1, NVML_P2P_CAPS_INDEX_NVLINK, &p2p), NVML_SUCCESS);
+    EXPECT(p2p == NVML_P2P_STATUS_NOT_SUPPORTED);
     /* an export the emulator does not implement: the generated stub */
     unsigned temp = 12345;
     EXPECT_NVML(NV(nvmlDeviceGetTemperatureV)(h, (nvmlTemperature_t *)&temp), NVML_ERROR_NOT_SUPPORTED);
