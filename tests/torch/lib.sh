@@ -56,6 +56,14 @@ _torch_launch() {
 torch_py() { _torch_launch "$EMU_PRELOAD" "$@"; }
 torch_shim() { _torch_launch "$SHIM_LIB:$EMU_PRELOAD" "$@"; }
 
+# no_shim_error FILE: fails when the shim fell back to passthrough (its one
+# "trainshim: error:" line) in the stderr saved in FILE
+no_shim_error() {
+  if grep -q '^trainshim: error:' "$1"; then
+    echo "the shim reported an internal error:"; grep '^trainshim: error:' "$1"; return 1
+  fi
+}
+
 # same_output NAME FILE_A FILE_B: fails with a diff when they differ
 same_output() {
   if ! cmp -s "$2" "$3"; then

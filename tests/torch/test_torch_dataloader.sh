@@ -9,9 +9,10 @@ torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export EMU_JITTER_US=${EMU_JITTER_US:-50}
 torch_py -- tests/torch/case_dataloader.py > "$tmp/plain.out"
-torch_shim TRAINSHIM_LOG="$tmp/log.%p" -- tests/torch/case_dataloader.py > "$tmp/shim.out"
+torch_shim TRAINSHIM_LOG="$tmp/log.%p" -- tests/torch/case_dataloader.py > "$tmp/shim.out" 2> "$tmp/shim.err" || { cat "$tmp/shim.err"; exit 1; }
 grep -qx ok "$tmp/plain.out"
 same_output dataloader "$tmp/plain.out" "$tmp/shim.out"
+no_shim_error "$tmp/shim.err"
 # Only the main process touches CUDA: the workers' logs (if any) hold no copies.
 "$TRAINSHIM" report --format json "$tmp"/log.* > "$tmp/report.json"
 "$TORCH_PY" - "$tmp/report.json" <<'PY'

@@ -25,7 +25,7 @@ run_ddp torch_shim shim TRAINSHIM_LOG="$tmp/log.%p"
 cat "$tmp/plain"
 grep -q '^0:rank 0 collectives ok' "$tmp/plain" && grep -q '^1:rank 1 collectives ok' "$tmp/plain"
 same_output ddp "$tmp/plain" "$tmp/shim"
-if grep -q '^trainshim: error:' "$tmp/shim.err"; then grep '^trainshim: error:' "$tmp/shim.err"; exit 1; fi
+no_shim_error "$tmp/shim.err"
 sizes=$(sed -n 's/^0:sizes //p' "$tmp/plain")
 # one log per process that used CUDA: the two ranks (the launcher did not)
 "$TRAINSHIM" report --format json "$tmp"/log.* > "$tmp/report.json"

@@ -16,8 +16,9 @@ for run_env in "1 0" "7 200"; do
     run="seed $seed jitter ${jitter}us"
     torch_py EMU_SEED=$seed EMU_JITTER_US=$jitter -- tests/torch/case_gemm_train.py cuda "$tmp/plain.pt" > "$tmp/plain.out"
     torch_shim EMU_SEED=$seed EMU_JITTER_US=$jitter TRAINSHIM_LOG="$tmp/log.$seed.$jitter.%p" -- \
-      tests/torch/case_gemm_train.py cuda "$tmp/shim.pt" > "$tmp/shim.out"
+      tests/torch/case_gemm_train.py cuda "$tmp/shim.pt" > "$tmp/shim.out" 2> "$tmp/shim.err" || { cat "$tmp/shim.err"; exit 1; }
     same_output "$run" "$tmp/plain.out" "$tmp/shim.out"
+    no_shim_error "$tmp/shim.err"
     "$TORCH_PY" - "$tmp/plain.pt" "$tmp/shim.pt" "$tmp/cpu.pt" "$run" <<'PY'
 import sys, torch
 plain, shim, cpu = (torch.load(p) for p in sys.argv[1:4])

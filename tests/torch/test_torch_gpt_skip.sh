@@ -15,7 +15,7 @@ LD_LIBRARY_PATH="$EMU_DIR" LD_PRELOAD="$EMU_PRELOAD" EMU_UNKNOWN_KERNELS=skip EM
   > "$tmp/out" 2> "$tmp/err" || { echo "gpt_small.py failed:"; tail -30 "$tmp/err"; exit 1; }
 cat "$tmp/out"
 grep -qx done "$tmp/out"
-if grep -q '^trainshim: error:' "$tmp/err"; then grep '^trainshim: error:' "$tmp/err"; exit 1; fi
+no_shim_error "$tmp/err"
 "$TRAINSHIM" report --format json "$tmp"/gpt.*.log > "$tmp/report.json"
 "$TORCH_PY" - "$tmp/out" "$tmp/report.json" <<'PY'
 import json, sys
