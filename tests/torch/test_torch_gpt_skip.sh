@@ -35,4 +35,6 @@ got = c["gemm_flops"]
 err = abs(got - want) / want
 print(f"GEMM FLOPs: report {got}, analytic {want} (3 x forward x {steps} steps), off by {100 * err:.3f}%; {c['gemm_calls']} GEMM calls")
 assert err < 0.01, "report's GEMM FLOPs differ from the analytic count by more than 1%"
+# six GEMMs per layer and the head, each with its two backward GEMMs
+assert c["gemm_calls"] == 3 * (6 * L + 1) * steps, (c["gemm_calls"], 3 * (6 * L + 1) * steps)
 PY
