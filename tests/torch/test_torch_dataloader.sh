@@ -8,8 +8,9 @@ cd "$(dirname "$0")/../.."
 torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export EMU_JITTER_US=${EMU_JITTER_US:-50}
-torch_py -- tests/torch/case_dataloader.py > "$tmp/plain.out"
+torch_py -- tests/torch/case_dataloader.py > "$tmp/plain.out" & plain_pid=$!
 torch_shim TRAINSHIM_LOG="$tmp/log.%p" -- tests/torch/case_dataloader.py > "$tmp/shim.out" 2> "$tmp/shim.err" || { cat "$tmp/shim.err"; exit 1; }
+wait $plain_pid
 grep -qx ok "$tmp/plain.out"
 same_output dataloader "$tmp/plain.out" "$tmp/shim.out"
 no_shim_error "$tmp/shim.err"

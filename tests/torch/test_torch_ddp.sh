@@ -20,8 +20,9 @@ run_ddp() { # preload-runner out-prefix [env...]
   # torchrun prefixes each line with its rank; lines of one rank keep their order
   sed -n 's/^\[default\([0-9]*\)\]:/\1:/p' "$tmp/$out.raw" | sort -s -t: -k1,1n > "$tmp/$out"
 }
-run_ddp torch_py plain
+run_ddp torch_py plain & plain_pid=$!
 run_ddp torch_shim shim TRAINSHIM_LOG="$tmp/log.%p"
+wait $plain_pid
 cat "$tmp/plain"
 grep -q '^0:rank 0 collectives ok' "$tmp/plain" && grep -q '^1:rank 1 collectives ok' "$tmp/plain"
 same_output ddp "$tmp/plain" "$tmp/shim"

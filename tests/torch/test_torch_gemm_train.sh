@@ -9,14 +9,16 @@ cd "$(dirname "$0")/../.."
 torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-torch_py CUDA_VISIBLE_DEVICES= -- tests/torch/case_gemm_train.py cpu "$tmp/cpu.pt" > "$tmp/cpu.out"
+torch_py CUDA_VISIBLE_DEVICES= -- tests/torch/case_gemm_train.py cpu "$tmp/cpu.pt" > "$tmp/cpu.out" & cpu_pid=$!
 for run_env in "1 0" "7 200"; do
   read -r seed jitter <<< "$run_env"
-  {
     run="seed $seed jitter ${jitter}us"
-    torch_py EMU_SEED=$seed EMU_JITTER_US=$jitter -- tests/torch/case_gemm_train.py cuda "$tmp/plain.pt" > "$tmp/plain.out"
+    torch_py EMU_SEED=$seed EMU_JITTER_US=$jitter -- tests/torch/case_gemm_train.py cuda "$tmp/plain.pt" > "$tmp/plain.out" &
+    plain_pid=$!
     torch_shim EMU_SEED=$seed EMU_JITTER_US=$jitter TRAINSHIM_LOG="$tmp/log.$seed.$jitter.%p" -- \
       tests/torch/case_gemm_train.py cuda "$tmp/shim.pt" > "$tmp/shim.out" 2> "$tmp/shim.err" || { cat "$tmp/shim.err"; exit 1; }
+    wait $plain_pid
+    [ -z "$cpu_pid" ] || { wait $cpu_pid; cpu_pid=; }
     same_output "$run" "$tmp/plain.out" "$tmp/shim.out"
     no_shim_error "$tmp/shim.err"
     "$TORCH_PY" - "$tmp/plain.pt" "$tmp/shim.pt" "$tmp/cpu.pt" "$run" <<'PY'
@@ -29,7 +31,6 @@ for k in ("w1", "w2", "losses"):
 print(f"{sys.argv[4]}: identical with and without the shim, CPU within 1e-4; loss",
       f"{plain['losses'][0].item():.4f} -> {plain['losses'][-1].item():.4f}")
 PY
-  }
 done
 # The shim saw every GEMM of the run, with its FLOPs (2mnk each), from the
 # dims the script prints.
