@@ -35,3 +35,8 @@ bool emu_compute_skipped(void)
     pthread_once(&once, read_modes);
     return compute_skip;
 }
+
+bool emu_compute_skipped_for(unsigned long long bytes)
+{
+    return bytes > EMU_SKIP_SMALL_BYTES && emu_compute_skipped();
+}

@@ -451,7 +451,11 @@ static CUresult launch(struct emu_func *f, unsigned gx, unsigned gy, unsigned gz
     struct emu_stream *st = emu_stream_resolve(h, pt);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
     emu_kernel_fn impl = __atomic_load_n(&f->impl, __ATOMIC_ACQUIRE);
-    if (!impl && !emu_unknown_kernels_skipped()) return CUDA_ERROR_NOT_FOUND;
+    if (!impl && !emu_unknown_kernels_skipped()) {
+        EMU_WARN_ONCE("kernel %s has no CPU function (emuRegisterKernel); EMU_UNKNOWN_KERNELS=skip launches "
+                      "such kernels as empty ones", f->device_name ? f->device_name : "(unnamed)");
+        return CUDA_ERROR_NOT_FOUND;
+    }
     int n = __atomic_load_n(&f->nparams, __ATOMIC_ACQUIRE);
     if (n > 0 && !params && !extra) return CUDA_ERROR_INVALID_VALUE;
     size_t ebytes = 0;

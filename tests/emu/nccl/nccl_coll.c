@@ -93,7 +93,7 @@ static ncclResult_t skip_collective(struct task *t, size_t *moved)
 
 static ncclResult_t run_collective(struct task *t, size_t *moved)
 {
-    if (emu_compute_skipped()) return skip_collective(t, moved);
+    if (emu_compute_skipped_for((unsigned long long)t->count * nccl_type_size(t->type))) return skip_collective(t, moved);
     struct ncclComm *c = t->comm;
     struct nccl_shm *s = c->shm;
     int n = c->nranks, me = c->rank;

@@ -4,7 +4,10 @@
  * plus gemm.skipped, nccl.skipped, memsets.skipped), but write nothing:
  * output buffers keep their bytes, and device pages nobody touched cost no
  * host memory (the process's resident set does not grow by the gigabyte a
- * skipped memset and GEMM cover).  Copies stay real. */
+ * skipped memset, device-to-device copy and GEMM cover).  Copies between
+ * device memories are counted but move nothing; copies from and to the host
+ * stay real.  Memsets, copies and collectives of at most 64 KiB still run
+ * (frameworks steer by such small buffers). */
 #include <cublas_v2.h>
 #include <nccl.h>
 #include "driver/exec_testutil.h"
@@ -29,7 +32,7 @@ static int all_bytes(const unsigned char *p, size_t n, unsigned char v)
 
 static void test_memset_writes_nothing(void)
 {
-    enum { N = 1 << 16 };
+    enum { N = 1 << 20 };
     static unsigned char host[N];
     CUdeviceptr d;
     REQUIRE(cuMemAlloc(&d, N));
@@ -43,6 +46,12 @@ static void test_memset_writes_nothing(void)
     memset(host, 0, N);
     OK(cuMemcpyDtoH(host, d, N));
     EXPECT(all_bytes(host, N, 0x7e));
+    OK(cuMemsetD8(d, 0, 4096));                                       /* small: real */
+    OK(cuMemcpyDtoD(d + 4096, d + 8192, 4096));
+    OK(cuCtxSynchronize());
+    EXPECT(emuGetCounter("memsets.skipped") == before + 2);
+    OK(cuMemcpyDtoH(host, d, 3 * 4096));
+    EXPECT(all_bytes(host, 4096, 0) && all_bytes(host + 4096, 2 * 4096, 0x7e));
     EXPECT_RC(cuMemsetD32(d + 1, 0, 4), CUDA_ERROR_INVALID_VALUE);   /* still validated */
     EXPECT_RC(cuMemsetD8(d, 0, N + 4096), CUDA_ERROR_INVALID_VALUE);
     OK(cuMemFree(d));
@@ -56,6 +65,13 @@ static void test_untouched_pages_cost_nothing(void)
     CUdeviceptr big, a, b, c;
     REQUIRE(cuMemAlloc(&big, (size_t)1 << 30));
     OK(cuMemsetD8(big, 1, (size_t)1 << 30));
+    /* a device-to-device copy moves nothing either: reading the untouched
+     * source would commit it (the arena is shared memory) */
+    uint64_t d2d = emuGetCounter("bytes.d2d"), skipped = emuGetCounter("copies.skipped");
+    OK(cuMemcpyDtoD(big + ((size_t)512 << 20), big, (size_t)512 << 20));
+    OK(cuCtxSynchronize());   /* a device-to-device copy is asynchronous */
+    EXPECT(emuGetCounter("bytes.d2d") == d2d + ((size_t)512 << 20));   /* counted as any copy */
+    EXPECT(emuGetCounter("copies.skipped") == skipped + 1);
     const int n = 4096;
     REQUIRE(cuMemAlloc(&a, (size_t)n * n * 4));
     REQUIRE(cuMemAlloc(&b, (size_t)n * n * 4));
@@ -117,7 +133,7 @@ static void test_collectives_counted_not_computed(void)
     CUcontext ctx[2];
     CUstream st[2];
     CUdeviceptr buf[2];
-    enum { COUNT = 1 << 14 };
+    enum { COUNT = 1 << 16, SMALL = 16 };
     static float host[COUNT];
     for (int r = 0; r < 2; r++) {
         ctx[r] = et_setup(r);
@@ -132,15 +148,22 @@ static void test_collectives_counted_not_computed(void)
         EXPECT(ncclAllReduce((void *)buf[r], (void *)buf[r], COUNT, ncclFloat32, ncclSum, comms[r], st[r]) ==
                ncclSuccess);
     EXPECT(ncclGroupEnd() == ncclSuccess);
+    /* 64 bytes: computed, as a framework's metadata exchange must be */
+    EXPECT(ncclGroupStart() == ncclSuccess);
+    for (int r = 0; r < 2; r++)
+        EXPECT(ncclAllReduce((void *)(buf[r] + sizeof host - SMALL * 4), (void *)(buf[r] + sizeof host - SMALL * 4),
+                             SMALL, ncclFloat32, ncclSum, comms[r], st[r]) == ncclSuccess);
+    EXPECT(ncclGroupEnd() == ncclSuccess);
     EXPECT(ncclAllReduce((void *)buf[0], (void *)buf[0], COUNT, (ncclDataType_t)99, ncclSum, comms[0], st[0]) ==
            ncclInvalidArgument);
     for (int r = 0; r < 2; r++) {
         OK(cuCtxSetCurrent(ctx[r]));
         OK(cuStreamSynchronize(st[r]));
         OK(cuMemcpyDtoH(host, buf[r], sizeof host));
-        EXPECT(host[0] == (float)(r + 1) && host[COUNT - 1] == (float)(r + 1));   /* not summed */
+        EXPECT(host[0] == (float)(r + 1) && host[COUNT - SMALL - 1] == (float)(r + 1));   /* not summed */
+        EXPECT(host[COUNT - SMALL] == 3.0f && host[COUNT - 1] == 3.0f);                  /* summed */
     }
-    EXPECT(emuGetCounter("nccl.allreduce") == calls + 2);
+    EXPECT(emuGetCounter("nccl.allreduce") == calls + 4);
     EXPECT(emuGetCounter("nccl.skipped") == skipped + 2);
     for (int r = 0; r < 2; r++) {
         OK(cuCtxSetCurrent(ctx[r]));
