@@ -63,6 +63,11 @@ static void text_run(FILE *f, const struct tslog *log)
     if (log->note[0])
         fprintf(f, " (%s)", log->note);
     fprintf(f, "\nrecords       %llu\n", (unsigned long long)log->n_records);
+    if (log->end_records_dropped)
+        fprintf(f,
+                "dropped       %llu events not logged (log buffers exhausted or a failed write, e.g. a full "
+                "disk)\n",
+                (unsigned long long)log->end_records_dropped);
     for (size_t i = 0; i < log->n_devices; i++) {
         const struct tslog_device *d = &log->devices[i];
         fprintf(f, "device %-6d ", d->ordinal);
@@ -277,6 +282,7 @@ static void json_run(struct json *j, const struct tslog *log)
         fputs("null", j->f);
     j_str(j, "note", log->note[0] ? log->note : NULL);
     j_u64(j, "records", log->n_records);
+    j_u64(j, "records_dropped", log->end_records_dropped);
     j_u64(j, "unknown_records", log->n_unknown);
     j_key(j, "format_version");
     fprintf(j->f, "\"%u.%u\"", log->version_major, log->version_minor);

@@ -103,6 +103,7 @@ struct acct_comm_row {
     uint64_t id;
     int size, rank;
     uint64_t calls, bytes, timed_calls, timed_ns;
+    uint64_t est_ns; /* estimated time in collectives of this rank */
 };
 
 struct acct_comm {
@@ -111,7 +112,7 @@ struct acct_comm {
     uint64_t created, split, destroyed, finalized, aborted;
     struct acct_comm_row *comms;
     size_t n_comms;
-    uint64_t est_ns; /* estimated time in collectives: per op, mean timed time x calls */
+    uint64_t est_ns; /* estimated time in collectives (estimate_collective_time) */
     uint64_t run_ns; /* the log's duration */
 };
 

@@ -13,62 +13,108 @@
 
 _Static_assert(TS_NCCL_OP_COUNT <= 16, "acct_comm.ops is indexed by op");
 
-int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
+static bool counted_call(const struct tslog_nccl *r)
 {
-    memset(c, 0, sizeof *c);
-    c->run_ns = log->last_time_ns > log->first_time_ns ? log->last_time_ns - log->first_time_ns : 0;
-    size_t cap = 0;
-    for (size_t i = 0; i < log->n_nccls; i++) {
-        const struct tslog_nccl *r = &log->nccls[i];
-        int op = r->op >= 0 && r->op < TS_NCCL_OP_COUNT ? r->op : TS_NCCL_NONE;
-        struct acct_op *o = &c->ops[op];
-        if (op == TS_NCCL_GROUP_START) {
-            if (r->result == 0 && r->group_depth == 0)
-                c->group_calls++;
-            continue;
-        }
-        if (!ts_nccl_op_moves_data(op))
-            continue;
-        if (r->result != 0) {
-            o->failed++;
-            continue;
-        }
-        uint64_t algo = ts_nccl_algo_bytes(op, r->bytes, r->comm_size);
-        o->calls++;
-        o->bytes += r->bytes;
-        o->algo_bytes += algo;
-        if (r->gpu_ns) {
-            o->timed_calls++;
-            o->timed_ns += r->gpu_ns;
-            o->timed_algo_bytes += algo;
-            o->timed_bus_bytes += (double)algo * ts_nccl_bus_factor(op, r->comm_size);
-        }
-        struct acct_comm_row *row = NULL;
-        for (size_t k = 0; k < c->n_comms && !row; k++)
-            if (c->comms[k].id == r->comm_id)
-                row = &c->comms[k];
-        if (!row && c->n_comms < ACCT_MAX_COMMS) {
-            if (c->n_comms == cap) {
-                size_t nc = cap ? cap * 2 : 8;
-                struct acct_comm_row *g = realloc(c->comms, nc * sizeof *g);
-                if (!g)
-                    return -1;
-                c->comms = g;
-                cap = nc;
-            }
-            row = &c->comms[c->n_comms++];
-            memset(row, 0, sizeof *row);
-            row->id = r->comm_id;
-            row->size = r->comm_size;
-            row->rank = r->rank;
-        }
-        if (row) {
-            row->calls++;
-            row->bytes += r->bytes;
-            if (r->gpu_ns)
-                row->timed_calls++, row->timed_ns += r->gpu_ns;
+    return ts_nccl_op_moves_data(r->op) && r->result == 0;
+}
+
+static int by_sample(const void *a, const void *b)
+{
+    const struct tslog_nccl *x = *(const struct tslog_nccl *const *)a,
+                            *y = *(const struct tslog_nccl *const *)b;
+    return x->sample_id < y->sample_id ? -1 : x->sample_id > y->sample_id;
+}
+
+/* The GPU time each timed call is credited with.  A grouped launch is timed
+ * as a unit, once per stream: every call of the group on that stream shares
+ * one sample, whose time is split between them by their bytes (S).  *out
+ * is indexed like log->nccls; NULL when nothing was timed. */
+static int timed_shares(const struct tslog *log, double **out)
+{
+    *out = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < log->n_nccls; i++)
+        n += log->nccls[i].gpu_ns && counted_call(&log->nccls[i]);
+    if (!n)
+        return 0;
+    const struct tslog_nccl **t = malloc(n * sizeof *t);
+    double *ns = calloc(log->n_nccls, sizeof *ns);
+    if (!t || !ns) {
+        free(t);
+        free(ns);
+        return -1;
+    }
+    n = 0;
+    for (size_t i = 0; i < log->n_nccls; i++)
+        if (log->nccls[i].gpu_ns && counted_call(&log->nccls[i]))
+            t[n++] = &log->nccls[i];
+    qsort(t, n, sizeof *t, by_sample);
+    for (size_t a = 0, b; a < n; a = b) {
+        double total = 0;
+        size_t members = 0;
+        for (b = a; b < n && t[b]->sample_id == t[a]->sample_id; b++, members++)
+            total += (double)ts_nccl_algo_bytes(t[b]->op, t[b]->bytes, t[b]->comm_size);
+        for (size_t k = a; k < b; k++) {
+            double s = (double)ts_nccl_algo_bytes(t[k]->op, t[k]->bytes, t[k]->comm_size);
+            ns[t[k] - log->nccls] = (double)t[k]->gpu_ns * (total > 0 ? s / total : 1.0 / (double)members);
         }
     }
+    free(t);
+    *out = ns;
+    return 0;
+}
+
+/* The row of communicator id as seen by rank: a process driving several
+ * ranks of one communicator (ncclCommInitAll, a thread per rank) has one
+ * row per rank. */
+static struct acct_comm_row *comm_row(struct acct_comm *c, size_t *cap, const struct tslog_nccl *r)
+{
+    for (size_t k = 0; k < c->n_comms; k++)
+        if (c->comms[k].id == r->comm_id && c->comms[k].rank == r->rank)
+            return &c->comms[k];
+    if (c->n_comms >= ACCT_MAX_COMMS)
+        return NULL;
+    if (c->n_comms == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        struct acct_comm_row *g = realloc(c->comms, nc * sizeof *g);
+        if (!g)
+            return NULL;
+        c->comms = g;
+        *cap = nc;
+    }
+    struct acct_comm_row *row = &c->comms[c->n_comms++];
+    memset(row, 0, sizeof *row);
+    row->id = r->comm_id;
+    row->size = r->comm_size;
+    row->rank = r->rank;
+    return row;
+}
+
+static void count_call(struct acct_comm *c, struct acct_comm_row *row, const struct tslog_nccl *r,
+                       double gpu_ns)
+{
+    struct acct_op *o = &c->ops[r->op];
+    uint64_t algo = ts_nccl_algo_bytes(r->op, r->bytes, r->comm_size);
+    uint64_t t = (uint64_t)(gpu_ns + 0.5);
+    o->calls++;
+    o->bytes += r->bytes;
+    o->algo_bytes += algo;
+    if (gpu_ns > 0) {
+        o->timed_calls++;
+        o->timed_ns += t;
+        o->timed_algo_bytes += algo;
+        o->timed_bus_bytes += (double)algo * ts_nccl_bus_factor(r->op, r->comm_size);
+    }
+    if (row) {
+        row->calls++;
+        row->bytes += r->bytes;
+        if (gpu_ns > 0)
+            row->timed_calls++, row->timed_ns += t;
+    }
+}
+
+static void count_comm_events(const struct tslog *log, struct acct_comm *c)
+{
     for (size_t i = 0; i < log->n_comms; i++) {
         const struct tslog_comm *m = &log->comms[i];
         if (m->result != 0 && m->result != 7 /* ncclInProgress */)
@@ -81,12 +127,56 @@ int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
         case TS_COMM_ABORTED: c->aborted++; break;
         }
     }
-    /* time in collectives: each op's mean timed duration times its calls */
-    for (int op = 0; op < TS_NCCL_OP_COUNT; op++) {
-        const struct acct_op *o = &c->ops[op];
-        if (o->timed_calls)
-            c->est_ns += (uint64_t)((double)o->timed_ns / (double)o->timed_calls * (double)o->calls);
+}
+
+/* Time in collectives.  Each communicator rank's is its mean timed duration
+ * times its calls.  A process that is one rank of every communicator spends
+ * the sum of them; one that drives several ranks of a communicator runs
+ * them side by side, so its time is that of the busiest rank.  Never more
+ * than the run: an estimate from samples may overshoot it. */
+static void estimate_collective_time(struct acct_comm *c)
+{
+    bool one_rank_each = true;
+    for (size_t a = 0; a < c->n_comms; a++) {
+        struct acct_comm_row *r = &c->comms[a];
+        r->est_ns =
+            r->timed_calls ? (uint64_t)((double)r->timed_ns / (double)r->timed_calls * (double)r->calls) : 0;
+        for (size_t b = 0; b < a; b++)
+            if (c->comms[b].id == r->id)
+                one_rank_each = false;
     }
+    uint64_t est = 0;
+    for (size_t a = 0; a < c->n_comms; a++) {
+        uint64_t e = c->comms[a].est_ns;
+        est = one_rank_each ? est + e : (e > est ? e : est);
+    }
+    c->est_ns = c->run_ns && est > c->run_ns ? c->run_ns : est;
+}
+
+int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
+{
+    memset(c, 0, sizeof *c);
+    c->run_ns = log->last_time_ns > log->first_time_ns ? log->last_time_ns - log->first_time_ns : 0;
+    double *shares;
+    if (timed_shares(log, &shares))
+        return -1;
+    size_t cap = 0;
+    for (size_t i = 0; i < log->n_nccls; i++) {
+        const struct tslog_nccl *r = &log->nccls[i];
+        int op = r->op >= 0 && r->op < TS_NCCL_OP_COUNT ? r->op : TS_NCCL_NONE;
+        if (op == TS_NCCL_GROUP_START && r->result == 0 && r->group_depth == 0)
+            c->group_calls++;
+        if (!ts_nccl_op_moves_data(op))
+            continue;
+        if (r->result != 0) {
+            c->ops[op].failed++;
+            continue;
+        }
+        count_call(c, comm_row(c, &cap, r), r, shares ? shares[i] : 0.0);
+    }
+    free(shares);
+    count_comm_events(log, c);
+    estimate_collective_time(c);
     return 0;
 }
 
@@ -193,6 +283,7 @@ void acct_comm_json(const struct acct_json *j, const struct acct_comm *c)
         j->u64(x, "bytes", r->bytes);
         j->u64(x, "timed_calls", r->timed_calls);
         j->u64(x, "timed_gpu_ns", r->timed_ns);
+        j->u64(x, "estimated_collective_ns", r->est_ns);
         j->close(x, '}');
     }
     j->close(x, ']');
