@@ -113,6 +113,8 @@ struct acct_comm {
     struct acct_comm_row *comms;
     size_t n_comms;
     uint64_t est_ns; /* estimated time in collectives (estimate_collective_time) */
+    /* device memory NCCL owns (ncclMemAlloc): calls, peak, held at the end */
+    uint64_t mem_allocs, mem_frees, mem_peak, mem_live;
     uint64_t run_ns; /* the log's duration */
 };
 

@@ -153,6 +153,64 @@ static void estimate_collective_time(struct acct_comm *c)
     c->est_ns = c->run_ns && est > c->run_ns ? c->run_ns : est;
 }
 
+#define FREE_LOOKBACK 4096
+
+static bool api_is(const struct tslog *log, int32_t api, const char *name)
+{
+    return api >= 0 && (uint32_t)api < log->n_api_names && log->api_names[api]
+           && !strcmp(log->api_names[api], name);
+}
+
+static int by_time_seq(const void *a, const void *b)
+{
+    const struct tslog_event *x = *(const struct tslog_event *const *)a,
+                             *y = *(const struct tslog_event *const *)b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Device memory NCCL owns (ncclMemAlloc / ncclMemFree), replayed in time
+ * order: its calls, peak and what was still held at the end. */
+static int library_memory(const struct tslog *log, struct acct_comm *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < log->n_events; i++)
+        n +=
+            api_is(log, log->events[i].api, "ncclMemAlloc") || api_is(log, log->events[i].api, "ncclMemFree");
+    if (!n)
+        return 0;
+    const struct tslog_event **e = malloc(n * sizeof *e);
+    if (!e)
+        return -1;
+    n = 0;
+    for (size_t i = 0; i < log->n_events; i++)
+        if (api_is(log, log->events[i].api, "ncclMemAlloc") || api_is(log, log->events[i].api, "ncclMemFree"))
+            e[n++] = &log->events[i];
+    qsort(e, n, sizeof *e, by_time_seq);
+    for (size_t i = 0; i < n; i++) {
+        if (e[i]->result || !e[i]->ptr)
+            continue;
+        if (e[i]->type == TS_REC_ALLOC) {
+            c->mem_allocs++;
+            c->mem_live += e[i]->bytes;
+            if (c->mem_live > c->mem_peak)
+                c->mem_peak = c->mem_live;
+            continue;
+        }
+        /* the allocation this frees: the latest of that pointer (looked for
+         * among the last FREE_LOOKBACK calls: NCCL allocates rarely) */
+        for (size_t k = i, seen = 0; k-- > 0 && seen++ < FREE_LOOKBACK;)
+            if (e[k]->type == TS_REC_ALLOC && !e[k]->result && e[k]->ptr == e[i]->ptr) {
+                c->mem_live -= e[k]->bytes < c->mem_live ? e[k]->bytes : c->mem_live;
+                c->mem_frees++;
+                break;
+            }
+    }
+    free(e);
+    return 0;
+}
+
 int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
 {
     memset(c, 0, sizeof *c);
@@ -175,6 +233,8 @@ int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
         count_call(c, comm_row(c, &cap, r), r, shares ? shares[i] : 0.0);
     }
     free(shares);
+    if (library_memory(log, c))
+        return -1;
     count_comm_events(log, c);
     estimate_collective_time(c);
     return 0;
@@ -201,7 +261,7 @@ static bool any_comm(const struct acct_comm *c)
     for (int op = 0; op < TS_NCCL_OP_COUNT; op++)
         if (c->ops[op].calls || c->ops[op].failed)
             return true;
-    return c->created || c->split || c->group_calls;
+    return c->created || c->split || c->group_calls || c->mem_allocs;
 }
 
 static void gbps(FILE *f, double v)
@@ -223,6 +283,15 @@ void acct_comm_text(FILE *f, const struct acct_comm *c)
             (unsigned long long)c->created, (unsigned long long)c->split, (unsigned long long)c->destroyed,
             (unsigned long long)c->finalized, (unsigned long long)c->aborted);
     fprintf(f, "group calls         %llu\n", (unsigned long long)c->group_calls);
+    if (c->mem_allocs) {
+        char a[32], b[32];
+        fprintf(
+            f,
+            "NCCL-owned memory   %llu ncclMemAlloc, peak %s, %s live at end (library-owned device memory, "
+            "counted in DEVICE MEMORY's peak allocated, outside the pool)\n",
+            (unsigned long long)c->mem_allocs, tslog_human_bytes(c->mem_peak, a, sizeof a),
+            tslog_human_bytes(c->mem_live, b, sizeof b));
+    }
     fprintf(f, "%-14s %8s %6s %16s %8s %12s %10s %10s\n", "op", "calls", "failed", "bytes", "timed",
             "GPU ms(timed)", "algbw GB/s", "busbw GB/s");
     for (int op = 0; op < TS_NCCL_OP_COUNT; op++) {
@@ -288,6 +357,12 @@ void acct_comm_json(const struct acct_json *j, const struct acct_comm *c)
     }
     j->close(x, ']');
     j->u64(x, "group_calls", c->group_calls);
+    j->open(x, "library_memory", '{');
+    j->u64(x, "allocations", c->mem_allocs);
+    j->u64(x, "frees", c->mem_frees);
+    j->u64(x, "peak_bytes", c->mem_peak);
+    j->u64(x, "live_bytes", c->mem_live);
+    j->close(x, '}');
     j->u64(x, "comms_created", c->created);
     j->u64(x, "comms_split", c->split);
     j->u64(x, "comms_destroyed", c->destroyed);
@@ -528,11 +603,11 @@ int acct_log_analyze(const struct tslog *log, struct acct_log *a)
 {
     memset(a, 0, sizeof *a);
     a->has_gemm = log->n_gemms > 0;
-    a->has_nccl = log->n_nccls > 0 || log->n_comms > 0;
     if (acct_compute_analyze(log, getenv("TRAINSHIM_PEAK_TFLOPS"), &a->c) || acct_comm_analyze(log, &a->m)) {
         acct_log_free(a);
         return -1;
     }
+    a->has_nccl = log->n_nccls > 0 || log->n_comms > 0 || a->m.mem_allocs;
     return 0;
 }
 
