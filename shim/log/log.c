@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -86,7 +87,9 @@ static _Atomic int g_write_errno;     /* why the first failed write failed */
 static _Atomic int g_failure_told;    /* the run-time warning was printed */
 static _Atomic uint64_t g_lost;       /* records never written after a failed write */
 static _Atomic uint64_t g_file_bytes; /* bytes of whole records in the file */
-static _Atomic int g_reserve;         /* 1: fallocate keeps room for the end record */
+static _Atomic int g_fallocate = 1;   /* 0: the file system has no fallocate */
+static _Atomic int g_writing_end;     /* the end record goes into the room kept for it */
+static uint64_t g_file_limit;         /* RLIMIT_FSIZE at open (UINT64_MAX: none) */
 static sem_t g_wake;
 static pthread_t g_writer;
 static bool g_writer_running;
@@ -124,13 +127,19 @@ static void write_failed(int err)
  * must be allocatable.  A file system without fallocate just writes. */
 static bool room_for(int fd, size_t n)
 {
-    if (!atomic_load(&g_reserve))
+    if (atomic_load(&g_writing_end))
         return true;
-    off_t at = (off_t)atomic_load(&g_file_bytes);
-    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, at, (off_t)(n + TAIL_RESERVE)) == 0)
+    uint64_t end = atomic_load(&g_file_bytes);
+    if (end + n + TAIL_RESERVE > g_file_limit) {
+        write_failed(EFBIG);
+        return false;
+    }
+    if (!atomic_load(&g_fallocate))
+        return true;
+    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)end, (off_t)(n + TAIL_RESERVE)) == 0)
         return true;
     if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) {
-        atomic_store(&g_reserve, 0);
+        atomic_store(&g_fallocate, 0);
         return true;
     }
     write_failed(errno);
@@ -152,9 +161,9 @@ static bool write_all(int fd, const void *p, size_t n)
             continue;
         if (w <= 0) {
             write_failed(w < 0 ? errno : ENOSPC);
-            /* should the cut fail, the reader still stops at the partial record */
-            if (left < n && ftruncate(fd, (off_t)atomic_load(&g_file_bytes)) != 0)
-                atomic_store(&g_reserve, 0);
+            if (left < n && ftruncate(fd, (off_t)atomic_load(&g_file_bytes)) != 0) {
+                /* nothing more to do: a reader stops at the partial record */
+            }
             return false;
         }
         c += w;
@@ -646,6 +655,10 @@ static void do_open(void)
         atomic_store(&g_state, ST_OFF);
         return;
     }
+    struct rlimit fsize;
+    g_file_limit = getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY
+                       ? (uint64_t)fsize.rlim_cur
+                       : UINT64_MAX;
     g_fd = ts_log_create_file(want, g_path, sizeof g_path);
     if (g_fd < 0) {
         ts_warn("cannot create event log '%s': %s; no event log", want, strerror(errno));
@@ -664,7 +677,6 @@ static void do_open(void)
     }
     free(g_api_rec);
     g_api_rec = NULL;
-    atomic_store(&g_reserve, 1);
     if (!g_key_made)
         g_key_made = pthread_key_create(&g_key, thread_exit) == 0;
 
@@ -824,8 +836,8 @@ static void write_end_record(void)
     e.records_written = atomic_load(&g_written);
     e.records_dropped = atomic_load(&g_dropped) + atomic_load(&g_lost);
     e.h.check = ts_rec_check(&e, sizeof e);
-    atomic_store(&g_write_failed, 0); /* the reserve is there for this record */
-    atomic_store(&g_reserve, 0);
+    atomic_store(&g_write_failed, 0); /* the room kept is there for this record */
+    atomic_store(&g_writing_end, 1);
     write_all(g_fd, &e, sizeof e);
 }
 
