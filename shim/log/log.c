@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "log/clock.h"
+#include "log/logcap.h"
 #include "core/config.h"
 #include "core/core.h"
 
@@ -102,6 +103,7 @@ static struct ts_rec_hdr *g_api_rec; /* API names waiting for the header (under 
 static __thread struct tbuf *tls_buf __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
 static __thread bool tls_opening;
+static __thread bool tls_in_signal; /* inside the signal-time flush */
 
 /* ------------------------------------------------------------ small helpers */
 static inline uint32_t my_tid(void)
@@ -390,7 +392,10 @@ static bool flush_claimed(struct tbuf *b, bool recycle)
             b->pred = NULL;
         }
         uint64_t k = seal_records(b->data + b->flushed, c - b->flushed);
-        if (g_fd >= 0 && write_all(g_fd, b->data + b->flushed, c - b->flushed))
+        uint32_t n = c - b->flushed;
+        if (ts_logcap_enabled() && !tls_in_signal)
+            n = ts_logcap_filter(b->data + b->flushed, n, atomic_load(&g_file_bytes), &k);
+        if (g_fd >= 0 && write_all(g_fd, b->data + b->flushed, n))
             atomic_fetch_add(&g_written, k);
         else
             atomic_fetch_add(&g_lost, k);
@@ -643,6 +648,7 @@ static void do_open(void)
     uint64_t cap = cfg->log_buffer;
     cap = cap < BUF_MIN ? BUF_MIN : cap > BUF_MAX ? BUF_MAX : cap;
     g_buf_cap = (uint32_t)(cap & ~(uint64_t)(TS_REC_ALIGN - 1));
+    ts_logcap_init(cfg->log_max);
 
     ts_clock_start(); /* before any record, the file's first included */
     char want[PATH_MAX];
@@ -793,6 +799,7 @@ void ts_log_set_api_record(struct ts_rec_hdr *rec)
 
 /* ------------------------------------------------------------ life */
 static void write_end_record(void);
+static void write_site_totals(void);
 
 void ts_log_shutdown(void)
 {
@@ -814,12 +821,36 @@ void ts_log_shutdown(void)
     for (int i = 0; atomic_load(&g_inflight) && i < 100000; i++)
         sched_yield();
     flush_all(true, true);
+    write_site_totals();
     tell_write_failure();
     write_end_record();
     close(g_fd);
     g_fd = -1;
     atomic_store(&g_state, ST_CLOSED);
     pthread_mutex_unlock(&g_open_mu);
+}
+
+/* Past the size cap: the totals of the folded events, before the end. */
+static void write_site_totals(void)
+{
+    uint32_t len;
+    uint64_t k;
+    char *block = ts_logcap_final_records(&len, &k);
+    if (!block)
+        return;
+    for (uint32_t off = 0; off < len;) {
+        struct ts_rec_hdr *h = (struct ts_rec_hdr *)(block + off);
+        h->tid = my_tid();
+        h->time_ns = ts_clock_now_ns();
+        h->check = 0;
+        h->check = ts_rec_check(h, h->len);
+        off += h->len;
+    }
+    if (write_all(g_fd, block, len))
+        atomic_fetch_add(&g_written, k);
+    else
+        atomic_fetch_add(&g_lost, k);
+    free(block);
 }
 
 /* The end record counts the events never logged: those the buffers could
@@ -846,8 +877,11 @@ void ts_log_flush_signal_safe(void)
     if (atomic_load(&g_state) != ST_OPEN || g_fd < 0)
         return;
     /* no recycling: the interrupted code may be the owner of a buffer; a
-     * buffer someone is writing right now is skipped */
+     * buffer someone is writing right now is skipped.  The size cap's
+     * filter takes a lock: past the cap these last records are written. */
+    tls_in_signal = true;
     flush_all(false, false);
+    tls_in_signal = false;
 }
 
 void ts_log_fork_prepare(void) { pthread_mutex_lock(&g_open_mu); }
