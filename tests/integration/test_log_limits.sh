@@ -3,6 +3,11 @@
 # allocations, copies, GEMMs and all-reduces):
 #  - TRAINSHIM_LOG=/dev/null turns the log off: no warning, no /dev/null.1;
 #    another character device (/dev/full) is refused with one warning;
+#  - TRAINSHIM_LOG_MAX=200K: the log stays under the cap plus a bounded tail
+#    (the per-site totals), the report says events were aggregated, and its
+#    totals (allocation calls, bytes, peak, live at end, size histogram, copy
+#    calls and bytes, GEMM FLOPs, NCCL calls and bytes, errors) equal those
+#    of the same run without a cap, which equal the program's own count;
 #  - a disk that fills mid-run (a 256 KiB tmpfs): the program runs on with
 #    the same output, one warning is printed, and the log stays readable to
 #    its end record, which counts the events that were not logged.
@@ -33,6 +38,56 @@ for dev in /dev/null /dev/full; do
       || { echo "FAIL: $dev: want one refusal warning"; cat "$tmp/dev.err"; fail=1; }
   fi
 done
+
+# ---- the size cap
+cap=$((200 * 1024))
+TRAINSHIM_LOG="$tmp/uncapped.log" LD_PRELOAD="$shim" "$prog" 3000 > "$tmp/uncapped.out" 2>&1 || { echo "FAIL: uncapped run"; fail=1; }
+TRAINSHIM_LOG="$tmp/capped.log" TRAINSHIM_LOG_MAX=200K LD_PRELOAD="$shim" "$prog" 3000 > "$tmp/capped.out" 2> "$tmp/capped.err" \
+  || { echo "FAIL: capped run"; cat "$tmp/capped.err"; fail=1; }
+cmp -s "$tmp/plain" "$tmp/capped.out" || { echo "FAIL: output differs under the cap"; fail=1; }
+[ -s "$tmp/capped.err" ] && { echo "FAIL: the capped run printed:"; cat "$tmp/capped.err"; fail=1; }
+for l in uncapped capped; do
+  "$tool" report --format json "$tmp/$l.log" > "$tmp/$l.json" || { echo "FAIL: report of the $l log"; fail=1; }
+done
+"$tool" report "$tmp/capped.log" > "$tmp/capped.txt" || fail=1
+grep -q "^log cap       200.00 KiB (TRAINSHIM_LOG_MAX) reached: [0-9]* later events were aggregated" "$tmp/capped.txt" \
+  || { echo "FAIL: the text report does not say the log was capped"; fail=1; }
+python3 - "$tmp/uncapped.json" "$tmp/capped.json" "$tmp/capped.log" "$tmp/uncapped.log" "$cap" "$tmp/plain" <<'PY' || fail=1
+import json, os, sys
+full, capd = (json.load(open(p)) for p in sys.argv[1:3])
+size, full_size, cap = os.path.getsize(sys.argv[3]), os.path.getsize(sys.argv[4]), int(sys.argv[5])
+w = open(sys.argv[6]).read().split()
+k = dict(zip(w[0::2], map(int, w[1::2])))
+bad = []
+# the tail past the cap: at most one writer chunk still being cut, the
+# per-site totals and the end record
+if full_size < 4 * cap: bad.append(f"the uncapped log ({full_size} B) is too small to test a {cap} B cap")
+if size > cap + 64 * 1024: bad.append(f"capped log {size} B, cap {cap} B")
+run = capd["run"]
+if run["status"] != "complete": bad.append(f"capped log status {run['status']}: {run['note']}")
+if run["log_cap_bytes"] != cap or not run["records_aggregated"] > 1000: bad.append(f"run {run}")
+if full["run"]["records_aggregated"] != 0: bad.append("the uncapped log says it was aggregated")
+mem = ["peak_allocated_bytes", "alloc_calls", "alloc_failed", "alloc_requested_bytes", "free_calls", "free_failed",
+       "live_at_end_blocks", "live_at_end_bytes", "size_histogram"]
+for key in mem:
+    if capd["memory"][key] != full["memory"][key]: bad.append(f"memory {key}: {capd['memory'][key]} capped, {full['memory'][key]} uncapped")
+for key, v in full["copies"].items():
+    if key != "host_time_ns" and capd["copies"][key] != v: bad.append(f"copies {key}: {capd['copies'][key]} capped, {v} uncapped")
+if capd["errors"] != full["errors"]: bad.append(f"errors differ: {capd['errors']} / {full['errors']}")
+for key in ("gemm_calls", "gemm_flops"):
+    a, b = capd["compute"].get(key), full["compute"].get(key)
+    if a != b: bad.append(f"compute {key}: {a} capped, {b} uncapped")
+ops = lambda r: [(o["op"], o["calls"], o["failed_calls"], o["bytes"], o["algo_bytes"]) for o in r["nccl"]["ops"]]
+if ops(capd) != ops(full): bad.append(f"nccl ops {ops(capd)} / {ops(full)}")
+rows = lambda r: [(c["size"], c["rank"], c["calls"], c["bytes"]) for c in r["nccl"]["communicators"]]
+if rows(capd) != rows(full): bad.append(f"communicator rows {rows(capd)} / {rows(full)}")
+# and both are the program's own figures
+if full["memory"]["alloc_calls"] < k["allocs"] or full["copies"]["h2d_bytes"] != k["copy_bytes"]: bad.append(f"uncapped memory/copies vs program {k}")
+if full["compute"]["gemm_flops"] != k["flops"] or ops(full)[0][3] != k["nccl_bytes"]: bad.append(f"uncapped FLOPs/NCCL bytes vs program {k}")
+for b in bad: print("FAIL: log cap:", b)
+print(f"log cap: {size} B capped ({run['records_aggregated']} events aggregated), {full_size} B uncapped")
+sys.exit(1 if bad else 0)
+PY
 
 # ---- a disk that fills mid-run
 mkdir "$tmp/small"

@@ -16,6 +16,7 @@
 #include "core/core.h"
 #include "read/logread.h"
 #include "report/report_acct.h"
+#include "report/report_capped.h"
 #include "report/report_gpu.h"
 #include "report/report_json.h"
 #include "report/report_sites.h"
@@ -63,6 +64,11 @@ static void text_run(FILE *f, const struct tslog *log)
     if (log->note[0])
         fprintf(f, " (%s)", log->note);
     fprintf(f, "\nrecords       %llu\n", (unsigned long long)log->n_records);
+    struct capped_log cl;
+    if (!capped_load(log, &cl)) {
+        capped_text(f, &cl);
+        capped_free(&cl);
+    }
     if (log->end_records_dropped)
         fprintf(f,
                 "dropped       %llu events not logged (log buffers exhausted or a failed write, e.g. a full "
@@ -283,6 +289,11 @@ static void json_run(struct json *j, const struct tslog *log)
     j_str(j, "note", log->note[0] ? log->note : NULL);
     j_u64(j, "records", log->n_records);
     j_u64(j, "records_dropped", log->end_records_dropped);
+    struct capped_log cl;
+    bool capped = !capped_load(log, &cl) && cl.capped;
+    j_u64(j, "log_cap_bytes", capped ? cl.summary.cap_bytes : 0);
+    j_u64(j, "records_aggregated", capped ? cl.summary.records_folded : 0);
+    capped_free(&cl);
     j_u64(j, "unknown_records", log->n_unknown);
     j_key(j, "format_version");
     fprintf(j->f, "\"%u.%u\"", log->version_major, log->version_minor);
@@ -456,6 +467,12 @@ int cmd_report(int argc, char **argv)
             fprintf(stderr, "trainshim: error: %s: out of memory\n", logs[i].file);
             rc = 1;
         }
+        struct capped_log cl; /* a size-capped log: the folded events' totals */
+        if (!rc && (capped_load(&logs[i], &cl) || capped_apply(&cl, &logs[i], &st[i], &acct[i]))) {
+            fprintf(stderr, "trainshim: error: %s: out of memory\n", logs[i].file);
+            rc = 1;
+        }
+        capped_free(&cl);
         gpu_log_advice(&logs[i], acct[i].gpu_advice, sizeof acct[i].gpu_advice);
     }
     if (rc)

@@ -67,20 +67,20 @@ static int timed_shares(const struct tslog *log, double **out)
 /* The row of communicator id as seen by rank: a process driving several
  * ranks of one communicator (ncclCommInitAll, a thread per rank) has one
  * row per rank. */
-static struct acct_comm_row *comm_row(struct acct_comm *c, size_t *cap, const struct tslog_nccl *r)
+static struct acct_comm_row *comm_row(struct acct_comm *c, const struct tslog_nccl *r)
 {
     for (size_t k = 0; k < c->n_comms; k++)
         if (c->comms[k].id == r->comm_id && c->comms[k].rank == r->rank)
             return &c->comms[k];
     if (c->n_comms >= ACCT_MAX_COMMS)
         return NULL;
-    if (c->n_comms == *cap) {
-        size_t nc = *cap ? *cap * 2 : 8;
+    if (c->n_comms == c->comms_cap) {
+        size_t nc = c->comms_cap ? c->comms_cap * 2 : 8;
         struct acct_comm_row *g = realloc(c->comms, nc * sizeof *g);
         if (!g)
             return NULL;
         c->comms = g;
-        *cap = nc;
+        c->comms_cap = nc;
     }
     struct acct_comm_row *row = &c->comms[c->n_comms++];
     memset(row, 0, sizeof *row);
@@ -211,6 +211,30 @@ static int library_memory(const struct tslog *log, struct acct_comm *c)
     return 0;
 }
 
+int acct_comm_add_site(struct acct_comm *c, const struct ts_rec_site_total *t)
+{
+    int op = t->op >= 0 && t->op < TS_NCCL_OP_COUNT ? t->op : TS_NCCL_NONE;
+    if (op == TS_NCCL_GROUP_START && t->comm_size == -1) /* group depth 0 */
+        c->group_calls += t->count - t->failed;
+    if (!ts_nccl_op_moves_data(op))
+        return 0;
+    struct acct_op *o = &c->ops[op];
+    uint64_t ok = t->count - t->failed;
+    o->failed += t->failed;
+    o->calls += ok;
+    o->bytes += t->bytes;
+    o->algo_bytes += ts_nccl_algo_bytes(op, t->bytes, t->comm_size);
+    struct tslog_nccl key = { .comm_id = t->comm_id, .rank = t->rank, .comm_size = t->comm_size };
+    struct acct_comm_row *row = comm_row(c, &key);
+    if (row) {
+        row->calls += ok;
+        row->bytes += t->bytes;
+    }
+    return 0;
+}
+
+void acct_comm_estimate(struct acct_comm *c) { estimate_collective_time(c); }
+
 int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
 {
     memset(c, 0, sizeof *c);
@@ -218,7 +242,6 @@ int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
     double *shares;
     if (timed_shares(log, &shares))
         return -1;
-    size_t cap = 0;
     for (size_t i = 0; i < log->n_nccls; i++) {
         const struct tslog_nccl *r = &log->nccls[i];
         int op = r->op >= 0 && r->op < TS_NCCL_OP_COUNT ? r->op : TS_NCCL_NONE;
@@ -230,7 +253,7 @@ int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
             c->ops[op].failed++;
             continue;
         }
-        count_call(c, comm_row(c, &cap, r), r, shares ? shares[i] : 0.0);
+        count_call(c, comm_row(c, r), r, shares ? shares[i] : 0.0);
     }
     free(shares);
     if (library_memory(log, c))

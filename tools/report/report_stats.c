@@ -86,7 +86,7 @@ static int by_time(const void *a, const void *b)
 
 static int hist_bucket(uint64_t size) { return size ? 64 - __builtin_clzll(size) : 0; }
 
-static int add_error(struct stats *s, int32_t api, int32_t code, uint64_t count, const char *name)
+int stats_add_error(struct stats *s, int32_t api, int32_t code, uint64_t count, const char *name)
 {
     for (size_t i = 0; i < s->n_errs; i++)
         if (s->errs[i].api == api && s->errs[i].code == code) {
@@ -200,7 +200,7 @@ int stats_analyze(struct tslog *log, struct stats *s)
             s->error_records++;
             const char *name =
                 e->api >= 0 && (uint32_t)e->api < log->n_api_names ? log->api_names[e->api] : NULL;
-            if (add_error(s, e->api, e->result, 1, name))
+            if (stats_add_error(s, e->api, e->result, 1, name))
                 goto oom;
             break;
         }
@@ -254,7 +254,7 @@ int stats_add(struct stats *t, const struct stats *s)
     t->pool_cache_hits += s->pool_cache_hits;
     t->pool_ooms += s->pool_ooms;
     for (size_t i = 0; i < s->n_errs; i++)
-        if (add_error(t, s->errs[i].api, s->errs[i].code, s->errs[i].count, s->errs[i].name))
+        if (stats_add_error(t, s->errs[i].api, s->errs[i].code, s->errs[i].count, s->errs[i].name))
             return -1;
     if (t->n_errs)
         qsort(t->errs, t->n_errs, sizeof *t->errs, by_api_code);

@@ -42,4 +42,6 @@ int stats_analyze(struct tslog *log, struct stats *s);
 /* Totals over ranks: counts and bytes add up; the peak adds up too (each rank
  * has its own devices; the caller keeps the largest single rank's apart). */
 int stats_add(struct stats *t, const struct stats *s);
+/* Adds count errors of (api, code); 0, or -1 when out of memory. */
+int stats_add_error(struct stats *s, int32_t api, int32_t code, uint64_t count, const char *name);
 #endif
