@@ -11,8 +11,6 @@
 #include "hooks.h"
 #include "log/log.h"
 
-#define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
-
 /* ncclGroupStart levels open on this thread: inside a group NCCL only
  * enqueues at the matching ncclGroupEnd, so events around one call would
  * time nothing.  A group is timed as a unit instead: a start event on each
@@ -53,8 +51,8 @@ static void group_samples_end(bool ok)
 
 static void comm_query(ncclComm_t comm, int *size, int *rank)
 {
-    ts_fn_ncclCommCount count = REAL(ncclCommCount);
-    ts_fn_ncclCommUserRank user_rank = REAL(ncclCommUserRank);
+    ts_fn_ncclCommCount count = TS_REAL(ncclCommCount);
+    ts_fn_ncclCommUserRank user_rank = TS_REAL(ncclCommUserRank);
     *size = *rank = -1;
     if (!comm)
         return;

@@ -17,6 +17,7 @@
 #include "core/config.h"
 #include "copy/copy_engine.h"
 #include "core/cuda_real.h"
+#include "numa/numa.h"
 
 enum { MAX_BUFS = 1024 };
 
@@ -42,10 +43,10 @@ size_t ts_staging_chunk(void)
     if (ts_likely(c))
         return c;
     uint64_t want = ts_cfg()->copy_chunk;
-    if (want < (64u << 10))
-        want = 64u << 10; /* smaller chunks only add overhead */
-    if (want > (256ull << 20))
-        want = 256ull << 20;
+    if (want < TS_COPY_CHUNK_MIN)
+        want = TS_COPY_CHUNK_MIN; /* smaller chunks only add overhead */
+    if (want > TS_COPY_CHUNK_MAX)
+        want = TS_COPY_CHUNK_MAX;
     c = (size_t)(want + 4095) & ~(size_t)4095;
     __atomic_store_n(&chunk, c, __ATOMIC_RELAXED);
     return c;
@@ -116,7 +117,11 @@ static struct ts_staging_buf *fill_slot(struct ts_staging_buf *b, CUcontext ctx)
 {
     ts_cuda_fn_cuMemHostAlloc alloc = TS_CUDA_REAL(cuMemHostAlloc);
     void *p = NULL;
-    if (alloc && alloc(&p, ts_staging_chunk(), CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS && p) {
+    struct ts_numa_place pl; /* on the GPU's node with TRAINSHIM_NUMA=bind */
+    ts_numa_place_begin(&pl);
+    CUresult r = alloc ? alloc(&p, ts_staging_chunk(), CU_MEMHOSTALLOC_PORTABLE) : CUDA_ERROR_NOT_SUPPORTED;
+    ts_numa_place_end(&pl, r == CUDA_SUCCESS ? p : NULL, ts_staging_chunk());
+    if (r == CUDA_SUCCESS && p) {
         b->ptr = p;
         ts_hostclass_add(p, ts_staging_chunk());
         return hand_out(b, ctx);

@@ -101,7 +101,8 @@ static void replay(const struct ts_rec_hdr *h)
 {
     if (h->type == TS_REC_ALLOC && h->len >= sizeof(struct ts_rec_alloc)) {
         const struct ts_rec_alloc *a = (const struct ts_rec_alloc *)h;
-        if (a->result || !a->ptr || ((g_map_n + 1) * 2 > g_map_cap && !map_grow()))
+        /* device -1: pinned host memory, not device memory */
+        if (a->device < 0 || a->result || !a->ptr || ((g_map_n + 1) * 2 > g_map_cap && !map_grow()))
             return;
         size_t s = map_slot(a->ptr);
         if (g_keys[s])
@@ -264,7 +265,7 @@ static void fold(const struct ts_rec_hdr *h)
     }
     t->bytes += bytes;
     t->flops += flops;
-    if (h->type == TS_REC_ALLOC)
+    if (h->type == TS_REC_ALLOC && key.device >= 0)
         g_summary.size_buckets[size_bucket(bytes)]++;
 }
 

@@ -39,13 +39,10 @@ static int load_one(void *arg, const struct ts_rec_hdr *h, const unsigned char *
 int capped_load(const struct tslog *log, struct capped_log *c)
 {
     memset(c, 0, sizeof *c);
-    size_t size = 0;
-    unsigned char *p = log->file && strcmp(log->file, "-") ? tslog_read_bytes(log->file, &size) : NULL;
-    if (!p)
+    if (!log->raw)
         return 0;
     struct load_state st = { c, 0 };
-    int rc = tslog_walk_records(p, size, load_one, &st) > 0 ? -1 : 0;
-    free(p);
+    int rc = tslog_walk_records(log->raw, log->raw_size, load_one, &st) > 0 ? -1 : 0;
     if (rc || !c->capped)
         capped_free(c);
     return rc;
@@ -75,11 +72,20 @@ static int add_site(const struct tslog *log, struct stats *s, struct acct_log *a
 {
     switch (t->rec_type) {
     case TS_REC_ALLOC:
+        if (t->device < 0) { /* pinned host memory: apart from the device's */
+            s->host_alloc_calls += t->count;
+            s->host_alloc_bytes += t->bytes;
+            break;
+        }
         s->alloc_calls += t->count;
         s->alloc_failed += t->failed;
         s->alloc_requested += t->bytes;
         break;
     case TS_REC_FREE:
+        if (t->device < 0) {
+            s->host_free_calls += t->count;
+            break;
+        }
         s->free_calls += t->count;
         s->free_failed += t->failed;
         break;
@@ -89,11 +95,7 @@ static int add_site(const struct tslog *log, struct stats *s, struct acct_log *a
         s->converted_bytes += t->bytes;
         s->converted_blocked_ns += t->duration_ns;
         break;
-    case TS_REC_ERROR: {
-        s->error_records += t->count;
-        const char *name = t->api >= 0 && (uint32_t)t->api < log->n_api_names ? log->api_names[t->api] : NULL;
-        return stats_add_error(s, t->api, t->op, t->count, name);
-    }
+    case TS_REC_ERROR: return stats_add_result(s, log, t->api, t->op, t->count);
     case TS_REC_GEMM:
         a->c.gemm_calls += t->count - t->failed;
         a->c.gemm_failed += t->failed;
