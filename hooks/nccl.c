@@ -2,7 +2,8 @@
  * logs one TS_REC_NCCL per outermost call (ncclBcast, which NCCL implements
  * by calling ncclBroadcast, counts once) with op, count, type, bytes, the
  * communicator's run-wide id, size and this rank, and the stream; one call in
- * TRAINSHIM_FLOP_SAMPLE outside a group is timed on its stream.  Creation,
+ * TRAINSHIM_FLOP_SAMPLE outside a group is timed on its stream, and a group
+ * is timed as a unit on each stream it uses.  Creation,
  * split, finalize, destroy and abort log TS_REC_COMM.  The program's
  * arguments and the real result pass through unchanged. */
 #include "observe/comm.h"
@@ -11,9 +12,42 @@
 #include "log/log.h"
 
 /* ncclGroupStart levels open on this thread: inside a group NCCL only
- * enqueues at the matching ncclGroupEnd, so events around a call would time
- * nothing; calls in a group are counted but never timed. */
+ * enqueues at the matching ncclGroupEnd, so events around one call would
+ * time nothing.  A group is timed as a unit instead: a start event on each
+ * of its streams when the first call names it (before anything of the group
+ * is enqueued), an end event after the outermost ncclGroupEnd; the calls on
+ * one stream share its sample id. */
 static __thread int tls_group_depth __attribute__((tls_model("initial-exec")));
+
+#define GROUP_STREAMS 16
+struct group_sample {
+    uint64_t stream;
+    struct ts_gpu_sample smp;
+};
+static __thread struct group_sample tls_group_samples[GROUP_STREAMS];
+static __thread int tls_group_streams;
+
+/* The sample id the group's calls on stream share (0: not timed). */
+static uint64_t group_sample_id(uint64_t stream)
+{
+    for (int i = 0; i < tls_group_streams; i++)
+        if (tls_group_samples[i].stream == stream)
+            return tls_group_samples[i].smp.id;
+    if (tls_group_streams == GROUP_STREAMS)
+        return 0;
+    struct group_sample *g = &tls_group_samples[tls_group_streams++];
+    g->stream = stream;
+    ts_sample_begin(&g->smp, stream);
+    return g->smp.id;
+}
+
+/* After the outermost ncclGroupEnd: the group's work is enqueued. */
+static void group_samples_end(bool ok)
+{
+    for (int i = 0; i < tls_group_streams; i++)
+        ts_sample_end(&tls_group_samples[i].smp, tls_group_samples[i].stream, TS_REC_NCCL, ok);
+    tls_group_streams = 0;
+}
 
 static void comm_query(ncclComm_t comm, int *size, int *rank)
 {
@@ -45,6 +79,7 @@ static struct ts_comm_info comm_info(ncclComm_t comm)
 struct nccl_acct {
     struct ts_rec_nccl r;
     struct ts_gpu_sample smp;
+    uint64_t group_sample_id;
 };
 
 static void nccl_prepare(struct nccl_acct *a, int api, int op, size_t count, ncclDataType_t dt, int peer,
@@ -65,14 +100,17 @@ static void nccl_prepare(struct nccl_acct *a, int api, int op, size_t count, ncc
     r->group_depth = (uint32_t)tls_group_depth;
     a->smp.id = 0;
     a->smp.slot = -1;
+    a->group_sample_id = 0;
     if (!tls_group_depth)
         ts_sample_begin(&a->smp, r->stream);
+    else
+        a->group_sample_id = group_sample_id(r->stream);
 }
 
 static void nccl_finish(struct nccl_acct *a, int result)
 {
     ts_sample_end(&a->smp, a->r.stream, TS_REC_NCCL, result == ncclSuccess);
-    a->r.sample_id = a->smp.id;
+    a->r.sample_id = a->smp.id ? a->smp.id : a->group_sample_id;
     a->r.result = result;
     ts_ev_nccl(&a->r);
 }
@@ -210,6 +248,8 @@ static inline ncclResult_t group_end_body(int api)
         /* NCCL closes the group level even when the grouped operations fail */
         if (tls_group_depth > 0)
             tls_group_depth--;
+        if (!tls_group_depth)
+            group_samples_end(r == ncclSuccess || r == ncclInProgress);
         group_record(api, TS_NCCL_GROUP_END, r);
     }
     TS_OUTER_END(api, r);
@@ -365,6 +405,35 @@ static inline ncclResult_t ts_body_ncclCommDestroy(int api, ncclComm_t comm)
 static inline ncclResult_t ts_body_ncclCommAbort(int api, ncclComm_t comm)
 {
     COMM_END_BODY(ncclCommAbort, api, comm, TS_COMM_ABORTED);
+}
+
+/* ---- library-owned memory --------------------------------------------------- */
+/* ncclMemAlloc hands out device memory NCCL allocates itself (its own driver
+ * calls run nested and are not logged): logged as allocations under its own
+ * API name, so the report counts them and can tell them apart. */
+static inline ncclResult_t ts_body_ncclMemAlloc(int api, void **ptr, size_t size)
+{
+    TS_HOOK_PROLOGUE(ncclResult_t, ncclMemAlloc, api, (ptr, size));
+    TS_OUTER_BEGIN(api);
+    ncclResult_t r = real_(ptr, size);
+    if (outer_) {
+        int dev = ts_current_device();
+        ts_note_device(dev);
+        ts_ev_alloc(api, dev, r == ncclSuccess && ptr ? (uint64_t)(uintptr_t)*ptr : 0, size, 0, (int)r);
+    }
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+static inline ncclResult_t ts_body_ncclMemFree(int api, void *ptr)
+{
+    TS_HOOK_PROLOGUE(ncclResult_t, ncclMemFree, api, (ptr));
+    TS_OUTER_BEGIN(api);
+    ncclResult_t r = real_(ptr);
+    if (outer_ && ptr)
+        ts_ev_free(api, ts_current_device(), (uint64_t)(uintptr_t)ptr, 0, (int)r);
+    TS_OUTER_END(api, r);
+    return r;
 }
 
 #define TS_GEN_LIB_nccl(...) TS_GEN_HOOK(__VA_ARGS__)

@@ -31,12 +31,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log/clock.h"
+#include "log/logcap.h"
 #include "core/config.h"
 #include "core/core.h"
 
@@ -82,6 +84,13 @@ static _Atomic uint64_t g_written; /* records written to the file */
 static _Atomic uint64_t g_dropped; /* events that could not be logged */
 static _Atomic int g_inflight;     /* direct writers between check and write */
 static _Atomic int g_write_failed;
+static _Atomic int g_write_errno;     /* why the first failed write failed */
+static _Atomic int g_failure_told;    /* the run-time warning was printed */
+static _Atomic uint64_t g_lost;       /* records never written after a failed write */
+static _Atomic uint64_t g_file_bytes; /* bytes of whole records in the file */
+static _Atomic int g_fallocate = 1;   /* 0: the file system has no fallocate */
+static _Atomic int g_writing_end;     /* the end record goes into the room kept for it */
+static uint64_t g_file_limit;         /* RLIMIT_FSIZE at open (UINT64_MAX: none) */
 static sem_t g_wake;
 static pthread_t g_writer;
 static bool g_writer_running;
@@ -94,6 +103,7 @@ static struct ts_rec_hdr *g_api_rec; /* API names waiting for the header (under 
 static __thread struct tbuf *tls_buf __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
 static __thread bool tls_opening;
+static __thread bool tls_in_signal; /* inside the signal-time flush */
 
 /* ------------------------------------------------------------ small helpers */
 static inline uint32_t my_tid(void)
@@ -103,25 +113,76 @@ static inline uint32_t my_tid(void)
     return tls_tid;
 }
 
+/* Room kept allocated past the end of the file (fallocate, KEEP_SIZE) so
+ * that the end record, with its count of lost records, still fits when the
+ * disk fills. */
+#define TAIL_RESERVE 4096u
+
+static void write_failed(int err)
+{
+    int z = 0;
+    if (atomic_compare_exchange_strong(&g_write_failed, &z, 1))
+        atomic_store(&g_write_errno, err);
+}
+
+/* Before appending n bytes: the blocks for them and for the tail reserve
+ * must be allocatable.  A file system without fallocate just writes. */
+static bool room_for(int fd, size_t n)
+{
+    if (atomic_load(&g_writing_end))
+        return true;
+    uint64_t end = atomic_load(&g_file_bytes);
+    if (end + n + TAIL_RESERVE > g_file_limit) {
+        write_failed(EFBIG);
+        return false;
+    }
+    if (!atomic_load(&g_fallocate))
+        return true;
+    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)end, (off_t)(n + TAIL_RESERVE)) == 0)
+        return true;
+    if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) {
+        atomic_store(&g_fallocate, 0);
+        return true;
+    }
+    write_failed(errno);
+    return false;
+}
+
 /* write(2) all of it; async-signal-safe.  After a failure nothing more is
- * written, so the file never holds a hole or a record after a partial one. */
+ * written, and a partly written record is cut off again, so the file never
+ * holds a hole or a record after a partial one. */
 static bool write_all(int fd, const void *p, size_t n)
 {
     const char *c = p;
-    if (atomic_load(&g_write_failed))
+    size_t left = n;
+    if (atomic_load(&g_write_failed) || !room_for(fd, n))
         return false;
-    while (n) {
-        ssize_t w = write(fd, c, n);
+    while (left) {
+        ssize_t w = write(fd, c, left);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            atomic_store(&g_write_failed, 1);
+            write_failed(w < 0 ? errno : ENOSPC);
+            if (left < n && ftruncate(fd, (off_t)atomic_load(&g_file_bytes)) != 0) {
+                /* nothing more to do: a reader stops at the partial record */
+            }
             return false;
         }
         c += w;
-        n -= (size_t)w;
+        left -= (size_t)w;
     }
+    atomic_fetch_add(&g_file_bytes, n);
     return true;
+}
+
+/* The one run-time warning about a log that stopped growing; from a normal
+ * thread, never from the signal-time flush. */
+static void tell_write_failure(void)
+{
+    int z = 0;
+    if (atomic_load(&g_write_failed) && atomic_compare_exchange_strong(&g_failure_told, &z, 1))
+        ts_warn("cannot write event log '%s': %s; later events are counted as dropped, not logged", g_path,
+                strerror(atomic_load(&g_write_errno)));
 }
 
 /* Convert the times of every record in a committed range about to be
@@ -330,8 +391,13 @@ static bool flush_claimed(struct tbuf *b, bool recycle)
             b->pred = NULL;
         }
         uint64_t k = seal_records(b->data + b->flushed, c - b->flushed);
-        if (g_fd >= 0 && write_all(g_fd, b->data + b->flushed, c - b->flushed))
+        uint32_t n = c - b->flushed;
+        if (ts_logcap_enabled() && !tls_in_signal)
+            n = ts_logcap_filter(b->data + b->flushed, n, atomic_load(&g_file_bytes), &k);
+        if (g_fd >= 0 && write_all(g_fd, b->data + b->flushed, n))
             atomic_fetch_add(&g_written, k);
+        else
+            atomic_fetch_add(&g_lost, k);
         b->flushed = c;
     }
     if (st == BUF_FULL)
@@ -415,6 +481,7 @@ static void *writer_main(void *arg)
         if (ts_clock_mono_ns() >= cal_due)
             cal_due = ts_clock_mono_ns() + ts_clock_calibrate();
         flush_all(false, true);
+        tell_write_failure();
     }
     return NULL;
 }
@@ -553,6 +620,22 @@ static bool write_file_start(void)
     return ok;
 }
 
+/* A path naming something other than a file or nothing: /dev/null means
+ * "no log" (no /dev/null.1 beside it), any other device, FIFO or socket is
+ * refused, since a log is only readable as a whole regular file. */
+static bool log_path_usable(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+        return true;
+    struct stat null_st;
+    if (S_ISCHR(st.st_mode) && stat("/dev/null", &null_st) == 0 && S_ISCHR(null_st.st_mode)
+        && st.st_rdev == null_st.st_rdev)
+        return false;
+    ts_warn("event log path '%s' is a device, FIFO or socket, not a file; no event log", path);
+    return false;
+}
+
 static void do_open(void)
 {
     const struct ts_config *cfg = ts_cfg();
@@ -564,6 +647,7 @@ static void do_open(void)
     uint64_t cap = cfg->log_buffer;
     cap = cap < BUF_MIN ? BUF_MIN : cap > BUF_MAX ? BUF_MAX : cap;
     g_buf_cap = (uint32_t)(cap & ~(uint64_t)(TS_REC_ALIGN - 1));
+    ts_logcap_init(cfg->log_max);
 
     ts_clock_start(); /* before any record, the file's first included */
     char want[PATH_MAX];
@@ -572,6 +656,14 @@ static void do_open(void)
         atomic_store(&g_state, ST_OFF);
         return;
     }
+    if (!log_path_usable(want)) {
+        atomic_store(&g_state, ST_OFF);
+        return;
+    }
+    struct rlimit fsize;
+    g_file_limit = getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY
+                       ? (uint64_t)fsize.rlim_cur
+                       : UINT64_MAX;
     g_fd = ts_log_create_file(want, g_path, sizeof g_path);
     if (g_fd < 0) {
         ts_warn("cannot create event log '%s': %s; no event log", want, strerror(errno));
@@ -681,6 +773,8 @@ int ts_log_write_record(struct ts_rec_hdr *rec)
     if (atomic_load(&g_state) == ST_OPEN && write_all(g_fd, rec, len)) {
         atomic_fetch_add(&g_written, 1);
         rc = 0;
+    } else {
+        atomic_fetch_add(&g_lost, 1);
     }
     atomic_fetch_sub(&g_inflight, 1);
     return rc;
@@ -703,6 +797,9 @@ void ts_log_set_api_record(struct ts_rec_hdr *rec)
 }
 
 /* ------------------------------------------------------------ life */
+static void write_end_record(void);
+static void write_site_totals(void);
+
 void ts_log_shutdown(void)
 {
     pthread_mutex_lock(&g_open_mu);
@@ -723,6 +820,43 @@ void ts_log_shutdown(void)
     for (int i = 0; atomic_load(&g_inflight) && i < 100000; i++)
         sched_yield();
     flush_all(true, true);
+    write_site_totals();
+    tell_write_failure();
+    write_end_record();
+    close(g_fd);
+    g_fd = -1;
+    atomic_store(&g_state, ST_CLOSED);
+    pthread_mutex_unlock(&g_open_mu);
+}
+
+/* Past the size cap: the totals of the folded events, before the end. */
+static void write_site_totals(void)
+{
+    uint32_t len;
+    uint64_t k;
+    char *block = ts_logcap_final_records(&len, &k);
+    if (!block)
+        return;
+    for (uint32_t off = 0; off < len;) {
+        struct ts_rec_hdr *h = (struct ts_rec_hdr *)(block + off);
+        h->tid = my_tid();
+        h->time_ns = ts_clock_now_ns();
+        h->check = 0;
+        h->check = ts_rec_check(h, h->len);
+        off += h->len;
+    }
+    if (write_all(g_fd, block, len))
+        atomic_fetch_add(&g_written, k);
+    else
+        atomic_fetch_add(&g_lost, k);
+    free(block);
+}
+
+/* The end record counts the events never logged: those the buffers could
+ * not take and those a failed write lost.  After a failed write it goes
+ * into the room kept past the end of the file. */
+static void write_end_record(void)
+{
     struct ts_rec_end e;
     memset(&e, 0, sizeof e);
     e.h.len = sizeof e;
@@ -730,13 +864,11 @@ void ts_log_shutdown(void)
     e.h.tid = my_tid();
     e.h.time_ns = ts_clock_now_ns();
     e.records_written = atomic_load(&g_written);
-    e.records_dropped = atomic_load(&g_dropped);
+    e.records_dropped = atomic_load(&g_dropped) + atomic_load(&g_lost);
     e.h.check = ts_rec_check(&e, sizeof e);
+    atomic_store(&g_write_failed, 0); /* the room kept is there for this record */
+    atomic_store(&g_writing_end, 1);
     write_all(g_fd, &e, sizeof e);
-    close(g_fd);
-    g_fd = -1;
-    atomic_store(&g_state, ST_CLOSED);
-    pthread_mutex_unlock(&g_open_mu);
 }
 
 void ts_log_flush_signal_safe(void)
@@ -744,8 +876,11 @@ void ts_log_flush_signal_safe(void)
     if (atomic_load(&g_state) != ST_OPEN || g_fd < 0)
         return;
     /* no recycling: the interrupted code may be the owner of a buffer; a
-     * buffer someone is writing right now is skipped */
+     * buffer someone is writing right now is skipped.  The size cap's
+     * filter takes a lock: past the cap these last records are written. */
+    tls_in_signal = true;
     flush_all(false, false);
+    tls_in_signal = false;
 }
 
 void ts_log_fork_prepare(void) { pthread_mutex_lock(&g_open_mu); }

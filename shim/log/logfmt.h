@@ -479,6 +479,61 @@ struct ts_rec_numa {
 };
 _Static_assert(sizeof(struct ts_rec_numa) == 920, "numa layout");
 
+/* ---- the size cap (shim/log/logcap.c, TRAINSHIM_LOG_MAX).  Past the cap
+ * the per-event records (alloc, free, copy, error, GEMM, NCCL, GPU times,
+ * stacks of allocations, copy conversions, pinned allocations, CUPTI
+ * kernels and copies) are no longer written: each is added to the total of
+ * its call site, and the totals are written at shutdown, before the end
+ * record.  Records of other types are still written.  Numbered apart like
+ * the accounting records. */
+#define TS_REC_LOG_CAPPED 52 /* the cap was reached: what was folded, the whole run's memory peak */
+#define TS_REC_SITE_TOTAL 53 /* the totals of one call site's folded events */
+
+#define TS_SIZE_BUCKETS 65 /* bucket b >= 1: sizes in [2^(b-1), 2^b); bucket 0: size 0 */
+
+/* TS_REC_LOG_CAPPED.  peak_live_bytes, live_*: the allocations of the
+ * whole run (logged and folded) replayed in the order they were written:
+ * the bytes of successful TS_REC_ALLOC not yet freed by a successful
+ * TS_REC_FREE of the same pointer.  size_buckets: the sizes of the folded
+ * successful allocations. */
+struct ts_rec_log_capped {
+    struct ts_rec_hdr h;
+    uint64_t cap_bytes;    /* TRAINSHIM_LOG_MAX */
+    uint64_t capped_at_ns; /* time of the first folded record */
+    uint64_t records_folded;
+    uint64_t records_unsited; /* folded into no site: the site table was full (counted, not summed) */
+    uint64_t sites;           /* TS_REC_SITE_TOTAL records that follow */
+    uint64_t peak_live_bytes;
+    uint64_t live_end_bytes;
+    uint64_t live_end_blocks;
+    uint64_t size_buckets[TS_SIZE_BUCKETS];
+};
+
+/* TS_REC_SITE_TOTAL: one call site = the folded record type, its API and
+ * device, and for copies the direction and host kind, for NCCL the
+ * operation and communicator rank.  bytes: alloc size requested, copy or
+ * conversion bytes, NCCL buffer bytes (count * type size), of the calls that
+ * succeeded; flops: GEMM FLOPs of the calls that succeeded. */
+struct ts_rec_site_total {
+    struct ts_rec_hdr h;
+    uint16_t rec_type; /* the folded type: TS_REC_ALLOC, TS_REC_COPY, ... */
+    uint8_t dir;       /* copy: enum ts_copy_dir */
+    uint8_t host_kind; /* copy: enum ts_host_kind */
+    int32_t api;
+    int32_t device;
+    int32_t op; /* NCCL: enum ts_nccl_op */
+    int32_t comm_size;
+    int32_t rank;
+    uint64_t comm_id;
+    uint64_t count;
+    uint64_t failed; /* of count: calls whose result was not 0 */
+    uint64_t bytes;
+    uint64_t flops;
+    uint64_t duration_ns; /* copy: host time inside the calls */
+};
+_Static_assert(sizeof(struct ts_rec_log_capped) == 608, "log capped layout");
+_Static_assert(sizeof(struct ts_rec_site_total) == 96, "site total layout");
+
 static inline uint32_t ts_rec_align(uint32_t n) { return (n + TS_REC_ALIGN - 1) & ~(TS_REC_ALIGN - 1); }
 
 /* The per-record check: four independent multiply lanes over the record's

@@ -54,7 +54,9 @@ for i, r in enumerate(rep["ranks"]):
                 bad.append(f"rank {i} {op}: busbw {o['busbw_gbps']} != algbw {o['algbw_gbps']} x {factor[op]}")
             if o["timed_calls"] == o["calls"] and not close(o["algbw_gbps"], o["algo_bytes"] / o["timed_gpu_ns"]):
                 bad.append(f"rank {i} {op}: algbw {o['algbw_gbps']} != {o['algo_bytes']} B / {o['timed_gpu_ns']} ns")
-    if ops.get("Send", {}).get("timed_calls"): bad.append("a grouped send was timed")
+    for op in ("Send", "Recv"):  # grouped: timed as a unit, the group's time shared by bytes
+        o = ops.get(op, {})
+        if not o.get("timed_calls") or o.get("busbw_gbps") is None: bad.append(f"rank {i}: grouped {op} not timed: {o}")
     if not any(ops[o]["timed_calls"] for o in ("AllReduce", "AllGather", "ReduceScatter", "Broadcast") if o in ops):
         bad.append(f"rank {i}: no collective timed with TRAINSHIM_FLOP_SAMPLE=1")
     for key, v in (("group_calls", S), ("comms_created", 1), ("comms_split", 1), ("comms_destroyed", 2), ("comms_finalized", 1)):

@@ -17,6 +17,7 @@
 #include "core/core.h"
 #include "read/logread.h"
 #include "report/report_acct.h"
+#include "report/report_capped.h"
 #include "report/report_gpu.h"
 #include "report/report_json.h"
 #include "report/report_numa.h"
@@ -65,6 +66,16 @@ static void text_run(FILE *f, const struct tslog *log)
     if (log->note[0])
         fprintf(f, " (%s)", log->note);
     fprintf(f, "\nrecords       %llu\n", (unsigned long long)log->n_records);
+    struct capped_log cl;
+    if (!capped_load(log, &cl)) {
+        capped_text(f, &cl);
+        capped_free(&cl);
+    }
+    if (log->end_records_dropped)
+        fprintf(f,
+                "dropped       %llu events not logged (log buffers exhausted or a failed write, e.g. a full "
+                "disk)\n",
+                (unsigned long long)log->end_records_dropped);
     for (size_t i = 0; i < log->n_devices; i++) {
         const struct tslog_device *d = &log->devices[i];
         fprintf(f, "device %-6d ", d->ordinal);
@@ -315,6 +326,12 @@ static void json_run(struct json *j, const struct tslog *log)
         fputs("null", j->f);
     j_str(j, "note", log->note[0] ? log->note : NULL);
     j_u64(j, "records", log->n_records);
+    j_u64(j, "records_dropped", log->end_records_dropped);
+    struct capped_log cl;
+    bool capped = !capped_load(log, &cl) && cl.capped;
+    j_u64(j, "log_cap_bytes", capped ? cl.summary.cap_bytes : 0);
+    j_u64(j, "records_aggregated", capped ? cl.summary.records_folded : 0);
+    capped_free(&cl);
     j_u64(j, "unknown_records", log->n_unknown);
     j_key(j, "format_version");
     fprintf(j->f, "\"%u.%u\"", log->version_major, log->version_minor);
@@ -541,6 +558,12 @@ static int load_log(struct report_input *in, int i, const char *path)
         fprintf(stderr, "trainshim: error: %s: out of memory\n", log->file);
         rc = 1;
     }
+    struct capped_log cl; /* a size-capped log: the folded events' totals */
+    if (!rc && (capped_load(log, &cl) || capped_apply(&cl, log, &in->st[i], &in->acct[i]))) {
+        fprintf(stderr, "trainshim: error: %s: out of memory\n", log->file);
+        rc = 1;
+    }
+    capped_free(&cl);
     gpu_log_advice(log, in->acct[i].gpu_advice, sizeof in->acct[i].gpu_advice);
     numa_log_advice(log, in->acct[i].numa_advice, sizeof in->acct[i].numa_advice);
     return rc;

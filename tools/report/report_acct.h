@@ -114,6 +114,7 @@ struct acct_comm_row {
     uint64_t id;
     int size, rank;
     uint64_t calls, bytes, timed_calls, timed_ns;
+    uint64_t est_ns; /* estimated time in collectives of this rank */
 };
 
 struct acct_comm {
@@ -121,13 +122,19 @@ struct acct_comm {
     uint64_t group_calls;   /* ncclGroupStart..End pairs (outermost) */
     uint64_t created, split, destroyed, finalized, aborted;
     struct acct_comm_row *comms;
-    size_t n_comms;
-    uint64_t est_ns; /* estimated time in collectives: per op, mean timed time x calls */
+    size_t n_comms, comms_cap;
+    uint64_t est_ns; /* estimated time in collectives (estimate_collective_time) */
+    /* device memory NCCL owns (ncclMemAlloc): calls, peak, held at the end */
+    uint64_t mem_allocs, mem_frees, mem_peak, mem_live;
     uint64_t run_ns; /* the log's duration */
 };
 
 int acct_comm_analyze(const struct tslog *log, struct acct_comm *c);
 void acct_comm_free(struct acct_comm *c);
+/* A size-capped log's NCCL site totals (report_capped.c), then the time in
+ * collectives again. */
+int acct_comm_add_site(struct acct_comm *c, const struct ts_rec_site_total *t);
+void acct_comm_estimate(struct acct_comm *c);
 void acct_comm_text(FILE *f, const struct acct_comm *c);
 void acct_comm_json(const struct acct_json *j, const struct acct_comm *c);
 /* Several rank logs: time each rank spent in collectives, per-step slowest

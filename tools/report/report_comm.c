@@ -13,62 +13,108 @@
 
 _Static_assert(TS_NCCL_OP_COUNT <= 16, "acct_comm.ops is indexed by op");
 
-int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
+static bool counted_call(const struct tslog_nccl *r)
 {
-    memset(c, 0, sizeof *c);
-    c->run_ns = log->last_time_ns > log->first_time_ns ? log->last_time_ns - log->first_time_ns : 0;
-    size_t cap = 0;
-    for (size_t i = 0; i < log->n_nccls; i++) {
-        const struct tslog_nccl *r = &log->nccls[i];
-        int op = r->op >= 0 && r->op < TS_NCCL_OP_COUNT ? r->op : TS_NCCL_NONE;
-        struct acct_op *o = &c->ops[op];
-        if (op == TS_NCCL_GROUP_START) {
-            if (r->result == 0 && r->group_depth == 0)
-                c->group_calls++;
-            continue;
-        }
-        if (!ts_nccl_op_moves_data(op))
-            continue;
-        if (r->result != 0) {
-            o->failed++;
-            continue;
-        }
-        uint64_t algo = ts_nccl_algo_bytes(op, r->bytes, r->comm_size);
-        o->calls++;
-        o->bytes += r->bytes;
-        o->algo_bytes += algo;
-        if (r->gpu_ns) {
-            o->timed_calls++;
-            o->timed_ns += r->gpu_ns;
-            o->timed_algo_bytes += algo;
-            o->timed_bus_bytes += (double)algo * ts_nccl_bus_factor(op, r->comm_size);
-        }
-        struct acct_comm_row *row = NULL;
-        for (size_t k = 0; k < c->n_comms && !row; k++)
-            if (c->comms[k].id == r->comm_id)
-                row = &c->comms[k];
-        if (!row && c->n_comms < ACCT_MAX_COMMS) {
-            if (c->n_comms == cap) {
-                size_t nc = cap ? cap * 2 : 8;
-                struct acct_comm_row *g = realloc(c->comms, nc * sizeof *g);
-                if (!g)
-                    return -1;
-                c->comms = g;
-                cap = nc;
-            }
-            row = &c->comms[c->n_comms++];
-            memset(row, 0, sizeof *row);
-            row->id = r->comm_id;
-            row->size = r->comm_size;
-            row->rank = r->rank;
-        }
-        if (row) {
-            row->calls++;
-            row->bytes += r->bytes;
-            if (r->gpu_ns)
-                row->timed_calls++, row->timed_ns += r->gpu_ns;
+    return ts_nccl_op_moves_data(r->op) && r->result == 0;
+}
+
+static int by_sample(const void *a, const void *b)
+{
+    const struct tslog_nccl *x = *(const struct tslog_nccl *const *)a,
+                            *y = *(const struct tslog_nccl *const *)b;
+    return x->sample_id < y->sample_id ? -1 : x->sample_id > y->sample_id;
+}
+
+/* The GPU time each timed call is credited with.  A grouped launch is timed
+ * as a unit, once per stream: every call of the group on that stream shares
+ * one sample, whose time is split between them by their bytes (S).  *out
+ * is indexed like log->nccls; NULL when nothing was timed. */
+static int timed_shares(const struct tslog *log, double **out)
+{
+    *out = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < log->n_nccls; i++)
+        n += log->nccls[i].gpu_ns && counted_call(&log->nccls[i]);
+    if (!n)
+        return 0;
+    const struct tslog_nccl **t = malloc(n * sizeof *t);
+    double *ns = calloc(log->n_nccls, sizeof *ns);
+    if (!t || !ns) {
+        free(t);
+        free(ns);
+        return -1;
+    }
+    n = 0;
+    for (size_t i = 0; i < log->n_nccls; i++)
+        if (log->nccls[i].gpu_ns && counted_call(&log->nccls[i]))
+            t[n++] = &log->nccls[i];
+    qsort(t, n, sizeof *t, by_sample);
+    for (size_t a = 0, b; a < n; a = b) {
+        double total = 0;
+        size_t members = 0;
+        for (b = a; b < n && t[b]->sample_id == t[a]->sample_id; b++, members++)
+            total += (double)ts_nccl_algo_bytes(t[b]->op, t[b]->bytes, t[b]->comm_size);
+        for (size_t k = a; k < b; k++) {
+            double s = (double)ts_nccl_algo_bytes(t[k]->op, t[k]->bytes, t[k]->comm_size);
+            ns[t[k] - log->nccls] = (double)t[k]->gpu_ns * (total > 0 ? s / total : 1.0 / (double)members);
         }
     }
+    free(t);
+    *out = ns;
+    return 0;
+}
+
+/* The row of communicator id as seen by rank: a process driving several
+ * ranks of one communicator (ncclCommInitAll, a thread per rank) has one
+ * row per rank. */
+static struct acct_comm_row *comm_row(struct acct_comm *c, const struct tslog_nccl *r)
+{
+    for (size_t k = 0; k < c->n_comms; k++)
+        if (c->comms[k].id == r->comm_id && c->comms[k].rank == r->rank)
+            return &c->comms[k];
+    if (c->n_comms >= ACCT_MAX_COMMS)
+        return NULL;
+    if (c->n_comms == c->comms_cap) {
+        size_t nc = c->comms_cap ? c->comms_cap * 2 : 8;
+        struct acct_comm_row *g = realloc(c->comms, nc * sizeof *g);
+        if (!g)
+            return NULL;
+        c->comms = g;
+        c->comms_cap = nc;
+    }
+    struct acct_comm_row *row = &c->comms[c->n_comms++];
+    memset(row, 0, sizeof *row);
+    row->id = r->comm_id;
+    row->size = r->comm_size;
+    row->rank = r->rank;
+    return row;
+}
+
+static void count_call(struct acct_comm *c, struct acct_comm_row *row, const struct tslog_nccl *r,
+                       double gpu_ns)
+{
+    struct acct_op *o = &c->ops[r->op];
+    uint64_t algo = ts_nccl_algo_bytes(r->op, r->bytes, r->comm_size);
+    uint64_t t = (uint64_t)(gpu_ns + 0.5);
+    o->calls++;
+    o->bytes += r->bytes;
+    o->algo_bytes += algo;
+    if (gpu_ns > 0) {
+        o->timed_calls++;
+        o->timed_ns += t;
+        o->timed_algo_bytes += algo;
+        o->timed_bus_bytes += (double)algo * ts_nccl_bus_factor(r->op, r->comm_size);
+    }
+    if (row) {
+        row->calls++;
+        row->bytes += r->bytes;
+        if (gpu_ns > 0)
+            row->timed_calls++, row->timed_ns += t;
+    }
+}
+
+static void count_comm_events(const struct tslog *log, struct acct_comm *c)
+{
     for (size_t i = 0; i < log->n_comms; i++) {
         const struct tslog_comm *m = &log->comms[i];
         if (m->result != 0 && m->result != 7 /* ncclInProgress */)
@@ -81,12 +127,139 @@ int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
         case TS_COMM_ABORTED: c->aborted++; break;
         }
     }
-    /* time in collectives: each op's mean timed duration times its calls */
-    for (int op = 0; op < TS_NCCL_OP_COUNT; op++) {
-        const struct acct_op *o = &c->ops[op];
-        if (o->timed_calls)
-            c->est_ns += (uint64_t)((double)o->timed_ns / (double)o->timed_calls * (double)o->calls);
+}
+
+/* Time in collectives.  Each communicator rank's is its mean timed duration
+ * times its calls.  A process that is one rank of every communicator spends
+ * the sum of them; one that drives several ranks of a communicator runs
+ * them side by side, so its time is that of the busiest rank.  Never more
+ * than the run: an estimate from samples may overshoot it. */
+static void estimate_collective_time(struct acct_comm *c)
+{
+    bool one_rank_each = true;
+    for (size_t a = 0; a < c->n_comms; a++) {
+        struct acct_comm_row *r = &c->comms[a];
+        r->est_ns =
+            r->timed_calls ? (uint64_t)((double)r->timed_ns / (double)r->timed_calls * (double)r->calls) : 0;
+        for (size_t b = 0; b < a; b++)
+            if (c->comms[b].id == r->id)
+                one_rank_each = false;
     }
+    uint64_t est = 0;
+    for (size_t a = 0; a < c->n_comms; a++) {
+        uint64_t e = c->comms[a].est_ns;
+        est = one_rank_each ? est + e : (e > est ? e : est);
+    }
+    c->est_ns = c->run_ns && est > c->run_ns ? c->run_ns : est;
+}
+
+#define FREE_LOOKBACK 4096
+
+static bool api_is(const struct tslog *log, int32_t api, const char *name)
+{
+    return api >= 0 && (uint32_t)api < log->n_api_names && log->api_names[api]
+           && !strcmp(log->api_names[api], name);
+}
+
+static int by_time_seq(const void *a, const void *b)
+{
+    const struct tslog_event *x = *(const struct tslog_event *const *)a,
+                             *y = *(const struct tslog_event *const *)b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Device memory NCCL owns (ncclMemAlloc / ncclMemFree), replayed in time
+ * order: its calls, peak and what was still held at the end. */
+static int library_memory(const struct tslog *log, struct acct_comm *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < log->n_events; i++)
+        n +=
+            api_is(log, log->events[i].api, "ncclMemAlloc") || api_is(log, log->events[i].api, "ncclMemFree");
+    if (!n)
+        return 0;
+    const struct tslog_event **e = malloc(n * sizeof *e);
+    if (!e)
+        return -1;
+    n = 0;
+    for (size_t i = 0; i < log->n_events; i++)
+        if (api_is(log, log->events[i].api, "ncclMemAlloc") || api_is(log, log->events[i].api, "ncclMemFree"))
+            e[n++] = &log->events[i];
+    qsort(e, n, sizeof *e, by_time_seq);
+    for (size_t i = 0; i < n; i++) {
+        if (e[i]->result || !e[i]->ptr)
+            continue;
+        if (e[i]->type == TS_REC_ALLOC) {
+            c->mem_allocs++;
+            c->mem_live += e[i]->bytes;
+            if (c->mem_live > c->mem_peak)
+                c->mem_peak = c->mem_live;
+            continue;
+        }
+        /* the allocation this frees: the latest of that pointer (looked for
+         * among the last FREE_LOOKBACK calls: NCCL allocates rarely) */
+        for (size_t k = i, seen = 0; k-- > 0 && seen++ < FREE_LOOKBACK;)
+            if (e[k]->type == TS_REC_ALLOC && !e[k]->result && e[k]->ptr == e[i]->ptr) {
+                c->mem_live -= e[k]->bytes < c->mem_live ? e[k]->bytes : c->mem_live;
+                c->mem_frees++;
+                break;
+            }
+    }
+    free(e);
+    return 0;
+}
+
+int acct_comm_add_site(struct acct_comm *c, const struct ts_rec_site_total *t)
+{
+    int op = t->op >= 0 && t->op < TS_NCCL_OP_COUNT ? t->op : TS_NCCL_NONE;
+    if (op == TS_NCCL_GROUP_START && t->comm_size == -1) /* group depth 0 */
+        c->group_calls += t->count - t->failed;
+    if (!ts_nccl_op_moves_data(op))
+        return 0;
+    struct acct_op *o = &c->ops[op];
+    uint64_t ok = t->count - t->failed;
+    o->failed += t->failed;
+    o->calls += ok;
+    o->bytes += t->bytes;
+    o->algo_bytes += ts_nccl_algo_bytes(op, t->bytes, t->comm_size);
+    struct tslog_nccl key = { .comm_id = t->comm_id, .rank = t->rank, .comm_size = t->comm_size };
+    struct acct_comm_row *row = comm_row(c, &key);
+    if (row) {
+        row->calls += ok;
+        row->bytes += t->bytes;
+    }
+    return 0;
+}
+
+void acct_comm_estimate(struct acct_comm *c) { estimate_collective_time(c); }
+
+int acct_comm_analyze(const struct tslog *log, struct acct_comm *c)
+{
+    memset(c, 0, sizeof *c);
+    c->run_ns = log->last_time_ns > log->first_time_ns ? log->last_time_ns - log->first_time_ns : 0;
+    double *shares;
+    if (timed_shares(log, &shares))
+        return -1;
+    for (size_t i = 0; i < log->n_nccls; i++) {
+        const struct tslog_nccl *r = &log->nccls[i];
+        int op = r->op >= 0 && r->op < TS_NCCL_OP_COUNT ? r->op : TS_NCCL_NONE;
+        if (op == TS_NCCL_GROUP_START && r->result == 0 && r->group_depth == 0)
+            c->group_calls++;
+        if (!ts_nccl_op_moves_data(op))
+            continue;
+        if (r->result != 0) {
+            c->ops[op].failed++;
+            continue;
+        }
+        count_call(c, comm_row(c, r), r, shares ? shares[i] : 0.0);
+    }
+    free(shares);
+    if (library_memory(log, c))
+        return -1;
+    count_comm_events(log, c);
+    estimate_collective_time(c);
     return 0;
 }
 
@@ -111,7 +284,7 @@ static bool any_comm(const struct acct_comm *c)
     for (int op = 0; op < TS_NCCL_OP_COUNT; op++)
         if (c->ops[op].calls || c->ops[op].failed)
             return true;
-    return c->created || c->split || c->group_calls;
+    return c->created || c->split || c->group_calls || c->mem_allocs;
 }
 
 static void gbps(FILE *f, double v)
@@ -133,6 +306,15 @@ void acct_comm_text(FILE *f, const struct acct_comm *c)
             (unsigned long long)c->created, (unsigned long long)c->split, (unsigned long long)c->destroyed,
             (unsigned long long)c->finalized, (unsigned long long)c->aborted);
     fprintf(f, "group calls         %llu\n", (unsigned long long)c->group_calls);
+    if (c->mem_allocs) {
+        char a[32], b[32];
+        fprintf(
+            f,
+            "NCCL-owned memory   %llu ncclMemAlloc, peak %s, %s live at end (library-owned device memory, "
+            "counted in DEVICE MEMORY's peak allocated, outside the pool)\n",
+            (unsigned long long)c->mem_allocs, tslog_human_bytes(c->mem_peak, a, sizeof a),
+            tslog_human_bytes(c->mem_live, b, sizeof b));
+    }
     fprintf(f, "%-14s %8s %6s %16s %8s %12s %10s %10s\n", "op", "calls", "failed", "bytes", "timed",
             "GPU ms(timed)", "algbw GB/s", "busbw GB/s");
     for (int op = 0; op < TS_NCCL_OP_COUNT; op++) {
@@ -193,10 +375,17 @@ void acct_comm_json(const struct acct_json *j, const struct acct_comm *c)
         j->u64(x, "bytes", r->bytes);
         j->u64(x, "timed_calls", r->timed_calls);
         j->u64(x, "timed_gpu_ns", r->timed_ns);
+        j->u64(x, "estimated_collective_ns", r->est_ns);
         j->close(x, '}');
     }
     j->close(x, ']');
     j->u64(x, "group_calls", c->group_calls);
+    j->open(x, "library_memory", '{');
+    j->u64(x, "allocations", c->mem_allocs);
+    j->u64(x, "frees", c->mem_frees);
+    j->u64(x, "peak_bytes", c->mem_peak);
+    j->u64(x, "live_bytes", c->mem_live);
+    j->close(x, '}');
     j->u64(x, "comms_created", c->created);
     j->u64(x, "comms_split", c->split);
     j->u64(x, "comms_destroyed", c->destroyed);
@@ -437,11 +626,11 @@ int acct_log_analyze(const struct tslog *log, struct acct_log *a)
 {
     memset(a, 0, sizeof *a);
     a->has_gemm = log->n_gemms > 0;
-    a->has_nccl = log->n_nccls > 0 || log->n_comms > 0;
     if (acct_compute_analyze(log, getenv("TRAINSHIM_PEAK_TFLOPS"), &a->c) || acct_comm_analyze(log, &a->m)) {
         acct_log_free(a);
         return -1;
     }
+    a->has_nccl = log->n_nccls > 0 || log->n_comms > 0 || a->m.mem_allocs;
     return 0;
 }
 

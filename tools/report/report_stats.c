@@ -228,6 +228,15 @@ static int on_error(struct stats *s, const struct tslog *log, const struct tslog
     return add_error(s, e->api, e->result, 1, name);
 }
 
+int stats_add_result(struct stats *s, const struct tslog *log, int32_t api, int32_t code, uint64_t count)
+{
+    const char *name = api >= 0 && (uint32_t)api < log->n_api_names ? log->api_names[api] : NULL;
+    if (stats_is_status(name, code))
+        return add_count(&s->statuses, &s->n_statuses, api, code, count, name);
+    s->error_records += count;
+    return add_error(s, api, code, count, name);
+}
+
 /* The figures the reader already summed: the copy engine's and the pools'. */
 static void take_log_totals(struct stats *s, const struct tslog *log)
 {

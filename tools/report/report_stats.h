@@ -53,4 +53,7 @@ int stats_analyze(struct tslog *log, struct stats *s);
 /* Totals over ranks: counts and bytes add up; the peak adds up too (each rank
  * has its own devices; the caller keeps the largest single rank's apart). */
 int stats_add(struct stats *t, const struct stats *s);
+/* Adds count results code of api (a size-capped log's totals): to the
+ * statuses or to the errors, as stats_analyze would; 0, or -1 (memory). */
+int stats_add_result(struct stats *s, const struct tslog *log, int32_t api, int32_t code, uint64_t count);
 #endif
