@@ -56,6 +56,8 @@ int emuGetFunction(void **cufunction_out, const void *host_func, const char *dev
  *   phys.current.<dev>  phys.peak.<dev>
  *   managed.migrations.h2d  managed.migrations.d2h   (pages)
  *   kernels.launched  kernels.completed
+ *   kernels.skipped  kernels.skipped.<device name>   (EMU_UNKNOWN_KERNELS=skip)
+ *   gemm.skipped  nccl.skipped  memsets.skipped       (EMU_COMPUTE=skip)
  *   nccl.<op>  cublas.gemm           (counted by those libraries)
  * Unknown names read as 0. */
 uint64_t emuGetCounter(const char *name);

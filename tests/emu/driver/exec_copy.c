@@ -7,6 +7,7 @@
  * time. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include "exec_internal.h"
+#include "common/skip_modes.h"
 #include "emu_activity.h"
 
 #include <errno.h>
@@ -456,7 +457,11 @@ static void run_memset(void *p)
     if (!emu_mem_access_ok(m->dev, (uintptr_t)m->dst, m->pitch * (m->height - 1) + m->width * (size_t)m->elsize, true))
         emu_fault_access();
     if (m->managed) emu_managed_touch((uintptr_t)m->dst, m->pitch * (m->height - 1) + m->width * (size_t)m->elsize, 1);
-    for (size_t r = 0; r < m->height; r++) {
+    /* EMU_COMPUTE=skip: checked and ordered, no byte written (untouched
+     * device pages stay uncommitted). */
+    size_t rows = emu_compute_skipped() ? 0 : m->height;
+    if (!rows) emu_counter_add_ref(EMU_COUNTER("memsets.skipped"), 1);
+    for (size_t r = 0; r < rows; r++) {
         char *row = m->dst + r * m->pitch;
         if (m->elsize == 1) { memset(row, (int)(m->value & 0xff), m->width); continue; }
         if (m->elsize == 2) {
