@@ -22,7 +22,7 @@ ALLCFLAGS := $(BASECFLAGS) $(CFLAGS)
 NVCCFLAGS ?= -O2 -cudart shared -Xcompiler -fPIC,-Wall -Wno-deprecated-gpu-targets
 LDSAN     := $(SAN)
 
-.PHONY: all emu shim tools tests bench test demo check-toolkit setup clean fuzz san-test format check-layout gpu-check
+.PHONY: all emu shim tools tests bench test demo demo-torch check-toolkit setup clean fuzz san-test format check-layout gpu-check
 all: check-toolkit emu shim tools tests
 
 check-toolkit:
@@ -285,6 +285,11 @@ fuzz: tools
 demo: setup
 	$(MAKE) all
 	bash scripts/demo.sh
+
+# a small GPT in real PyTorch under the shim (torch venv: scripts/setup-torch.sh)
+demo-torch: setup
+	$(MAKE) emu shim tools
+	bash scripts/demo-torch.sh
 
 bench: setup
 	$(MAKE) all $(BENCH_BIN)

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Device query, copies and one GEMM (tests/torch/case_basic.py) under torch's
+# four allocator setups, each with and without the shim: identical output,
+# and the emulator saw the allocator calls each setup is known to make (so a
+# setup that silently fell back to another would fail).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. tests/torch/lib.sh
+torch_env
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export EMU_JITTER_US=${EMU_JITTER_US:-50}
+
+setups=(default nocache async expandable)
+setup_env() {
+  case $1 in
+    default) echo "TORCH_SETUP=default" ;;
+    nocache) echo "PYTORCH_NO_CUDA_MEMORY_CACHING=1" ;;
+    async) echo "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" ;;
+    expandable) echo "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" ;;
+  esac
+}
+# Every setup runs even after one fails, so one run shows them all.
+bad=()
+for s in "${setups[@]}"; do
+  e=$(setup_env "$s")
+  if ! torch_py "$e" -- tests/torch/case_basic.py > "$tmp/plain.$s" 2> "$tmp/plain.$s.err"; then
+    echo "$s without the shim failed:"; tail -5 "$tmp/plain.$s.err"; bad+=("$s"); continue
+  fi
+  if ! torch_shim "$e" TRAINSHIM_LOG="$tmp/log.$s.%p" -- tests/torch/case_basic.py > "$tmp/shim.$s" 2> "$tmp/shim.$s.err"; then
+    echo "$s with the shim failed:"; tail -5 "$tmp/shim.$s.err"; bad+=("$s"); continue
+  fi
+  grep -qx ok "$tmp/plain.$s"
+  want_backend=native; [ "$s" = async ] && want_backend=cudaMallocAsync
+  grep -q "^devices .* allocator $want_backend\$" "$tmp/plain.$s" || { echo "$s: not the $want_backend allocator"; bad+=("$s"); continue; }
+  if ! same_output "$s" "$tmp/plain.$s" "$tmp/shim.$s"; then bad+=("$s"); continue; fi
+  if grep -q '^trainshim: error:' "$tmp/shim.$s.err"; then
+    echo "$s: the shim reported an internal error:"; grep '^trainshim: error:' "$tmp/shim.$s.err"; bad+=("$s"); continue
+  fi
+  echo "$s: identical with and without the shim ($(grep '^copies' "$tmp/plain.$s"))"
+done
+[ ${#bad[@]} = 0 ] || { echo "failed setups: ${bad[*]}"; exit 1; }
+# The setups reach the device allocator differently; the shim's log says how.
+for s in "${setups[@]}"; do
+  "$TRAINSHIM" report --format json "$tmp"/log.$s.* > "$tmp/report.$s.json"
+done
+"$TORCH_PY" - "$tmp" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+r = {s: json.load(open(f"{tmp}/report.{s}.json")) for s in ("default", "nocache", "async", "expandable")}
+for s, rep in r.items():
+    m = rep["memory"]
+    assert m["alloc_calls"] > 0 and m["free_calls"] <= m["alloc_calls"], (s, m)
+    print(s, "alloc_calls", m["alloc_calls"], "free_calls", m["free_calls"])
+# no caching: one device allocation per tensor, so more calls than the caching allocator's segments
+assert r["nocache"]["memory"]["alloc_calls"] > r["default"]["memory"]["alloc_calls"], "nocache made no more allocations than the caching allocator"
+PY
