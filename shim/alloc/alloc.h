@@ -100,6 +100,7 @@ typedef struct ts_alloc_stats {
     uint64_t live_blocks, segments, mapped_pages, idle_pages;
     uint64_t allocs, frees, cache_hits, thread_cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
+    uint64_t live_bytes, peak_live_bytes; /* live blocks, peak exact on every path */
 } ts_alloc_stats;
 
 #define TS_OOM_TOP 8
@@ -132,6 +133,9 @@ int ts_pool_stream_set_capturing(ts_pool *p, uint64_t stream, bool capturing);
  * after their fences. */
 int ts_pool_trim(ts_pool *p);
 void ts_pool_stats(ts_pool *p, ts_alloc_stats *out);
+/* Restarts the peaks from now: peak reserved = reserved, peak live = live
+ * (a memory pool's *_HIGH attributes set to 0). */
+void ts_pool_reset_peaks(ts_pool *p, bool reserved, bool live);
 /* The report of the last TS_ALLOC_OOM (zeroed if none). */
 void ts_pool_last_oom(ts_pool *p, ts_oom_report *out);
 /* Full consistency check (tests): 0, or -1 with a message in err. */

@@ -168,6 +168,10 @@ struct ts_pool {
     /* stats (under lock) */
     uint64_t reserved, held, pending_bytes;
     uint64_t peak_reserved, peak_held, held_at_peak;
+    /* Bytes of live blocks and their peak, exact on every path (the thread
+     * caches' hits and frees included): the memory-pool attributes a program
+     * reads (used current / high) must match the driver's to the byte. */
+    uint64_t live_bytes, live_peak;
     uint64_t live_blocks, allocs, frees, cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
     uint64_t idle_queries; /* stream_idle calls (provider) */
@@ -242,6 +246,21 @@ static inline void ts_stats_note(ts_pool *p)
     }
     if (p->held > p->peak_held)
         p->peak_held = p->held;
+}
+
+/* A block of `size` bytes went live / stopped being live (any thread, no lock). */
+static inline void ts_live_add(ts_pool *p, uint64_t size)
+{
+    uint64_t now = __atomic_add_fetch(&p->live_bytes, size, __ATOMIC_RELAXED);
+    uint64_t peak = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
+    while (now > peak
+           && !__atomic_compare_exchange_n(&p->live_peak, &peak, now, true, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED)) {
+    }
+}
+static inline void ts_live_sub(ts_pool *p, uint64_t size)
+{
+    __atomic_sub_fetch(&p->live_bytes, size, __ATOMIC_RELAXED);
 }
 
 /* provider calls, counted */
