@@ -82,6 +82,9 @@ int ts_dev_pool_mode(int dev);
 bool ts_dev_mempool_attr(uint64_t mempool, int attr, uint64_t *value);
 void ts_dev_mempool_attr_set(uint64_t mempool, int attr);
 void ts_dev_mempool_trim(uint64_t mempool, uint64_t keep);
+/* Logs how PyTorch's allocator backend was found and left at load time
+ * (devmem_torch.c); when the log opens (log/log.c). */
+void ts_dev_log_torch_backend(void);
 /* The pool's record of its last OOM; false if none. */
 struct ts_oom_report;
 bool ts_dev_last_oom(int dev, struct ts_oom_report *out);

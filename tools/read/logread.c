@@ -41,6 +41,19 @@ static void take(void *dst, size_t dst_size, const unsigned char *rec, uint32_t 
     memcpy(dst, rec, len < dst_size ? len : dst_size);
 }
 
+static void read_torch_backend(struct tslog *log, const unsigned char *rec, uint32_t len)
+{
+    struct ts_rec_torch_backend t;
+    take(&t, sizeof t, rec, len);
+    log->torch_backend_case = t.backend_case;
+    size_t avail = len > sizeof t ? len - sizeof t : 0;
+    size_t n = t.conf_len < avail ? t.conf_len : avail;
+    if (n >= sizeof log->torch_alloc_conf)
+        n = sizeof log->torch_alloc_conf - 1;
+    memcpy(log->torch_alloc_conf, rec + sizeof t, n);
+    log->torch_alloc_conf[n] = 0;
+}
+
 static int push_event(struct tslog *log, const struct tslog_event *e)
 {
     if (log->n_events == log->cap_events) {
@@ -458,6 +471,7 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
         }
         case TS_REC_POOL_STATS: read_pool_stats(log, rec, h.len); break;
         case TS_REC_POOL_OOM: log->n_pool_oom_records++; break;
+        case TS_REC_TORCH_BACKEND: read_torch_backend(log, rec, h.len); break;
         /* CUPTI activity: read by tools/report/report_gpu.c from the file itself */
         case TS_REC_GPU_KERNEL:
         case TS_REC_GPU_MEMCPY:

@@ -151,6 +151,7 @@ struct acct_log {
     /* an ADVICE line measured elsewhere (the GPU TIMELINE's idle gaps,
      * tools/report/report_gpu.c), empty when none; the caller fills it */
     char gpu_advice[256];
+    char torch_advice[256]; /* PyTorch's allocator kept from trainshim (RUN's "torch alloc") */
 };
 /* Analyzes once (peaks from TRAINSHIM_PEAK_TFLOPS in the report's
  * environment, else the run's, else the device table).  0 or -1 (memory). */

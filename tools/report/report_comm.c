@@ -458,6 +458,8 @@ static int log_advice(const struct acct_log *a, const struct acct_copy_facts *cp
     int n = acct_advice(a->has_gemm ? &a->c : NULL, a->has_nccl ? &a->m : NULL, cp, run_ns, lines);
     if (a->gpu_advice[0] && n < ACCT_MAX_ADVICE)
         snprintf(lines[n++], 256, "%s", a->gpu_advice);
+    if (a->torch_advice[0] && n < ACCT_MAX_ADVICE)
+        snprintf(lines[n++], 256, "%s", a->torch_advice);
     return n;
 }
 
