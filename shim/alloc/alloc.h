@@ -69,6 +69,10 @@ enum ts_alloc_mode { TS_ALLOC_EXPANDABLE = 0, TS_ALLOC_CACHING = 1, TS_ALLOC_OFF
 enum ts_alloc_status { TS_ALLOC_OK = 0, TS_ALLOC_OOM = 1, TS_ALLOC_ERROR = 2, TS_ALLOC_INVALID = 3 };
 
 /* alloc flags */
+/* The stream of synchronous allocations and frees (cudaMalloc, cudaFree):
+ * a live block's stream is its allocation's (thread caches reuse a block only
+ * on the stream it was freed on, or synchronously after a synchronous free). */
+#define TS_STREAM_NONE UINT64_MAX
 #define TS_AF_CAPTURING 0x1u /* the stream is capturing: no fence work, no thread cache */
 /* free flags */
 #define TS_FF_STREAM_ORDERED 0x1u /* cudaFreeAsync semantics on `stream` */
@@ -100,7 +104,7 @@ typedef struct ts_alloc_stats {
     uint64_t live_blocks, segments, mapped_pages, idle_pages;
     uint64_t allocs, frees, cache_hits, thread_cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
-    uint64_t live_bytes, peak_live_bytes; /* live blocks, peak exact on every path */
+    uint64_t live_bytes, peak_live_bytes; /* live stream-ordered blocks, peak exact on every path */
 } ts_alloc_stats;
 
 #define TS_OOM_TOP 8

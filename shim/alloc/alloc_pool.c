@@ -360,7 +360,7 @@ bool ts_pool_alloc_cached(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *
     }
     if (hit != 1)
         return false;
-    ts_live_add(p, rsize); /* a thread cache holds blocks of exactly rsize */
+    ts_live_add(p, rsize, stream); /* a thread cache holds blocks of exactly rsize */
     return true;
 }
 
@@ -379,7 +379,7 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
     bool tc = !(flags & TS_AF_CAPTURING) && !p->cfg.no_thread_cache;
     int hit = tc ? ts_tcache_alloc(p, rsize, stream, ptr) : 0;
     if (hit == 1) {
-        ts_live_add(p, rsize);
+        ts_live_add(p, rsize, stream);
         return TS_ALLOC_OK;
     }
     pthread_mutex_lock(&p->lock);
@@ -389,7 +389,7 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
         ts_fence_refresh(p);
         pthread_mutex_unlock(&p->lock);
         if (ts_tcache_alloc(p, rsize, stream, ptr) == 1) {
-            ts_live_add(p, rsize);
+            ts_live_add(p, rsize, stream);
             return TS_ALLOC_OK;
         }
         pthread_mutex_lock(&p->lock);
@@ -421,7 +421,7 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
             rc = TS_ALLOC_ERROR;
         } else {
             ts_stats_note(p);
-            ts_live_add(p, b->size);
+            ts_live_add(p, b->size, stream);
             *ptr = b->addr;
         }
     }
@@ -459,7 +459,7 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
         ts_block *b = ts_map_find(&p->map, ptr);
         if (b && __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE) {
             __atomic_store_n(&b->state, TS_B_TCACHED, __ATOMIC_RELAXED);
-            ts_live_sub(p, b->size);
+            ts_live_sub(p, b->size, b->stream);
             free_to_cache(p, b, stream, so);
             return TS_ALLOC_OK;
         }
@@ -470,7 +470,7 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
         ts_map_unlock(s);
         return TS_ALLOC_INVALID;
     }
-    ts_live_sub(p, b->size);
+    ts_live_sub(p, b->size, b->stream);
     if (cached) {
         __atomic_store_n(&b->state, TS_B_TCACHED, __ATOMIC_RELAXED);
         ts_map_unlock(s);

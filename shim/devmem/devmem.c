@@ -49,7 +49,7 @@
 
 #define TS_DEV_MAX 64
 /* An impossible stream handle: synchronous allocations and frees. */
-#define TS_DEV_NO_STREAM UINT64_MAX
+#define TS_DEV_NO_STREAM TS_STREAM_NONE
 #define TS_DEV_MAX_STREAMS 1024
 
 /* The provider a pool sees: the driver provider's table with devmem's own

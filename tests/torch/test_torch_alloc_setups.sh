@@ -10,13 +10,25 @@ torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export EMU_JITTER_US=${EMU_JITTER_US:-50}
 
-setups=(default nocache async expandable)
+# shim_default: the user names no allocator; the shim adds
+# backend:cudaMallocAsync at load time, so the run must match torch's
+# cudaMallocAsync backend without the shim.  default: torch's native
+# allocator under the shim (TRAINSHIM_TORCH_BACKEND=off).
+setups=(default nocache async expandable shim_default)
 setup_env() {
   case $1 in
     default) echo "TORCH_SETUP=default" ;;
     nocache) echo "PYTORCH_NO_CUDA_MEMORY_CACHING=1" ;;
     async) echo "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" ;;
     expandable) echo "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" ;;
+    shim_default) echo "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" ;;
+  esac
+}
+shim_env() {
+  case $1 in
+    default) echo "TRAINSHIM_TORCH_BACKEND=off" ;;
+    shim_default) echo "TORCH_SETUP=shim_default" ;;
+    *) setup_env "$1" ;;
   esac
 }
 # Every setup runs even after one fails, so one run shows them all.
@@ -26,11 +38,11 @@ for s in "${setups[@]}"; do
   if ! torch_py "$e" -- tests/torch/case_basic.py > "$tmp/plain.$s" 2> "$tmp/plain.$s.err"; then
     echo "$s without the shim failed:"; tail -5 "$tmp/plain.$s.err"; bad+=("$s"); continue
   fi
-  if ! torch_shim "$e" TRAINSHIM_LOG="$tmp/log.$s.%p" -- tests/torch/case_basic.py > "$tmp/shim.$s" 2> "$tmp/shim.$s.err"; then
+  if ! torch_shim "$(shim_env "$s")" TRAINSHIM_LOG="$tmp/log.$s.%p" -- tests/torch/case_basic.py > "$tmp/shim.$s" 2> "$tmp/shim.$s.err"; then
     echo "$s with the shim failed:"; tail -5 "$tmp/shim.$s.err"; bad+=("$s"); continue
   fi
   grep -qx ok "$tmp/plain.$s"
-  want_backend=native; [ "$s" = async ] && want_backend=cudaMallocAsync
+  want_backend=native; case $s in async|shim_default) want_backend=cudaMallocAsync ;; esac
   grep -q "^devices .* allocator $want_backend\$" "$tmp/plain.$s" || { echo "$s: not the $want_backend allocator"; bad+=("$s"); continue; }
   if ! same_output "$s" "$tmp/plain.$s" "$tmp/shim.$s"; then bad+=("$s"); continue; fi
   if grep -q '^trainshim: error:' "$tmp/shim.$s.err"; then
