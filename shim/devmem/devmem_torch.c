@@ -6,9 +6,12 @@
  * gets backend:cudaMallocAsync when it names no backend of its own.  It is
  * only an environment variable: a program without torch never reads it.
  *
- * The user's choice stands: a backend named, expandable_segments:True (torch's
- * own expandable allocator) or PYTORCH_NO_CUDA_MEMORY_CACHING leave the
- * variable as it is, and so does TRAINSHIM_TORCH_BACKEND=off.  Which case
+ * The user's choice stands: a backend named, expandable_segments (torch's
+ * own allocator tuned) or PYTORCH_NO_CUDA_MEMORY_CACHING leave the
+ * variable as it is, and so does TRAINSHIM_TORCH_BACKEND=off.  So does a
+ * distributed launch (see choose_backend).  torch's memory history and
+ * snapshots (torch.cuda.memory._record_memory_history) are refused under
+ * cudaMallocAsync: a program using them needs backend:native.  Which case
  * applied is logged with the first device pool (the report's RUN section). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,13 +75,19 @@ static uint32_t choose_backend(void)
     char v[64];
     if (conf && conf_value(conf, "backend", v, sizeof v))
         return strcmp(v, "cudaMallocAsync") ? TS_TORCH_BACKEND_NATIVE : TS_TORCH_BACKEND_ASYNC;
-    if (conf && conf_value(conf, "expandable_segments", v, sizeof v) && !strcmp(v, "True"))
-        return TS_TORCH_BACKEND_EXPANDABLE;
+    /* expandable_segments tunes torch's native allocator: the user's choice */
+    if (conf && conf_value(conf, "expandable_segments", v, sizeof v))
+        return strcmp(v, "True") ? TS_TORCH_BACKEND_NATIVE : TS_TORCH_BACKEND_EXPANDABLE;
     const char *nocache = getenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
     if (nocache && *nocache && strcmp(nocache, "0"))
         return TS_TORCH_BACKEND_NO_CACHING;
     if (ts_cfg()->torch_backend != 0)
         return TS_TORCH_BACKEND_OFF;
+    /* torch's NCCL process group asks the allocator for a snapshot when it
+     * is destroyed, which the cudaMallocAsync backend refuses by aborting
+     * the process: a worker of a distributed launch keeps torch's own. */
+    if (getenv("WORLD_SIZE") || getenv("TORCHELASTIC_RUN_ID"))
+        return TS_TORCH_BACKEND_DISTRIBUTED;
     char out[TORCH_CONF_MAX];
     int n = conf && *conf ? snprintf(out, sizeof out, "backend:cudaMallocAsync,%s", conf)
                           : snprintf(out, sizeof out, "backend:cudaMallocAsync");

@@ -496,12 +496,13 @@ static inline uint32_t ts_rec_check(const void *rec, uint32_t len)
 #define TS_REC_TORCH_BACKEND 48
 
 enum ts_torch_backend_case {
-    TS_TORCH_BACKEND_ADDED = 1,      /* no backend named: backend:cudaMallocAsync added */
-    TS_TORCH_BACKEND_ASYNC = 2,      /* the user named backend:cudaMallocAsync */
-    TS_TORCH_BACKEND_NATIVE = 3,     /* the user named backend:native */
-    TS_TORCH_BACKEND_EXPANDABLE = 4, /* the user chose expandable_segments:True */
-    TS_TORCH_BACKEND_NO_CACHING = 5, /* PYTORCH_NO_CUDA_MEMORY_CACHING set */
-    TS_TORCH_BACKEND_OFF = 6,        /* TRAINSHIM_TORCH_BACKEND=off */
+    TS_TORCH_BACKEND_ADDED = 1,       /* no backend named: backend:cudaMallocAsync added */
+    TS_TORCH_BACKEND_ASYNC = 2,       /* the user named backend:cudaMallocAsync */
+    TS_TORCH_BACKEND_NATIVE = 3,      /* the user named backend:native */
+    TS_TORCH_BACKEND_EXPANDABLE = 4,  /* the user chose expandable_segments:True */
+    TS_TORCH_BACKEND_NO_CACHING = 5,  /* PYTORCH_NO_CUDA_MEMORY_CACHING set */
+    TS_TORCH_BACKEND_OFF = 6,         /* TRAINSHIM_TORCH_BACKEND=off */
+    TS_TORCH_BACKEND_DISTRIBUTED = 7, /* a distributed launch (WORLD_SIZE): left alone */
 };
 
 /* TS_REC_TORCH_BACKEND: conf_len bytes follow (the variable's value as the

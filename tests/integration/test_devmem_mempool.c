@@ -4,7 +4,8 @@
  *
  * Printed (must be identical): the used-memory attributes, current and high,
  * through the runtime and the driver, after a fixed sequence of
- * cudaMallocAsync / cudaFreeAsync / cuMemAllocAsync, after setting the
+ * cudaMallocAsync / cudaFreeAsync / cuMemAllocAsync (with a cudaMalloc
+ * block alive, which the pool does not hold), after setting the
  * highs to 0 (a reset to the current value) and after cudaMemPoolTrimTo; the
  * answers to bad sets (a high set to non-zero, a current set); the release
  * threshold and reuse flags as set; a pool the program creates itself, which
@@ -74,6 +75,10 @@ int main(void)
     cudaStream_t s;
     cudaStreamCreate(&s);
     show("start", pool);
+    /* synchronous memory is not the pool's: it must not count as used */
+    void *sync_block = NULL;
+    CHECK(cudaMalloc(&sync_block, 3 << 20) == cudaSuccess, "cudaMalloc");
+    show("cudaMalloc", pool);
     static const size_t sizes[] = { 4 << 20, 512, 8192, 3 << 20, 1 << 20, 96 << 10, 6 << 20, 1000, 24 << 20 };
     void *live[16];
     int n = 0;
@@ -109,6 +114,7 @@ int main(void)
         cudaFreeAsync(live[--n], s);
     cudaStreamSynchronize(s);
     show("freed", pool);
+    cudaFree(sync_block);
     CHECK(cudaMemPoolTrimTo(pool, 0) == cudaSuccess, "trim");
     show("trimmed", pool);
     cudaFreeAsync(live[0], s);

@@ -4,7 +4,9 @@
 # backend or expandable_segments the user named, PYTORCH_NO_CUDA_MEMORY_CACHING
 # and TRAINSHIM_TORCH_BACKEND=off leave torch's own choice; the report's RUN
 # section names the case and ADVICE explains what the user's native choice
-# costs; a program without torch just sees the variable.
+# costs; a distributed launch (WORLD_SIZE) keeps torch's own allocator, whose
+# NCCL process group aborts at teardown under cudaMallocAsync
+# (test_torch_ddp); a program without torch just sees the variable.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
@@ -32,7 +34,10 @@ check user_async "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" cudaMallocAsy
 check user_native "PYTORCH_CUDA_ALLOC_CONF=backend:native" native "backend:native" "native, the user's"
 check user_expandable "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" native "expandable_segments:True" \
   "native expandable_segments"
+check user_tuned "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False" native "expandable_segments:False" \
+  "native, the user's"
 check off "TRAINSHIM_TORCH_BACKEND=off" native "-" "left alone"
+check distributed "WORLD_SIZE=1" native "-" "left alone in a distributed launch"
 for name in user_native user_expandable; do
   grep -q "^- torch's own allocator" "$tmp/$name.report" || { echo "$name: no ADVICE line"; bad=1; }
 done

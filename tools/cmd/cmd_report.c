@@ -58,6 +58,8 @@ static const char *torch_backend_text(uint32_t c)
     case TS_TORCH_BACKEND_NO_CACHING:
         return "native without caching (PYTORCH_NO_CUDA_MEMORY_CACHING), the user's";
     case TS_TORCH_BACKEND_OFF: return "left alone (TRAINSHIM_TORCH_BACKEND=off)";
+    case TS_TORCH_BACKEND_DISTRIBUTED:
+        return "left alone in a distributed launch (torch's NCCL process group aborts under cudaMallocAsync)";
     default: return "unknown";
     }
 }
