@@ -68,9 +68,39 @@ static const char *conf_variable(void)
     return getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
 }
 
+/* The variable as the shim found it, for child processes: "-" unset, else
+ * "=" and the value.  Not a TRAINSHIM_ name (those are options). */
+#define ORIGINAL_CONF "_TRAINSHIM_TORCH_CONF_FOUND"
+
+static int added_conf(const char *conf, char *out, size_t n)
+{
+    return conf && *conf ? snprintf(out, n, "backend:cudaMallocAsync,%s", conf)
+                         : snprintf(out, n, "backend:cudaMallocAsync");
+}
+
+/* A child of a process where the shim added the backend inherits the added
+ * value: the variable is put back as the user left it, so that this process
+ * decides for itself (a torchrun launcher's workers are distributed). */
+static void undo_inherited(const char *var)
+{
+    const char *found = getenv(ORIGINAL_CONF);
+    const char *conf = getenv(var);
+    if (!found || !conf || (found[0] != '-' && found[0] != '='))
+        return;
+    char want[TORCH_CONF_MAX];
+    int n = added_conf(found[0] == '=' ? found + 1 : NULL, want, sizeof want);
+    if (n < 0 || (size_t)n >= sizeof want || strcmp(conf, want))
+        return; /* changed since: the user's */
+    if (found[0] == '=')
+        setenv(var, found + 1, 1);
+    else
+        unsetenv(var);
+}
+
 static uint32_t choose_backend(void)
 {
     const char *var = conf_variable();
+    undo_inherited(var);
     const char *conf = getenv(var);
     char v[64];
     if (conf && conf_value(conf, "backend", v, sizeof v))
@@ -88,13 +118,14 @@ static uint32_t choose_backend(void)
      * the process: a worker of a distributed launch keeps torch's own. */
     if (getenv("WORLD_SIZE") || getenv("TORCHELASTIC_RUN_ID"))
         return TS_TORCH_BACKEND_DISTRIBUTED;
-    char out[TORCH_CONF_MAX];
-    int n = conf && *conf ? snprintf(out, sizeof out, "backend:cudaMallocAsync,%s", conf)
-                          : snprintf(out, sizeof out, "backend:cudaMallocAsync");
-    if (n < 0 || (size_t)n >= sizeof out) {
+    char out[TORCH_CONF_MAX], found[TORCH_CONF_MAX];
+    int n = added_conf(conf, out, sizeof out);
+    int m = snprintf(found, sizeof found, "%s%s", conf ? "=" : "-", conf ? conf : "");
+    if (n < 0 || (size_t)n >= sizeof out || m < 0 || (size_t)m >= sizeof found) {
         ts_warn("%s too long to add backend:cudaMallocAsync; left as it is", var);
         return TS_TORCH_BACKEND_OFF;
     }
+    setenv(ORIGINAL_CONF, found, 1);
     setenv(var, out, 1);
     return TS_TORCH_BACKEND_ADDED;
 }
