@@ -140,6 +140,13 @@ void ts_pool_stats(ts_pool *p, ts_alloc_stats *out);
 /* Restarts the peaks from now: peak reserved = reserved, peak live = live
  * (a memory pool's *_HIGH attributes set to 0). */
 void ts_pool_reset_peaks(ts_pool *p, bool reserved, bool live);
+/* The four figures of a memory pool's usage attributes, cheaply (no walk
+ * of the free blocks as ts_pool_stats makes): reserved, peak reserved, live
+ * stream-ordered bytes and their peak. */
+typedef struct ts_pool_usage {
+    uint64_t reserved, peak_reserved, live, peak_live;
+} ts_pool_usage;
+void ts_pool_usage_of(ts_pool *p, ts_pool_usage *out);
 /* The report of the last TS_ALLOC_OOM (zeroed if none). */
 void ts_pool_last_oom(ts_pool *p, ts_oom_report *out);
 /* Full consistency check (tests): 0, or -1 with a message in err. */

@@ -61,6 +61,16 @@ void ts_pool_stats(ts_pool *p, ts_alloc_stats *o)
     pthread_mutex_unlock(&p->lock);
 }
 
+void ts_pool_usage_of(ts_pool *p, ts_pool_usage *o)
+{
+    pthread_mutex_lock(&p->lock);
+    o->reserved = p->reserved;
+    o->peak_reserved = p->peak_reserved;
+    pthread_mutex_unlock(&p->lock);
+    o->live = __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED);
+    o->peak_live = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
+}
+
 void ts_pool_reset_peaks(ts_pool *p, bool reserved, bool live)
 {
     pthread_mutex_lock(&p->lock);

@@ -712,13 +712,13 @@ bool ts_dev_mempool_attr(uint64_t mempool, int attr, uint64_t *value)
     struct devpool *d = pool_of_mempool(mempool);
     if (!d)
         return false;
-    ts_alloc_stats st;
-    ts_pool_stats(d->pool, &st);
+    ts_pool_usage u;
+    ts_pool_usage_of(d->pool, &u);
     switch (attr) {
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *value = st.reserved_bytes; return true;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *value = st.peak_reserved_bytes; return true;
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *value = st.live_bytes; return true;
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *value = st.peak_live_bytes; return true;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *value = u.reserved; return true;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *value = u.peak_reserved; return true;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *value = u.live; return true;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *value = u.peak_live; return true;
     default: return false;
     }
 }
@@ -739,10 +739,10 @@ void ts_dev_mempool_trim(uint64_t mempool, uint64_t keep)
     struct devpool *d = pool_of_mempool(mempool);
     if (!d)
         return;
-    ts_alloc_stats st;
-    ts_pool_stats(d->pool, &st);
+    ts_pool_usage u;
+    ts_pool_usage_of(d->pool, &u);
     /* The pool gives back all it holds idle or none of it: trimming is
      * worth it only when it holds more than the program keeps. */
-    if (st.reserved_bytes > keep)
+    if (u.reserved > keep)
         ts_pool_trim(d->pool);
 }
