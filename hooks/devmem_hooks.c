@@ -156,6 +156,80 @@ CUresult ts_body_cuMemGetInfo_v2(int api, size_t *free, size_t *total)
     DM_MEM_GET_INFO(CUresult, cuMemGetInfo_v2, api, free, total, CUDA_SUCCESS);
 }
 
+/* ---- the default memory pool ------------------------------------------- */
+
+/* The program reads the default pool's used / reserved figures (torch's
+ * cudaMallocAsync backend: memory_allocated, memory_reserved, their peaks)
+ * and resets its peaks and trims it (reset_peak_memory_stats, empty_cache).
+ * The allocations it would hold are trainshim's pool's: the driver's pool
+ * answers first (validation, errors, allocations that passed through) and
+ * trainshim's figures are added to its own. */
+#define DM_POOL_GET_BODY(ret, base, api, args, pool, attr, value, ok)                                        \
+    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    ret r = real_ args;                                                                                      \
+    uint64_t v_;                                                                                             \
+    if (outer_ && r == (ok) && (value)                                                                       \
+        && ts_dev_mempool_attr((uint64_t)(uintptr_t)(pool), (int)(attr), &v_))                               \
+        *(uint64_t *)(value) += v_;                                                                          \
+    TS_OUTER_END(api, r);                                                                                    \
+    return r
+
+#define DM_POOL_SET_BODY(ret, base, api, args, pool, attr, ok)                                               \
+    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    ret r = real_ args;                                                                                      \
+    if (outer_ && r == (ok))                                                                                 \
+        ts_dev_mempool_attr_set((uint64_t)(uintptr_t)(pool), (int)(attr));                                   \
+    TS_OUTER_END(api, r);                                                                                    \
+    return r
+
+#define DM_POOL_TRIM_BODY(ret, base, api, args, pool, keep, ok)                                              \
+    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    ret r = real_ args;                                                                                      \
+    if (outer_ && r == (ok))                                                                                 \
+        ts_dev_mempool_trim((uint64_t)(uintptr_t)(pool), keep);                                              \
+    TS_OUTER_END(api, r);                                                                                    \
+    return r
+
+cudaError_t ts_body_cudaMemPoolGetAttribute(int api, cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
+                                            void *value)
+{
+    DM_POOL_GET_BODY(cudaError_t, cudaMemPoolGetAttribute, api, (memPool, attr, value), memPool, attr, value,
+                     cudaSuccess);
+}
+
+cudaError_t ts_body_cudaMemPoolSetAttribute(int api, cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
+                                            void *value)
+{
+    DM_POOL_SET_BODY(cudaError_t, cudaMemPoolSetAttribute, api, (memPool, attr, value), memPool, attr,
+                     cudaSuccess);
+}
+
+cudaError_t ts_body_cudaMemPoolTrimTo(int api, cudaMemPool_t memPool, size_t minBytesToKeep)
+{
+    DM_POOL_TRIM_BODY(cudaError_t, cudaMemPoolTrimTo, api, (memPool, minBytesToKeep), memPool, minBytesToKeep,
+                      cudaSuccess);
+}
+
+CUresult ts_body_cuMemPoolGetAttribute(int api, CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    DM_POOL_GET_BODY(CUresult, cuMemPoolGetAttribute, api, (pool, attr, value), pool, attr, value,
+                     CUDA_SUCCESS);
+}
+
+CUresult ts_body_cuMemPoolSetAttribute(int api, CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    DM_POOL_SET_BODY(CUresult, cuMemPoolSetAttribute, api, (pool, attr, value), pool, attr, CUDA_SUCCESS);
+}
+
+CUresult ts_body_cuMemPoolTrimTo(int api, CUmemoryPool pool, size_t minBytesToKeep)
+{
+    DM_POOL_TRIM_BODY(CUresult, cuMemPoolTrimTo, api, (pool, minBytesToKeep), pool, minBytesToKeep,
+                      CUDA_SUCCESS);
+}
+
 /* A pooled block is an allocation of its own (the driver would name the
  * whole page mapping or segment). */
 CUresult ts_body_cuMemGetAddressRange_v2(int api, CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)

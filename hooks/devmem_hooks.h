@@ -11,6 +11,14 @@ cudaError_t ts_body_cudaFree(int api, void *devPtr);
 cudaError_t ts_body_cudaMallocAsync(int api, void **devPtr, size_t size, cudaStream_t hStream);
 cudaError_t ts_body_cudaFreeAsync(int api, void *devPtr, cudaStream_t hStream);
 cudaError_t ts_body_cudaMemGetInfo(int api, size_t *free, size_t *total);
+cudaError_t ts_body_cudaMemPoolGetAttribute(int api, cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
+                                            void *value);
+cudaError_t ts_body_cudaMemPoolSetAttribute(int api, cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
+                                            void *value);
+cudaError_t ts_body_cudaMemPoolTrimTo(int api, cudaMemPool_t memPool, size_t minBytesToKeep);
+CUresult ts_body_cuMemPoolGetAttribute(int api, CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+CUresult ts_body_cuMemPoolSetAttribute(int api, CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+CUresult ts_body_cuMemPoolTrimTo(int api, CUmemoryPool pool, size_t minBytesToKeep);
 /* legacy IPC (hooks/ipc_hooks.c) */
 cudaError_t ts_body_cudaIpcGetMemHandle(int api, cudaIpcMemHandle_t *handle, void *devPtr);
 cudaError_t ts_body_cudaIpcOpenMemHandle(int api, void **devPtr, cudaIpcMemHandle_t handle,

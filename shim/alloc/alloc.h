@@ -69,6 +69,10 @@ enum ts_alloc_mode { TS_ALLOC_EXPANDABLE = 0, TS_ALLOC_CACHING = 1, TS_ALLOC_OFF
 enum ts_alloc_status { TS_ALLOC_OK = 0, TS_ALLOC_OOM = 1, TS_ALLOC_ERROR = 2, TS_ALLOC_INVALID = 3 };
 
 /* alloc flags */
+/* The stream of synchronous allocations and frees (cudaMalloc, cudaFree):
+ * a live block's stream is its allocation's (thread caches reuse a block only
+ * on the stream it was freed on, or synchronously after a synchronous free). */
+#define TS_STREAM_NONE UINT64_MAX
 #define TS_AF_CAPTURING 0x1u /* the stream is capturing: no fence work, no thread cache */
 /* free flags */
 #define TS_FF_STREAM_ORDERED 0x1u /* cudaFreeAsync semantics on `stream` */
@@ -100,6 +104,7 @@ typedef struct ts_alloc_stats {
     uint64_t live_blocks, segments, mapped_pages, idle_pages;
     uint64_t allocs, frees, cache_hits, thread_cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
+    uint64_t live_bytes, peak_live_bytes; /* live stream-ordered blocks, peak exact on every path */
 } ts_alloc_stats;
 
 #define TS_OOM_TOP 8
@@ -132,6 +137,16 @@ int ts_pool_stream_set_capturing(ts_pool *p, uint64_t stream, bool capturing);
  * after their fences. */
 int ts_pool_trim(ts_pool *p);
 void ts_pool_stats(ts_pool *p, ts_alloc_stats *out);
+/* Restarts the peaks from now: peak reserved = reserved, peak live = live
+ * (a memory pool's *_HIGH attributes set to 0). */
+void ts_pool_reset_peaks(ts_pool *p, bool reserved, bool live);
+/* The four figures of a memory pool's usage attributes, cheaply (no walk
+ * of the free blocks as ts_pool_stats makes): reserved, peak reserved, live
+ * stream-ordered bytes and their peak. */
+typedef struct ts_pool_usage {
+    uint64_t reserved, peak_reserved, live, peak_live;
+} ts_pool_usage;
+void ts_pool_usage_of(ts_pool *p, ts_pool_usage *out);
 /* The report of the last TS_ALLOC_OOM (zeroed if none). */
 void ts_pool_last_oom(ts_pool *p, ts_oom_report *out);
 /* Full consistency check (tests): 0, or -1 with a message in err. */

@@ -168,6 +168,12 @@ struct ts_pool {
     /* stats (under lock) */
     uint64_t reserved, held, pending_bytes;
     uint64_t peak_reserved, peak_held, held_at_peak;
+    /* Bytes of live stream-ordered blocks (allocation stream not
+     * TS_STREAM_NONE) and their peak, exact on every path (the thread caches'
+     * hits and frees included): a default memory pool's used figures, which
+     * must match the driver's to the byte (its pool holds no cudaMalloc
+     * memory). */
+    uint64_t live_bytes, live_peak;
     uint64_t live_blocks, allocs, frees, cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
     uint64_t idle_queries; /* stream_idle calls (provider) */
@@ -255,6 +261,24 @@ static inline void ts_stats_note(ts_pool *p)
         if ((node)->next)                                                                                    \
             (node)->next->prev = (node)->prev;                                                               \
     } while (0)
+/* A block of `size` bytes allocated on `stream` went live / stopped being
+ * live (any thread, no lock); synchronous ones are not counted. */
+static inline void ts_live_add(ts_pool *p, uint64_t size, uint64_t stream)
+{
+    if (stream == TS_STREAM_NONE)
+        return;
+    uint64_t now = __atomic_add_fetch(&p->live_bytes, size, __ATOMIC_RELAXED);
+    uint64_t peak = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
+    while (now > peak
+           && !__atomic_compare_exchange_n(&p->live_peak, &peak, now, true, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED)) {
+    }
+}
+static inline void ts_live_sub(ts_pool *p, uint64_t size, uint64_t stream)
+{
+    if (stream != TS_STREAM_NONE)
+        __atomic_sub_fetch(&p->live_bytes, size, __ATOMIC_RELAXED);
+}
 
 /* provider calls, counted */
 #define TS_PCALL(p, fn, ...) ((p)->driver_calls++, (p)->prov.fn((p)->prov.ctx, __VA_ARGS__))

@@ -393,12 +393,16 @@ bool ts_pool_alloc_cached(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *
         return false;
     uint64_t rsize = ts_round_up(size, TS_ALLOC_ALIGN);
     int hit = ts_tcache_alloc(p, rsize, stream, ptr);
-    if (hit != TS_TC_STALE)
-        return hit == 1;
-    pthread_mutex_lock(&p->lock);
-    ts_fence_refresh(p);
-    pthread_mutex_unlock(&p->lock);
-    return ts_tcache_alloc(p, rsize, stream, ptr) == 1;
+    if (hit == TS_TC_STALE) {
+        pthread_mutex_lock(&p->lock);
+        ts_fence_refresh(p);
+        pthread_mutex_unlock(&p->lock);
+        hit = ts_tcache_alloc(p, rsize, stream, ptr);
+    }
+    if (hit != 1)
+        return false;
+    ts_live_add(p, rsize, stream); /* a thread cache holds blocks of exactly rsize */
+    return true;
 }
 
 int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, uint64_t *ptr)
@@ -415,16 +419,20 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
     uint64_t rsize = ts_round_up(size, TS_ALLOC_ALIGN);
     bool tc = !(flags & TS_AF_CAPTURING) && !p->cfg.no_thread_cache;
     int hit = tc ? ts_tcache_alloc(p, rsize, stream, ptr) : 0;
-    if (hit == 1)
+    if (hit == 1) {
+        ts_live_add(p, rsize, stream);
         return TS_ALLOC_OK;
+    }
     pthread_mutex_lock(&p->lock);
     if (hit == TS_TC_STALE) {
         /* cached synchronous frees of this size wait for a fence check: one
          * check makes all of them reusable (the next pairs hit again) */
         ts_fence_refresh(p);
         pthread_mutex_unlock(&p->lock);
-        if (ts_tcache_alloc(p, rsize, stream, ptr) == 1)
+        if (ts_tcache_alloc(p, rsize, stream, ptr) == 1) {
+            ts_live_add(p, rsize, stream);
             return TS_ALLOC_OK;
+        }
         pthread_mutex_lock(&p->lock);
     }
     ts_stream_ent *e = ts_fence_stream(p, stream, true);
@@ -454,6 +462,7 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
             rc = TS_ALLOC_ERROR;
         } else {
             ts_stats_note(p);
+            ts_live_add(p, b->size, stream);
             *ptr = b->addr;
         }
     }
@@ -491,6 +500,7 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
         ts_block *b = ts_map_find(&p->map, ptr);
         if (b && __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE) {
             __atomic_store_n(&b->state, TS_B_TCACHED, __ATOMIC_RELAXED);
+            ts_live_sub(p, b->size, b->stream);
             free_to_cache(p, b, stream, so);
             return TS_ALLOC_OK;
         }
@@ -501,6 +511,7 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
         ts_map_unlock(s);
         return TS_ALLOC_INVALID;
     }
+    ts_live_sub(p, b->size, b->stream);
     if (cached) {
         __atomic_store_n(&b->state, TS_B_TCACHED, __ATOMIC_RELAXED);
         ts_map_unlock(s);

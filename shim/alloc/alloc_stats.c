@@ -56,6 +56,30 @@ void ts_pool_stats(ts_pool *p, ts_alloc_stats *o)
     o->fence_records = p->fence_records;
     o->fence_waits = p->fence_waits;
     o->page_moves = p->page_moves;
+    o->live_bytes = __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED);
+    o->peak_live_bytes = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void ts_pool_usage_of(ts_pool *p, ts_pool_usage *o)
+{
+    pthread_mutex_lock(&p->lock);
+    o->reserved = p->reserved;
+    o->peak_reserved = p->peak_reserved;
+    pthread_mutex_unlock(&p->lock);
+    o->live = __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED);
+    o->peak_live = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
+}
+
+void ts_pool_reset_peaks(ts_pool *p, bool reserved, bool live)
+{
+    pthread_mutex_lock(&p->lock);
+    if (reserved) {
+        p->peak_reserved = p->reserved;
+        p->held_at_peak = p->held;
+    }
+    if (live)
+        __atomic_store_n(&p->live_peak, __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
     pthread_mutex_unlock(&p->lock);
 }
 

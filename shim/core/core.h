@@ -77,4 +77,7 @@ struct ts_rec_pool_stats;
 void ts_ev_pool_stats(const struct ts_rec_pool_stats *s);
 void ts_ev_pool_oom(int device, int mode, uint64_t requested, uint64_t reserved, uint64_t allocated,
                     uint64_t largest_free_block);
+/* PyTorch's allocator backend as the shim left it (enum ts_torch_backend_case,
+ * the variable's value or NULL). */
+void ts_ev_torch_backend(uint32_t backend_case, const char *conf);
 #endif

@@ -49,7 +49,7 @@
 
 #define TS_DEV_MAX 64
 /* An impossible stream handle: synchronous allocations and frees. */
-#define TS_DEV_NO_STREAM UINT64_MAX
+#define TS_DEV_NO_STREAM TS_STREAM_NONE
 #define TS_DEV_MAX_STREAMS 1024
 
 /* The provider a pool sees: the driver provider's table with devmem's own
@@ -65,6 +65,10 @@ struct devpool {
     ts_cuda_provider *cp;
     struct devprov prov;
     bool limited; /* TRAINSHIM_MEMORY_LIMIT caps it */
+    /* The device's default memory pool (the driver's handle): its used and
+     * reserved attributes are answered from this pool, which serves what the
+     * program would have had from it. 0: unknown. */
+    uint64_t default_mempool;
 };
 
 static struct devpool *pools[TS_DEV_MAX]; /* published with release stores */
@@ -390,6 +394,10 @@ static struct devpool *create_pool(int dev)
         return NULL;
     }
     d->limited = limit != 0;
+    ts_cuda_fn_cuDeviceGetDefaultMemPool get_default = TS_CUDA_REAL(cuDeviceGetDefaultMemPool);
+    CUmemoryPool mp = NULL;
+    if (get_default && get_default(&mp, dev) == CUDA_SUCCESS)
+        d->default_mempool = (uint64_t)(uintptr_t)mp;
     ts_pool_stream_add(d->pool, 0);
     for (int i = 0; i < nknown; i++)
         if (known_streams[i].dev == dev)
@@ -678,4 +686,58 @@ void ts_dev_capture_end(void)
     while (c > 0
            && !__atomic_compare_exchange_n(&captures, &c, c - 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     }
+}
+
+/* ---- the default memory pool's attributes ------------------------------- */
+
+static struct devpool *pool_of_mempool(uint64_t mempool)
+{
+    if (!mempool || !ts_dev_pooling())
+        return NULL;
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+        if (d && d->default_mempool == mempool)
+            return d;
+    }
+    return NULL;
+}
+
+bool ts_dev_mempool_attr(uint64_t mempool, int attr, uint64_t *value)
+{
+    struct devpool *d = pool_of_mempool(mempool);
+    if (!d)
+        return false;
+    ts_pool_usage u;
+    ts_pool_usage_of(d->pool, &u);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *value = u.reserved; return true;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *value = u.peak_reserved; return true;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *value = u.live; return true;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *value = u.peak_live; return true;
+    default: return false;
+    }
+}
+
+void ts_dev_mempool_attr_set(uint64_t mempool, int attr)
+{
+    struct devpool *d = pool_of_mempool(mempool);
+    if (!d)
+        return;
+    if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+        ts_pool_reset_peaks(d->pool, true, false);
+    else if (attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+        ts_pool_reset_peaks(d->pool, false, true);
+}
+
+void ts_dev_mempool_trim(uint64_t mempool, uint64_t keep)
+{
+    struct devpool *d = pool_of_mempool(mempool);
+    if (!d)
+        return;
+    ts_pool_usage u;
+    ts_pool_usage_of(d->pool, &u);
+    /* The pool gives back all it holds idle or none of it: trimming is
+     * worth it only when it holds more than the program keeps. */
+    if (u.reserved > keep)
+        ts_pool_trim(d->pool);
 }

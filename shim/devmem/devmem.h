@@ -72,6 +72,23 @@ struct ts_alloc_stats;
 bool ts_dev_stats(int dev, struct ts_alloc_stats *out);
 /* enum ts_alloc_mode of dev's pool; -1 if none. */
 int ts_dev_pool_mode(int dev);
+/* The device's default memory pool (the driver's handle, which the program
+ * gets from cudaDeviceGetDefaultMemPool and the like): what it would hold
+ * without the shim is what trainshim's pool holds for the device.  Pools the
+ * program creates itself are the driver's alone (no answer here).
+ *   ts_dev_mempool_attr: the used / reserved current and high attributes
+ *     (CUmemPool_attribute values) of a default pool trainshim serves: true
+ *     and *value, else false (the driver's answer stands);
+ *   ts_dev_mempool_attr_set: after the driver accepted a set: a *_HIGH
+ *     attribute set (to 0) restarts trainshim's peak from the current value;
+ *   ts_dev_mempool_trim: after the driver's cudaMemPoolTrimTo: trainshim's
+ *     pool gives its idle pages back when it holds more than `keep`. */
+bool ts_dev_mempool_attr(uint64_t mempool, int attr, uint64_t *value);
+void ts_dev_mempool_attr_set(uint64_t mempool, int attr);
+void ts_dev_mempool_trim(uint64_t mempool, uint64_t keep);
+/* Logs how PyTorch's allocator backend was found and left at load time
+ * (devmem_torch.c); when the log opens (log/log.c). */
+void ts_dev_log_torch_backend(void);
 /* The pool's record of its last OOM; false if none. */
 struct ts_oom_report;
 bool ts_dev_last_oom(int dev, struct ts_oom_report *out);

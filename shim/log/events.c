@@ -273,3 +273,18 @@ void ts_ev_pool_oom(int device, int mode, uint64_t requested, uint64_t reserved,
     r->largest_free_block = largest_free_block;
     ts_log_commit(&r->h);
 }
+
+void ts_ev_torch_backend(uint32_t backend_case, const char *conf)
+{
+    uint32_t n = conf ? (uint32_t)strnlen(conf, 4096) : 0;
+    uint32_t len = ts_rec_align((uint32_t)sizeof(struct ts_rec_torch_backend) + n);
+    struct ts_rec_torch_backend *r = (struct ts_rec_torch_backend *)ts_log_reserve(len, TS_REC_TORCH_BACKEND);
+    if (!r)
+        return;
+    r->backend_case = backend_case;
+    r->conf_len = n;
+    char *text = (char *)(r + 1);
+    memcpy(text, conf ? conf : "", n);
+    memset(text + n, 0, len - sizeof *r - n);
+    ts_log_commit(&r->h);
+}

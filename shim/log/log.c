@@ -700,6 +700,11 @@ static void do_open(void)
     atomic_store_explicit(&g_state, ST_OPEN, memory_order_release);
 }
 
+/* shim/devmem/devmem_torch.c: logs torch's allocator backend as the shim
+ * left it at load time, once the log exists (a program that logs nothing
+ * gets no log for it). */
+void ts_dev_log_torch_backend(void) __attribute__((weak));
+
 static bool open_slow(void)
 {
     int st = atomic_load_explicit(&g_state, memory_order_acquire);
@@ -708,12 +713,16 @@ static bool open_slow(void)
     if (st != ST_NEW || tls_opening)
         return false;
     pthread_mutex_lock(&g_open_mu);
+    bool opened = false;
     if (atomic_load(&g_state) == ST_NEW) {
         tls_opening = true;
         do_open();
         tls_opening = false;
+        opened = atomic_load(&g_state) == ST_OPEN;
     }
     pthread_mutex_unlock(&g_open_mu);
+    if (opened && ts_dev_log_torch_backend)
+        ts_dev_log_torch_backend();
     return atomic_load(&g_state) == ST_OPEN;
 }
 

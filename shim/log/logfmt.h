@@ -583,4 +583,27 @@ static inline uint32_t ts_rec_check(const void *rec, uint32_t len)
     h = ts_rec_mix64(h);
     return (uint32_t)h ^ (uint32_t)(h >> 32);
 }
+/* ---- PyTorch's allocator backend (shim/devmem/devmem_torch.c): how the
+ * shim found and left PYTORCH_CUDA_ALLOC_CONF at load time, written with the
+ * first device pool.  Numbered apart like the accounting records. */
+#define TS_REC_TORCH_BACKEND 49
+
+enum ts_torch_backend_case {
+    TS_TORCH_BACKEND_ADDED = 1,       /* no backend named: backend:cudaMallocAsync added */
+    TS_TORCH_BACKEND_ASYNC = 2,       /* the user named backend:cudaMallocAsync */
+    TS_TORCH_BACKEND_NATIVE = 3,      /* the user named backend:native */
+    TS_TORCH_BACKEND_EXPANDABLE = 4,  /* the user chose expandable_segments:True */
+    TS_TORCH_BACKEND_NO_CACHING = 5,  /* PYTORCH_NO_CUDA_MEMORY_CACHING set */
+    TS_TORCH_BACKEND_OFF = 6,         /* TRAINSHIM_TORCH_BACKEND=off */
+    TS_TORCH_BACKEND_DISTRIBUTED = 7, /* a distributed launch (WORLD_SIZE): left alone */
+};
+
+/* TS_REC_TORCH_BACKEND: conf_len bytes follow (the variable's value as the
+ * program got it, no terminator), padded to 8. */
+struct ts_rec_torch_backend {
+    struct ts_rec_hdr h;
+    uint32_t backend_case; /* enum ts_torch_backend_case */
+    uint32_t conf_len;
+};
+_Static_assert(sizeof(struct ts_rec_torch_backend) == 32, "torch backend layout");
 #endif

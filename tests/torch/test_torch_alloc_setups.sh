@@ -10,13 +10,25 @@ torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export EMU_JITTER_US=${EMU_JITTER_US:-50}
 
-setups=(default nocache async expandable)
+# shim_default: the user names no allocator; the shim adds
+# backend:cudaMallocAsync at load time, so the run must match torch's
+# cudaMallocAsync backend without the shim.  default: torch's native
+# allocator under the shim (TRAINSHIM_TORCH_BACKEND=off).
+setups=(default nocache async expandable shim_default)
 setup_env() {
   case $1 in
     default) echo "TORCH_SETUP=default" ;;
     nocache) echo "PYTORCH_NO_CUDA_MEMORY_CACHING=1" ;;
     async) echo "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" ;;
     expandable) echo "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" ;;
+    shim_default) echo "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" ;;
+  esac
+}
+shim_env() {
+  case $1 in
+    default) echo "TRAINSHIM_TORCH_BACKEND=off" ;;
+    shim_default) echo "TORCH_SETUP=shim_default" ;;
+    *) setup_env "$1" ;;
   esac
 }
 # Every setup runs even after one fails, so one run shows them all.
@@ -26,7 +38,7 @@ for s in "${setups[@]}"; do
   # the two runs at once: the machine has two cores
   torch_py "$e" -- tests/torch/case_basic.py > "$tmp/plain.$s" 2> "$tmp/plain.$s.err" & plain_pid=$!
   shim_rc=0 plain_rc=0
-  torch_shim "$e" TRAINSHIM_LOG="$tmp/log.$s.%p" -- tests/torch/case_basic.py > "$tmp/shim.$s" 2> "$tmp/shim.$s.err" || shim_rc=$?
+  torch_shim "$(shim_env "$s")" TRAINSHIM_LOG="$tmp/log.$s.%p" -- tests/torch/case_basic.py > "$tmp/shim.$s" 2> "$tmp/shim.$s.err" || shim_rc=$?
   wait $plain_pid || plain_rc=$?
   if [ $plain_rc != 0 ]; then
     echo "$s without the shim failed:"; tail -5 "$tmp/plain.$s.err"; bad+=("$s"); continue
@@ -35,11 +47,11 @@ for s in "${setups[@]}"; do
     echo "$s with the shim failed:"; tail -5 "$tmp/shim.$s.err"; bad+=("$s"); continue
   fi
   grep -qx ok "$tmp/plain.$s"
-  want_backend=native; [ "$s" = async ] && want_backend=cudaMallocAsync
+  want_backend=native; case $s in async|shim_default) want_backend=cudaMallocAsync ;; esac
   grep -q "^devices .* allocator $want_backend\$" "$tmp/plain.$s" || { echo "$s: not the $want_backend allocator"; bad+=("$s"); continue; }
   # torch's snapshot: no segments without caching, none for cudaMallocAsync
   case $s in default) want_segs="expandable \[False\]" ;; expandable) want_segs="expandable \[True\]" ;;
-    nocache) want_segs="expandable \[\]" ;; async) want_segs= ;; esac
+    nocache) want_segs="expandable \[\]" ;; async|shim_default) want_segs= ;; esac
   [ -z "$want_segs" ] || grep -qx "$want_segs" "$tmp/plain.$s" || { echo "$s: segments are not $want_segs"; bad+=("$s"); continue; }
   if ! same_output "$s" "$tmp/plain.$s" "$tmp/shim.$s"; then bad+=("$s"); continue; fi
   if ! no_shim_error "$tmp/shim.$s.err"; then bad+=("$s"); continue; fi

@@ -47,6 +47,38 @@ static const char *status_text(const struct tslog *log)
     return log->complete ? "complete" : "incomplete";
 }
 
+/* How PyTorch's allocator backend was found and left at load time. */
+static const char *torch_backend_text(uint32_t c)
+{
+    switch (c) {
+    case TS_TORCH_BACKEND_ADDED:
+        return "cudaMallocAsync, added by trainshim: every tensor served by trainshim";
+    case TS_TORCH_BACKEND_ASYNC: return "cudaMallocAsync, the user's: every tensor served by trainshim";
+    case TS_TORCH_BACKEND_NATIVE:
+        return "native, the user's: torch caches tensors in segments trainshim backs";
+    case TS_TORCH_BACKEND_EXPANDABLE:
+        return "native expandable_segments, the user's: torch maps its own pages";
+    case TS_TORCH_BACKEND_NO_CACHING:
+        return "native without caching (PYTORCH_NO_CUDA_MEMORY_CACHING), the user's";
+    case TS_TORCH_BACKEND_OFF: return "left alone (TRAINSHIM_TORCH_BACKEND=off)";
+    case TS_TORCH_BACKEND_DISTRIBUTED:
+        return "left alone in a distributed launch (torch's NCCL process group aborts under cudaMallocAsync)";
+    default: return "unknown";
+    }
+}
+
+static void torch_backend_advice(const struct tslog *log, char *out, size_t n)
+{
+    out[0] = 0;
+    uint32_t c = log->torch_backend_case;
+    if (c == TS_TORCH_BACKEND_NATIVE || c == TS_TORCH_BACKEND_EXPANDABLE)
+        snprintf(
+            out, n,
+            "torch's own allocator (%s) keeps tensors in its segments: trainshim cannot reuse, defragment "
+            "or report them per tensor; drop that setting to let it serve each tensor",
+            c == TS_TORCH_BACKEND_NATIVE ? "backend:native" : "expandable_segments:True");
+}
+
 static void text_run(FILE *f, const struct tslog *log)
 {
     char b[64];
@@ -76,6 +108,12 @@ static void text_run(FILE *f, const struct tslog *log)
                 "dropped       %llu events not logged (log buffers exhausted or a failed write, e.g. a full "
                 "disk)\n",
                 (unsigned long long)log->end_records_dropped);
+    if (log->torch_backend_case) {
+        fprintf(f, "torch alloc   %s (", torch_backend_text(log->torch_backend_case));
+        print_sanitized(f,
+                        log->torch_alloc_conf[0] ? log->torch_alloc_conf : "PYTORCH_CUDA_ALLOC_CONF unset");
+        fprintf(f, ")\n");
+    }
     for (size_t i = 0; i < log->n_devices; i++) {
         const struct tslog_device *d = &log->devices[i];
         fprintf(f, "device %-6d ", d->ordinal);
@@ -566,6 +604,7 @@ static int load_log(struct report_input *in, int i, const char *path)
     capped_free(&cl);
     gpu_log_advice(log, in->acct[i].gpu_advice, sizeof in->acct[i].gpu_advice);
     numa_log_advice(log, in->acct[i].numa_advice, sizeof in->acct[i].numa_advice);
+    torch_backend_advice(log, in->acct[i].torch_advice, sizeof in->acct[i].torch_advice);
     return rc;
 }
 

@@ -41,6 +41,19 @@ static void take(void *dst, size_t dst_size, const unsigned char *rec, uint32_t 
     memcpy(dst, rec, len < dst_size ? len : dst_size);
 }
 
+static void read_torch_backend(struct tslog *log, const unsigned char *rec, uint32_t len)
+{
+    struct ts_rec_torch_backend t;
+    take(&t, sizeof t, rec, len);
+    log->torch_backend_case = t.backend_case;
+    size_t avail = len > sizeof t ? len - sizeof t : 0;
+    size_t n = t.conf_len < avail ? t.conf_len : avail;
+    if (n >= sizeof log->torch_alloc_conf)
+        n = sizeof log->torch_alloc_conf - 1;
+    memcpy(log->torch_alloc_conf, rec + sizeof t, n);
+    log->torch_alloc_conf[n] = 0;
+}
+
 void *tslog_push_item(void **arr, size_t *n, size_t *cap, size_t size)
 {
     if (*n == *cap) {
@@ -491,6 +504,7 @@ static const char *dispatch_record(struct tslog *log, const unsigned char *rec, 
     case TS_REC_GPU_CLOCK:
     case TS_REC_GPU_STATUS: break;
     case TS_REC_NUMA: break; /* read by tools/report/report_numa.c */
+    case TS_REC_TORCH_BACKEND: read_torch_backend(log, rec, h->len); break;
     case TS_REC_END: read_end(log, h, rec); break;
     default: log->n_unknown++; break;
     }

@@ -136,6 +136,10 @@ struct tslog {
     uint64_t pool_peak_reserved, pool_allocated_at_reserved_peak, pool_peak_allocated;
     uint64_t pool_driver_calls, pool_cache_hits, pool_ooms;
     uint64_t n_pool_oom_records;
+    /* TS_REC_TORCH_BACKEND: enum ts_torch_backend_case (0: none logged) and
+     * the allocator configuration the program got */
+    uint32_t torch_backend_case;
+    char torch_alloc_conf[256];
     struct tslog_pool_dev pool_dev[TSLOG_POOL_DEVS];
 };
 

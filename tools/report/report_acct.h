@@ -171,6 +171,7 @@ struct acct_log {
     char gpu_advice[256];
     /* the NUMA placement's ADVICE line (tools/report/report_numa.c), "" when none */
     char numa_advice[256];
+    char torch_advice[256]; /* PyTorch's allocator kept from trainshim (RUN's "torch alloc") */
 };
 /* Analyzes once (peaks from TRAINSHIM_PEAK_TFLOPS in the report's
  * environment, else the run's, else the device table).  0 or -1 (memory). */

@@ -649,6 +649,8 @@ static int log_advice(const struct acct_log *a, const struct acct_copy_facts *cp
         snprintf(lines[n++], 256, "%s", a->gpu_advice);
     if (a->numa_advice[0] && n < ACCT_MAX_ADVICE)
         snprintf(lines[n++], 256, "%s", a->numa_advice);
+    if (a->torch_advice[0] && n < ACCT_MAX_ADVICE)
+        snprintf(lines[n++], 256, "%s", a->torch_advice);
     return n;
 }
 
