@@ -25,6 +25,7 @@
 #define PRECISION_MIN_SHARE 0.10
 #define HEADROOM_MAX_USED 0.50
 #define HEADROOM_TARGET 0.90 /* the share of device memory a larger batch may plan for */
+#define HEADROOM_FACTOR_SHOWN 16.0
 #define LAUNCH_GAP_NS 50000ull
 #define LAUNCH_MIN_IDLE_SHARE 0.10
 #define LAUNCH_MIN_KERNELS 200
@@ -163,12 +164,17 @@ static void headroom_text(struct advice_line *l, double used, uint64_t peak, uin
     char p[32], t[32], s[32], b[32];
     double factor = (HEADROOM_TARGET * (double)total - (double)base) / (double)(peak - base);
     figure(l, "batch_factor", factor);
+    char fx[48]; /* past a few doublings the linear estimate says little more */
+    if (factor > HEADROOM_FACTOR_SHOWN)
+        snprintf(fx, sizeof fx, "more than %.0fx", HEADROOM_FACTOR_SHOWN);
+    else
+        snprintf(fx, sizeof fx, "about %.1fx", factor);
     snprintf(l->text, sizeof l->text,
              "peak reserved device memory is %s of %s (%.1f%%); the steps add %s over the %s held before "
-             "them: a micro-batch about %.1fx larger would fit in %.0f%% of the device (raise it before "
-             "adding gradient accumulation)",
+             "them: a micro-batch %s larger would fit in %.0f%% of the device (raise it before adding "
+             "gradient accumulation)",
              tslog_human_bytes(peak, p, sizeof p), tslog_human_bytes(total, t, sizeof t), 100.0 * used,
-             tslog_human_bytes(peak - base, s, sizeof s), tslog_human_bytes(base, b, sizeof b), factor,
+             tslog_human_bytes(peak - base, s, sizeof s), tslog_human_bytes(base, b, sizeof b), fx,
              100.0 * HEADROOM_TARGET);
 }
 
