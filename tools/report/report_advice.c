@@ -15,6 +15,7 @@
 #include "report/report_advice.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,8 +120,9 @@ static int by_time(const void *a, const void *b)
 }
 
 /* Peak live device bytes on device dev from the alloc/free records in time
- * order, and the live bytes at time mark (*at_mark).  -1 when out of memory. */
-static int live_peak(const struct tslog *log, int dev, uint64_t mark, uint64_t *peak, uint64_t *at_mark)
+ * order, and the least held from time mark on (*base: the memory that stays
+ * across steps, such as weights and optimizer state).  -1 when out of memory. */
+static int live_peak(const struct tslog *log, int dev, uint64_t mark, uint64_t *peak, uint64_t *base)
 {
     size_t n = 0, cap = 16;
     const struct tslog_event **ev = malloc(log->n_events * sizeof *ev + 1);
@@ -133,12 +135,13 @@ static int live_peak(const struct tslog *log, int dev, uint64_t mark, uint64_t *
     struct live_map m = { calloc(cap, sizeof *m.ptr), calloc(cap, sizeof *m.bytes), cap - 1 };
     int rc = ev && m.ptr && m.bytes ? 0 : -1;
     uint64_t live = 0;
-    *peak = *at_mark = 0;
+    bool marked = false;
+    *peak = *base = 0;
     if (!rc)
         qsort(ev, n, sizeof *ev, by_time);
     for (size_t i = 0; !rc && i < n; i++) {
-        if (ev[i]->time_ns >= mark && !*at_mark)
-            *at_mark = live ? live : 1;
+        if (ev[i]->time_ns >= mark && !marked)
+            marked = true, *base = live;
         if (!ev[i]->ptr)
             continue;
         uint64_t *b = live_slot(&m, ev[i]->ptr);
@@ -146,9 +149,11 @@ static int live_peak(const struct tslog *log, int dev, uint64_t mark, uint64_t *
         *b = ev[i]->type == TS_REC_ALLOC ? ev[i]->bytes : 0;
         live += *b;
         *peak = live > *peak ? live : *peak;
+        if (marked && live < *base)
+            *base = live;
     }
-    if (!*at_mark)
-        *at_mark = live;
+    if (!marked)
+        *base = live;
     free(ev);
     free(m.ptr);
     free(m.bytes);
@@ -170,7 +175,7 @@ static void headroom_text(struct advice_line *l, double used, uint64_t peak, uin
     else
         snprintf(fx, sizeof fx, "about %.1fx", factor);
     snprintf(l->text, sizeof l->text,
-             "peak reserved device memory is %s of %s (%.1f%%); the steps add %s over the %s held before "
+             "peak reserved device memory is %s of %s (%.1f%%); the steps add %s over the %s held across "
              "them: a micro-batch %s larger would fit in %.0f%% of the device (raise it before adding "
              "gradient accumulation)",
              tslog_human_bytes(peak, p, sizeof p), tslog_human_bytes(total, t, sizeof t), 100.0 * used,
@@ -201,7 +206,7 @@ static void rule_headroom(const struct tslog *log, const struct acct_compute *c,
         figure(l, "peak_reserved_bytes", (double)peak);
         figure(l, "device_memory_bytes", (double)dv->total_mem);
         figure(l, "used_share", used);
-        figure(l, "before_steps_bytes", (double)base);
+        figure(l, "held_across_steps_bytes", (double)base);
         headroom_text(l, used, peak, dv->total_mem, base);
         return; /* one line: the first device with room */
     }
