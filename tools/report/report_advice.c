@@ -91,7 +91,8 @@ static void rule_precision(const struct acct_compute *c, struct advice_set *out)
     snprintf(
         l->text, sizeof l->text,
         "%.1f%% of GEMM FLOPs ran in fp32 without TF32; %s: torch.backends.cuda.matmul.allow_tf32 = True "
-        "(or torch.set_float32_matmul_precision('high')), or bf16 autocast",
+        "(or torch.set_float32_matmul_precision('high')), or bf16 autocast; cuBLAS directly: "
+        "cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH)",
         100.0 * share, proj);
 }
 
@@ -120,9 +121,12 @@ static int by_time(const void *a, const void *b)
 }
 
 /* Peak live device bytes on device dev from the alloc/free records in time
- * order, and the least held from time mark on (*base: the memory that stays
- * across steps, such as weights and optimizer state).  -1 when out of memory. */
-static int live_peak(const struct tslog *log, int dev, uint64_t mark, uint64_t *peak, uint64_t *base)
+ * order, and the least held from the first step's start to the last one's
+ * (*base: the memory that stays across steps, such as weights and optimizer
+ * state; the teardown after the loop does not count).  -1 when out of
+ * memory. */
+static int live_peak(const struct tslog *log, int dev, uint64_t mark, uint64_t last, uint64_t *peak,
+                     uint64_t *base)
 {
     size_t n = 0, cap = 16;
     const struct tslog_event **ev = malloc(log->n_events * sizeof *ev + 1);
@@ -149,7 +153,7 @@ static int live_peak(const struct tslog *log, int dev, uint64_t mark, uint64_t *
         *b = ev[i]->type == TS_REC_ALLOC ? ev[i]->bytes : 0;
         live += *b;
         *peak = live > *peak ? live : *peak;
-        if (marked && live < *base)
+        if (marked && ev[i]->time_ns <= last && live < *base)
             *base = live;
     }
     if (!marked)
@@ -160,11 +164,11 @@ static int live_peak(const struct tslog *log, int dev, uint64_t mark, uint64_t *
     return rc;
 }
 
-/* The step memory is what the steps hold beyond the memory held before the
- * first one (weights, and what the run allocated at start-up); assuming it
- * scales with the micro-batch, the factor that fills HEADROOM_TARGET of the
- * device. */
-static void headroom_text(struct advice_line *l, double used, uint64_t peak, uint64_t total, uint64_t base)
+/* The step memory is the peak allocated beyond what stays across the steps;
+ * assuming it scales with the micro-batch, the factor that fills
+ * HEADROOM_TARGET of the device. */
+static void headroom_text(struct advice_line *l, double used, uint64_t reserved, uint64_t peak,
+                          uint64_t total, uint64_t base)
 {
     char p[32], t[32], s[32], b[32];
     double factor = (HEADROOM_TARGET * (double)total - (double)base) / (double)(peak - base);
@@ -178,7 +182,7 @@ static void headroom_text(struct advice_line *l, double used, uint64_t peak, uin
              "peak reserved device memory is %s of %s (%.1f%%); the steps add %s over the %s held across "
              "them: a micro-batch %s larger would fit in %.0f%% of the device (raise it before adding "
              "gradient accumulation)",
-             tslog_human_bytes(peak, p, sizeof p), tslog_human_bytes(total, t, sizeof t), 100.0 * used,
+             tslog_human_bytes(reserved, p, sizeof p), tslog_human_bytes(total, t, sizeof t), 100.0 * used,
              tslog_human_bytes(peak - base, s, sizeof s), tslog_human_bytes(base, b, sizeof b), fx,
              100.0 * HEADROOM_TARGET);
 }
@@ -187,27 +191,29 @@ static void rule_headroom(const struct tslog *log, const struct acct_compute *c,
 {
     if (!c || c->n_steps < 2) /* not a training loop: no batch to grow */
         return;
-    uint64_t mark = c->steps[0].start_ns;
+    uint64_t mark = c->steps[0].start_ns, last = c->steps[c->n_steps - 1].start_ns;
     for (size_t d = 0; d < log->n_devices; d++) {
         const struct tslog_device *dv = &log->devices[d];
-        uint64_t peak, base;
-        if (!dv->total_mem || live_peak(log, dv->ordinal, mark, &peak, &base))
+        uint64_t peak, base, reserved;
+        if (!dv->total_mem || live_peak(log, dv->ordinal, mark, last, &peak, &base))
             continue;
+        reserved = peak; /* trainshim's pool reserves more than it hands out */
         if (dv->ordinal >= 0 && dv->ordinal < TSLOG_POOL_DEVS && log->pool_dev[dv->ordinal].seen
-            && log->pool_dev[dv->ordinal].peak_reserved > peak)
-            peak = log->pool_dev[dv->ordinal].peak_reserved;
-        double used = (double)peak / (double)dv->total_mem;
+            && log->pool_dev[dv->ordinal].peak_reserved > reserved)
+            reserved = log->pool_dev[dv->ordinal].peak_reserved;
+        double used = (double)reserved / (double)dv->total_mem;
         if (!peak || base >= peak || used >= HEADROOM_MAX_USED)
             continue;
         struct advice_line *l = add_line(out, "memory_headroom");
         if (!l)
             return;
         figure(l, "device", dv->ordinal);
-        figure(l, "peak_reserved_bytes", (double)peak);
+        figure(l, "peak_reserved_bytes", (double)reserved);
+        figure(l, "peak_allocated_bytes", (double)peak);
         figure(l, "device_memory_bytes", (double)dv->total_mem);
         figure(l, "used_share", used);
         figure(l, "held_across_steps_bytes", (double)base);
-        headroom_text(l, used, peak, dv->total_mem, base);
+        headroom_text(l, used, reserved, peak, dv->total_mem, base);
         return; /* one line: the first device with room */
     }
 }
