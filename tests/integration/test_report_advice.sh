@@ -18,6 +18,10 @@ for l in fp32 tf32 headroom full nosteps launch long; do
   "$B/trainshim" report "$T/$l.tslog" > "$T/$l.txt" 2>> "$T/$l.err" || { echo "FAIL: report $l (text)"; fail=1; }
   if [ -s "$T/$l.err" ]; then echo "FAIL: $l: stderr:"; cat "$T/$l.err"; fail=1; fi
 done
+# peaks that promise nothing from TF32 or bf16 (one rate for every precision)
+cp "$T/fp32.tslog" "$T/flat.tslog"
+TRAINSHIM_PEAK_TFLOPS=100 "$B/trainshim" report --format json "$T/flat.tslog" > "$T/flat.json" || fail=1
+TRAINSHIM_PEAK_TFLOPS=100 "$B/trainshim" report "$T/flat.tslog" > "$T/flat.txt" || fail=1
 python3 - "$T" <<'PY' || fail=1
 import json, math, sys
 d = sys.argv[1]
@@ -64,6 +68,7 @@ for s in ("100.0% of GEMM FLOPs", "7.4x shorter as TF32", "14.8x as bf16", "allo
     if s not in t:
         bad.append(f"fp32: text lacks {s!r}: {t}")
 silent("tf32", "precision_fp32")
+silent("flat", "precision_fp32")
 silent("headroom", "precision_fp32")  # its GEMMs are TF32
 
 # memory_headroom: 80 GiB device, 20 GiB held, steps add 10 GiB

@@ -5,8 +5,8 @@
  *
  * precision_fp32   GEMM FLOPs in fp32 without TF32 math (the cuBLAS compute
  *                  type, or the handle's math mode for cublas<t>gemm) >= 10%
- *                  of all GEMM FLOPs; the speed-up projected from the
- *                  device's peak table.
+ *                  of all GEMM FLOPs, and the peaks project a GEMM speed-up
+ *                  of at least 1.1x as TF32 or bf16 (or no peak is known).
  * memory_headroom  training steps detected (the GEMM shape sequence repeats)
  *                  and peak reserved device memory < 50% of the device's:
  *                  the micro-batch that would fit in 90% of it.
@@ -24,6 +24,7 @@
 #include "report/report_gpu.h"
 
 #define PRECISION_MIN_SHARE 0.10
+#define PRECISION_MIN_GAIN 1.10 /* projected GEMM speed-up, TF32 or bf16 */
 #define HEADROOM_MAX_USED 0.50
 #define HEADROOM_TARGET 0.90 /* the share of device memory a larger batch may plan for */
 #define HEADROOM_FACTOR_SHOWN 16.0
@@ -71,23 +72,30 @@ static void rule_precision(const struct acct_compute *c, struct advice_set *out)
     if (!c || !c->gemm_flops)
         return;
     double share = (double)c->prec_flops[TS_PREC_FP32] / (double)c->gemm_flops;
-    if (share < PRECISION_MIN_SHARE)
+    double now = gemm_ideal_ns(c, TS_PREC_FP32);
+    double tf32 = now / gemm_ideal_ns(c, TS_PREC_TF32), bf16 = now / gemm_ideal_ns(c, TS_PREC_BF16);
+    /* peaks known, and neither TF32 nor bf16 faster (V100, or a flat
+     * TRAINSHIM_PEAK_TFLOPS): nothing to gain by the peaks the report uses */
+    bool gain = tf32 >= PRECISION_MIN_GAIN || bf16 >= PRECISION_MIN_GAIN; /* NaN: unknown */
+    if (share < PRECISION_MIN_SHARE || (c->peak_source[0] && !gain))
         return;
     struct advice_line *l = add_line(out, "precision_fp32");
     if (!l)
         return;
-    double now = gemm_ideal_ns(c, TS_PREC_FP32);
-    double tf32 = now / gemm_ideal_ns(c, TS_PREC_TF32), bf16 = now / gemm_ideal_ns(c, TS_PREC_BF16);
     figure(l, "fp32_flop_share", share);
     figure(l, "fp32_flops", (double)c->prec_flops[TS_PREC_FP32]);
     figure(l, "gemm_flops", (double)c->gemm_flops);
     figure(l, "speedup_tf32", tf32);
     figure(l, "speedup_bf16", bf16);
     char proj[128] = "no peak table entry for this device to project a speed-up";
+    const char *src = strncmp(c->peak_source, "table: ", 7) ? c->peak_source : c->peak_source + 7;
     if (!isnan(tf32) || !isnan(bf16))
+        snprintf(proj, sizeof proj, "at the %.60s peaks GEMM time would be %.1fx shorter as %s", src,
+                 isnan(tf32) ? bf16 : tf32, isnan(tf32) ? "bf16" : "TF32");
+    if (!isnan(tf32) && !isnan(bf16))
         snprintf(proj, sizeof proj,
-                 "at the %.40s peaks GEMM time would be %.1fx shorter as TF32, %.1fx as bf16",
-                 strncmp(c->peak_source, "table: ", 7) ? c->peak_source : c->peak_source + 7, tf32, bf16);
+                 "at the %.60s peaks GEMM time would be %.1fx shorter as TF32, %.1fx as bf16", src, tf32,
+                 bf16);
     snprintf(
         l->text, sizeof l->text,
         "%.1f%% of GEMM FLOPs ran in fp32 without TF32; %s: torch.backends.cuda.matmul.allow_tf32 = True "
