@@ -15,6 +15,10 @@
  *                   factor (72 - 20) / 10 = 5.2: memory_headroom.
  * full.tslog        the same with 40 GiB per step: peak 60 GiB (75%), silent.
  * nosteps.tslog     30 GiB allocated, one GEMM: no steps, silent.
+ * sync.tslog        TF32 steps, each with a 4-byte D2H copy into pageable
+ *                   memory taking 2 ms: host_sync, 9 copies in the 9 full
+ *                   steps, 1.0 per step, 2 ms per step.
+ * nosync.tslog      the same copies asynchronous into pinned memory: silent.
  * launch.tslog      CUPTI: 400 kernels of 10 us with 10 us gaps: idle 399 x 10
  *                   us in a span of 7990 us (49.9%): launch_bound.
  * long.tslog        400 kernels of 1 ms with 10 us gaps: mean 1 ms, silent. */
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "log/logfmt.h"
 
 #define START_NS 1000000000000ull
@@ -45,8 +50,8 @@ static void *rec(uint16_t type, uint32_t size, uint64_t ns)
     return h;
 }
 
-static const char *const apis[] = { "cudaMalloc", "cudaFree", "cublasSgemm_v2" };
-enum { API_MALLOC, API_FREE, API_GEMM };
+static const char *const apis[] = { "cudaMalloc", "cudaFree", "cublasSgemm_v2", "cudaMemcpyAsync" };
+enum { API_MALLOC, API_FREE, API_GEMM, API_COPY, N_APIS };
 
 static void begin(void)
 {
@@ -70,12 +75,12 @@ static void begin(void)
     memcpy((char *)(h + 1) + hl, cmd, cl);
     memcpy((char *)(h + 1) + hl + cl, conf, fl);
     size_t nl = 0;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_APIS; i++)
         nl += strlen(apis[i]) + 1;
     struct ts_rec_api_names *a = rec(TS_REC_API_NAMES, ts_rec_align((uint32_t)(sizeof *a + nl)), 0);
-    a->count = 3;
+    a->count = N_APIS;
     char *n = (char *)(a + 1);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_APIS; i++)
         n = stpcpy(n, apis[i]) + 1;
     struct ts_rec_device *d = rec(TS_REC_DEVICE, sizeof *d, 1);
     d->ordinal = 0;
@@ -106,6 +111,16 @@ static void dfree(uint64_t ns, uint64_t ptr)
     r->api = API_FREE, r->ptr = ptr;
 }
 
+/* A 4-byte D2H copy at the end of a step: into pageable memory (the host
+ * waits for the GPU) or asynchronously into pinned memory (it does not). */
+static void loss_copy(uint64_t ns, int waits)
+{
+    struct ts_rec_copy *r = rec(TS_REC_COPY, sizeof *r, ns);
+    r->api = API_COPY, r->dir = TS_D2H, r->bytes = 4, r->async = 1, r->stream = 0x5000;
+    r->host_kind = waits ? TS_HOST_PAGEABLE : TS_HOST_PINNED;
+    r->duration_ns = waits ? 2 * MS : 10 * US;
+}
+
 static void kernel(uint64_t s, uint64_t e)
 {
     struct ts_rec_gpu_kernel *k = rec(TS_REC_GPU_KERNEL, sizeof *k, e);
@@ -113,7 +128,9 @@ static void kernel(uint64_t s, uint64_t e)
 }
 
 /* 10 steps of three GEMM shapes; the first fp32_gemms of them in plain
- * fp32 (CUBLAS_COMPUTE_32F), the rest CUBLAS_COMPUTE_32F_FAST_TF32. */
+ * fp32 (CUBLAS_COMPUTE_32F), the rest CUBLAS_COMPUTE_32F_FAST_TF32; a loss
+ * copy per step when loss >= 0 (loss: whether it waits). */
+static int loss = -1;
 static void steps(int fp32_gemms, uint64_t step_bytes)
 {
     for (int s = 0; s < 10; s++) {
@@ -126,6 +143,8 @@ static void steps(int fp32_gemms, uint64_t step_bytes)
         gemm(t + 4 * MS, 4096, 1024, 1024, g + 2 < fp32_gemms ? 68 : 77);
         if (step_bytes)
             dfree(t + 5 * MS, 0x7f0000000000ull);
+        if (loss >= 0)
+            loss_copy(t + 6 * MS, loss);
     }
 }
 
@@ -190,6 +209,11 @@ int main(int argc, char **argv)
     alloc(5 * MS, 0x7e0000000000ull, 30 * GiB);
     gemm(6 * MS, 1024, 1024, 1024, 77);
     bad |= save(argv[1], "nosteps.tslog");
+    for (loss = 1; loss >= 0; loss--) {
+        begin();
+        steps(0, 0);
+        bad |= save(argv[1], loss ? "sync.tslog" : "nosync.tslog");
+    }
     bad |= kernels(argv[1], "launch.tslog", 10 * US);
     bad |= kernels(argv[1], "long.tslog", 1 * MS);
     return bad;

@@ -13,7 +13,7 @@ trap 'rm -rf "$T"' EXIT
 ${CC:-cc} -std=gnu11 -O1 -Wall -Wextra -Werror -Ishim -o "$T/gen" tests/golden/gen_advice_logs.c || exit 1
 "$T/gen" "$T" || exit 1
 fail=0
-for l in fp32 tf32 headroom full nosteps launch long; do
+for l in fp32 tf32 headroom full nosteps sync nosync launch long; do
   "$B/trainshim" report --format json "$T/$l.tslog" > "$T/$l.json" 2> "$T/$l.err" || { echo "FAIL: report $l"; fail=1; }
   "$B/trainshim" report "$T/$l.tslog" > "$T/$l.txt" 2>> "$T/$l.err" || { echo "FAIL: report $l (text)"; fail=1; }
   if [ -s "$T/$l.err" ]; then echo "FAIL: $l: stderr:"; cat "$T/$l.err"; fail=1; fi
@@ -83,6 +83,17 @@ for s in ("30.00 GiB of 80.00 GiB (37.5%)", "about 5.2x larger"):
         bad.append(f"headroom: text lacks {s!r}: {t}")
 silent("full", "memory_headroom")
 silent("nosteps", "memory_headroom")
+
+# host_sync: one 4-byte pageable D2H copy of 2 ms per step, 9 full steps
+f, t = fires("sync", "host_sync") or ({}, "")
+near("syncs per step", f.get("syncs_per_step"), 1.0)
+near("steps", f.get("steps"), 9)
+near("wait per step", f.get("host_wait_ns_per_step"), 2e6)
+near("bytes", f.get("bytes_per_sync"), 4)
+if "1.0 host synchronizations per step" not in t or "2.000 ms" not in t:
+    bad.append(f"sync: text: {t}")
+silent("nosync", "host_sync")
+silent("fp32", "host_sync")
 
 # launch_bound: 400 kernels of 10 us, 10 us apart
 f, t = fires("launch", "launch_bound") or ({}, "")

@@ -11,7 +11,7 @@
 struct acct_compute;
 
 #define ADVICE_MAX_FIGURES 8
-#define ADVICE_MAX_RULES 4
+#define ADVICE_MAX_RULES 5
 #define ADVICE_TEXT 384
 
 struct advice_figure {
@@ -20,7 +20,8 @@ struct advice_figure {
 };
 
 struct advice_line {
-    const char *rule; /* stable id: "precision_fp32", "memory_headroom", "launch_bound" */
+    const char *rule; /* stable id: "precision_fp32", "memory_headroom", "host_sync",
+                       * "launch_bound" */
     char text[ADVICE_TEXT];
     int n_figures;
     struct advice_figure fig[ADVICE_MAX_FIGURES];
