@@ -109,6 +109,12 @@ static void write_advice(struct json *j, const struct acct_log *a, const struct 
             advice_line(j, c[i], "steps");
     if (a->gpu_advice[0])
         advice_line(j, a->gpu_advice, "timeline");
+    for (int i = 0; i < a->rules.n; i++) /* the rule table's lines (tools/report/report_advice.c) */
+        advice_line(j, a->rules.line[i].text,
+                    !strcmp(a->rules.line[i].rule, "precision_fp32")    ? "gemm"
+                    : !strcmp(a->rules.line[i].rule, "memory_headroom") ? "memory"
+                    : !strcmp(a->rules.line[i].rule, "host_sync")       ? "steps"
+                                                                        : "timeline");
     j_close(j, ']');
 }
 

@@ -13,6 +13,7 @@
 
 #include "observe/compute.h"
 #include "read/logread.h"
+#include "report/report_advice.h"
 
 struct acct_json {
     void *ctx;
@@ -155,9 +156,13 @@ struct acct_copy_facts {
     uint64_t converted_bytes, converted_calls, converted_blocked_ns;
     uint64_t small_bytes, small_calls; /* pageable H2D/D2H copies below engine_min */
 };
-#define ACCT_MAX_ADVICE 8
+#define ACCT_MAX_ADVICE (8 + ADVICE_MAX_RULES)
 /* Writes up to ACCT_MAX_ADVICE lines (each grounded in a measured number)
- * into lines[][256]; returns how many.  Any argument may be NULL. */
+ * into lines[][256] and, when rules is not NULL, each line's rule id into
+ * rules[]; returns how many.  Any argument may be NULL. */
+int acct_advice_rules(const struct acct_compute *c, const struct acct_comm *m,
+                      const struct acct_copy_facts *cp, uint64_t run_ns, char lines[][256],
+                      const char **rules);
 int acct_advice(const struct acct_compute *c, const struct acct_comm *m, const struct acct_copy_facts *cp,
                 uint64_t run_ns, char lines[][256]);
 
@@ -172,6 +177,8 @@ struct acct_log {
     /* the NUMA placement's ADVICE line (tools/report/report_numa.c), "" when none */
     char numa_advice[256];
     char torch_advice[256]; /* PyTorch's allocator kept from trainshim (RUN's "torch alloc") */
+    /* the rule table's lines (tools/report/report_advice.c); the caller fills it */
+    struct advice_set rules;
 };
 /* Analyzes once (peaks from TRAINSHIM_PEAK_TFLOPS in the report's
  * environment, else the run's, else the device table).  0 or -1 (memory). */

@@ -567,6 +567,16 @@ static int copy_advice(const struct acct_copy_facts *cp, char *line)
 int acct_advice(const struct acct_compute *c, const struct acct_comm *m, const struct acct_copy_facts *cp,
                 uint64_t run_ns, char lines[][256])
 {
+    return acct_advice_rules(c, m, cp, run_ns, lines, NULL);
+}
+
+int acct_advice_rules(const struct acct_compute *c, const struct acct_comm *m,
+                      const struct acct_copy_facts *cp, uint64_t run_ns, char lines[][256],
+                      const char **rules)
+{
+    const char *ids[ACCT_MAX_ADVICE];
+    if (!rules)
+        rules = ids;
     int n = 0;
     if (c && c->gemm_flops && c->mis_flops && (double)c->mis_flops >= 0.01 * (double)c->gemm_flops) {
         const struct acct_shape *top = NULL;
@@ -588,6 +598,7 @@ int acct_advice(const struct acct_compute *c, const struct acct_comm *m, const s
                                           (long long)(d[i] > 0 && d[i] < (INT64_MAX >> 1)
                                                           ? (d[i] + top->align - 1) / top->align * top->align
                                                           : d[i]));
+            rules[n] = "gemm_alignment";
             snprintf(lines[n++], 256,
                      "%.1f%% of GEMM FLOPs%s run on shapes not a multiple of %u for %s tensor cores; "
                      "largest: %lldx%lldx%lld, pad %s",
@@ -600,7 +611,7 @@ int acct_advice(const struct acct_compute *c, const struct acct_comm *m, const s
         for (int op = 0; op < TS_NCCL_OP_COUNT; op++)
             if (m->ops[op].timed_calls && (top < 0 || m->ops[op].timed_ns > m->ops[top].timed_ns))
                 top = op;
-        if (top >= 0 && n < ACCT_MAX_ADVICE)
+        if (top >= 0 && n < ACCT_MAX_ADVICE && (rules[n] = "collectives"))
             snprintf(
                 lines[n++], 256,
                 "collectives took an estimated %.1f%% of the run (%.3f ms); %s dominates at %.2f GB/s busbw: "
@@ -608,11 +619,11 @@ int acct_advice(const struct acct_compute *c, const struct acct_comm *m, const s
                 100.0 * (double)m->est_ns / (double)run_ns, (double)m->est_ns / 1e6, ts_nccl_op_name(top),
                 op_busbw(&m->ops[top]));
     }
-    if (cp && n < ACCT_MAX_ADVICE)
+    if (cp && n < ACCT_MAX_ADVICE && (rules[n] = "pageable_copies"))
         n += copy_advice(cp, lines[n]);
     if (c && n < ACCT_MAX_ADVICE) {
         double mfu = acct_steady_mfu(c);
-        if (!isnan(mfu) && mfu < 0.3)
+        if (!isnan(mfu) && mfu < 0.3 && (rules[n] = "low_mfu"))
             snprintf(lines[n++], 256,
                      "steady-state GEMM MFU is %.1f%% of peak (%.40s): most of each step is spent outside "
                      "cuBLAS GEMMs (input pipeline, small kernels, synchronization)",
@@ -640,17 +651,27 @@ void acct_log_free(struct acct_log *a)
     acct_comm_free(&a->m);
 }
 
-/* Every ADVICE line of one log: the accounting's own, then the GPU's. */
+/* Every ADVICE line of one log: the accounting's own, then the GPU's, the
+ * NUMA placement's and the rule table's; figs[i]: the rule table's line
+ * behind lines[i], or NULL. */
 static int log_advice(const struct acct_log *a, const struct acct_copy_facts *cp, uint64_t run_ns,
-                      char lines[][256])
+                      char lines[][256], const char **rules, const struct advice_line **figs)
 {
-    int n = acct_advice(a->has_gemm ? &a->c : NULL, a->has_nccl ? &a->m : NULL, cp, run_ns, lines);
-    if (a->gpu_advice[0] && n < ACCT_MAX_ADVICE)
+    int n =
+        acct_advice_rules(a->has_gemm ? &a->c : NULL, a->has_nccl ? &a->m : NULL, cp, run_ns, lines, rules);
+    if (a->gpu_advice[0] && n < ACCT_MAX_ADVICE && (rules[n] = "gpu_idle"))
         snprintf(lines[n++], 256, "%s", a->gpu_advice);
-    if (a->numa_advice[0] && n < ACCT_MAX_ADVICE)
+    if (a->numa_advice[0] && n < ACCT_MAX_ADVICE && (rules[n] = "numa"))
         snprintf(lines[n++], 256, "%s", a->numa_advice);
-    if (a->torch_advice[0] && n < ACCT_MAX_ADVICE)
+    if (a->torch_advice[0] && n < ACCT_MAX_ADVICE && (rules[n] = "torch_backend"))
         snprintf(lines[n++], 256, "%s", a->torch_advice);
+    for (int i = 0; i < n; i++)
+        figs[i] = NULL;
+    for (int i = 0; i < a->rules.n && n < ACCT_MAX_ADVICE; i++) {
+        figs[n] = &a->rules.line[i];
+        rules[n] = a->rules.line[i].rule;
+        lines[n++][0] = 0; /* the text is the rule's own (longer than 256) */
+    }
     return n;
 }
 
@@ -665,11 +686,13 @@ void acct_log_text(FILE *f, const struct acct_log *a)
 void acct_advice_text(FILE *f, const struct acct_log *a, const struct acct_copy_facts *cp, uint64_t run_ns)
 {
     char lines[ACCT_MAX_ADVICE][256];
-    int n = log_advice(a, cp, run_ns, lines);
+    const char *rules[ACCT_MAX_ADVICE];
+    const struct advice_line *figs[ACCT_MAX_ADVICE];
+    int n = log_advice(a, cp, run_ns, lines, rules, figs);
     if (n)
         fprintf(f, "\n== ADVICE ==\n");
     for (int i = 0; i < n; i++)
-        fprintf(f, "- %s\n", lines[i]);
+        fprintf(f, "- %s\n", figs[i] ? figs[i]->text : lines[i]);
 }
 
 void acct_log_json(const struct acct_json *j, const struct acct_log *a, const struct acct_copy_facts *cp,
@@ -680,13 +703,20 @@ void acct_log_json(const struct acct_json *j, const struct acct_log *a, const st
         acct_compute_json(j, &a->c);
     if (a->has_nccl)
         acct_comm_json(j, &a->m);
-    int n = log_advice(a, cp, run_ns, lines);
+    const char *rules[ACCT_MAX_ADVICE];
+    const struct advice_line *figs[ACCT_MAX_ADVICE];
+    int n = log_advice(a, cp, run_ns, lines, rules, figs);
     if (!n)
         return;
     j->open(j->ctx, "advice", '[');
     for (int i = 0; i < n; i++) {
         j->open(j->ctx, NULL, '{');
-        j->str(j->ctx, "text", lines[i]);
+        j->str(j->ctx, "rule", rules[i]);
+        j->str(j->ctx, "text", figs[i] ? figs[i]->text : lines[i]);
+        j->open(j->ctx, "figures", '{');
+        for (int k = 0; figs[i] && k < figs[i]->n_figures; k++)
+            j->num(j->ctx, figs[i]->fig[k].name, figs[i]->fig[k].value);
+        j->close(j->ctx, '}');
         j->close(j->ctx, '}');
     }
     j->close(j->ctx, ']');

@@ -1,0 +1,38 @@
+/* report_advice.h: the rule-table advice of `trainshim report`
+ * (tools/report/report_advice.c): precision, memory headroom and
+ * launch-bound steps.  Each rule has a documented threshold, fires only when
+ * its measurement crosses it, and hands back its figures for the JSON. */
+#ifndef TRAINSHIM_REPORT_ADVICE_H
+#define TRAINSHIM_REPORT_ADVICE_H
+#include <stdint.h>
+
+#include "read/logread.h"
+
+struct acct_compute;
+
+#define ADVICE_MAX_FIGURES 8
+#define ADVICE_MAX_RULES 5
+#define ADVICE_TEXT 384
+
+struct advice_figure {
+    const char *name;
+    double value; /* NaN is written as null */
+};
+
+struct advice_line {
+    const char *rule; /* stable id: "precision_fp32", "memory_headroom", "host_sync",
+                       * "launch_bound" */
+    char text[ADVICE_TEXT];
+    int n_figures;
+    struct advice_figure fig[ADVICE_MAX_FIGURES];
+};
+
+struct advice_set {
+    int n;
+    struct advice_line line[ADVICE_MAX_RULES];
+};
+
+/* Evaluates every rule on one log; c: its compute summary (NULL when it has
+ * no GEMMs).  Rules that cannot be measured stay silent. */
+void advice_evaluate(const struct tslog *log, const struct acct_compute *c, struct advice_set *out);
+#endif
