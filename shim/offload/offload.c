@@ -132,7 +132,7 @@ static int wrapped_create(void *ctx, uint64_t size, uint64_t *handle)
 {
     struct ts_off_dev *d = ts_off_dev_of_ctx(ctx);
     int rc = d->inner_create(ctx, size, handle);
-    if (rc != TS_PROV_OOM || !oom_backing || d->stopped)
+    if (rc != TS_PROV_OOM || !oom_backing)
         return rc;
     rc = ts_off_host_create(d, size, handle);
     if (rc == TS_PROV_OK)
@@ -229,7 +229,7 @@ void ts_offload_pool_created(int dev, struct ts_pool *pool)
 
 bool ts_offload_oom_begin(int dev)
 {
-    if (dev < 0 || dev >= TS_OFF_MAX_DEV || !ts_off.dev[dev].pool || ts_off.dev[dev].stopped)
+    if (dev < 0 || dev >= TS_OFF_MAX_DEV || !ts_off.dev[dev].pool)
         return false;
     oom_backing = true;
     return true;

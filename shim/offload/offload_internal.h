@@ -9,8 +9,9 @@
 #define TS_OFF_MAX_DEV 16
 
 struct ts_off_dev {
-    bool attached; /* the provider is wrapped (host-backed VMM available) */
-    bool stopped;  /* a page move failed: no more moves for this pool */
+    bool attached;      /* the provider is wrapped (host-backed VMM available) */
+    bool stopped;       /* a page move failed: no more moves for this pool */
+    bool scratch_stuck; /* the scratch range could not be unmapped: no move can copy */
     int device;
     struct ts_pool *pool;
     CUcontext ctx; /* its primary context, retained once */
@@ -63,8 +64,11 @@ void ts_off_gate_open(void);
  * TS_PROV_OK, or the failure after the old mapping was put back. */
 int ts_off_move_page(struct ts_off_dev *d, ts_page_view *v, bool to_host);
 /* Holds the gate, synchronizes, walks every pool's pages with fn, opens
- * the gate.  The first nonzero answer of fn is returned. */
-int ts_off_walk_all(int (*fn)(void *arg, struct ts_off_dev *d, ts_page_view *v), void *arg);
+ * the gate.  The first nonzero answer of fn is returned.  Pools whose moves
+ * stopped after a failure are walked only when even_stopped (resume: the
+ * program asks for its memory back). */
+int ts_off_walk_all(int (*fn)(void *arg, struct ts_off_dev *d, ts_page_view *v), void *arg,
+                    bool even_stopped);
 
 /* A pause or resume finished: bytes moved in ns. */
 void ts_off_note_pause(bool pause, unsigned tag, uint64_t bytes, uint64_t ns);

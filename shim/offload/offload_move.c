@@ -27,8 +27,13 @@ static bool copy_into(struct ts_off_dev *d, uint64_t va, uint64_t nh)
         return false;
     bool ok = scratch_access(d) && f->cuMemcpyDtoD(d->scratch, va, d->gran) == CUDA_SUCCESS
               && f->cuCtxSynchronize() == CUDA_SUCCESS;
-    if (f->cuMemUnmap(d->scratch, d->gran) != CUDA_SUCCESS)
-        ok = false; /* the scratch range stays mapped: no more moves for this pool */
+    /* once more if the unmap fails: a scratch range left mapped would keep
+     * nh's memory and refuse every later move */
+    if (f->cuMemUnmap(d->scratch, d->gran) != CUDA_SUCCESS
+        && f->cuMemUnmap(d->scratch, d->gran) != CUDA_SUCCESS) {
+        ok = false;
+        d->scratch_stuck = true;
+    }
     return ok;
 }
 
@@ -70,8 +75,8 @@ static int failed(struct ts_off_dev *d, const char *step)
 
 int ts_off_move_page(struct ts_off_dev *d, ts_page_view *v, bool to_host)
 {
-    if (d->stopped)
-        return TS_PROV_ERROR;
+    if (d->scratch_stuck)
+        return failed(d, "the copy range is still mapped");
     uint64_t nh = 0;
     int rc = to_host ? ts_off_host_create(d, v->size, &nh) : d->inner_create(d->prov_ctx, v->size, &nh);
     if (rc == TS_PROV_OOM)
@@ -109,7 +114,7 @@ static int walk_one(void *arg, ts_page_view *v)
     return w->fn(w->arg, w->d, v);
 }
 
-int ts_off_walk_all(int (*fn)(void *arg, struct ts_off_dev *d, ts_page_view *v), void *arg)
+int ts_off_walk_all(int (*fn)(void *arg, struct ts_off_dev *d, ts_page_view *v), void *arg, bool even_stopped)
 {
     const ts_offload_driver *f = &ts_off.drv;
     if (f->capturing && f->capturing())
@@ -121,7 +126,7 @@ int ts_off_walk_all(int (*fn)(void *arg, struct ts_off_dev *d, ts_page_view *v),
     int rc = 0;
     for (int i = 0; i < TS_OFF_MAX_DEV && !rc; i++) {
         struct ts_off_dev *d = &ts_off.dev[i];
-        if (!d->pool || d->stopped)
+        if (!d->pool || (d->stopped && !even_stopped))
             continue;
         if (!d->ctx && f->cuDevicePrimaryCtxRetain
             && f->cuDevicePrimaryCtxRetain(&d->ctx, d->device) != CUDA_SUCCESS)

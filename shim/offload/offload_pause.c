@@ -189,11 +189,14 @@ int ts_offload_pause(unsigned tag)
     if (ts_offload_mode() != TS_OFFLOAD_ON)
         return -1;
     for (int i = 0; i < TS_OFF_MAX_DEV; i++)
+        if (ts_off.dev[i].stopped)
+            return -1; /* moves stopped after a failure */
+    for (int i = 0; i < TS_OFF_MAX_DEV; i++)
         if (ts_off.dev[i].pool)
             ts_pool_trim(ts_off.dev[i].pool); /* idle pages go back rather than move */
     uint64_t t0 = ts_now_ns();
     struct pause_arg a = { tag, 0 };
-    int rc = ts_off_walk_all(pause_page, &a);
+    int rc = ts_off_walk_all(pause_page, &a, false);
     __atomic_fetch_add(&ts_off.pauses, 1, __ATOMIC_RELAXED);
     ts_off_note_pause(true, tag, a.moved, ts_now_ns() - t0);
     return rc ? -1 : 0;
@@ -205,7 +208,7 @@ int ts_offload_resume(unsigned tag)
         return -1;
     uint64_t t0 = ts_now_ns();
     struct pause_arg a = { tag, 0 };
-    int rc = ts_off_walk_all(resume_page, &a);
+    int rc = ts_off_walk_all(resume_page, &a, true);
     __atomic_fetch_add(&ts_off.resumes, 1, __ATOMIC_RELAXED);
     ts_off_note_pause(false, tag, a.moved, ts_now_ns() - t0);
     return rc ? -1 : 0;
@@ -237,7 +240,7 @@ void ts_offload_step_boundary(void)
     bool any = ts_off.hcount > ts_off.npaused;
     pthread_mutex_unlock(&ts_off.lock);
     if (any)
-        ts_off_walk_all(promote_page, NULL);
+        ts_off_walk_all(promote_page, NULL, false);
 }
 
 /* ---- the signal trigger: TRAINSHIM_OFFLOAD_SIGNAL toggles pause(0) and

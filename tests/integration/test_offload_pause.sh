@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# trainshim_pause / trainshim_resume under injected faults (see
+# test_offload_pause.c, whose bare run is the 2 GiB pause and resume): the
+# pause of a 64 MiB working set with a failing call of each entry point a
+# page move uses (cuMemCreate, cuMemMap, cuMemUnmap, the copy), early and
+# late in the move: every byte intact after resume, the emulator's physical
+# memory counters back at baseline.
+set -u
+B=${B:-build}
+prog=$B/tests/integration/test_offload_pause
+shim=$PWD/$B/libtrainshim.so
+for f in "$prog" "$shim"; do [ -e "$f" ] || { echo "FAIL: $f not built"; exit 1; }; done
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export EMU_JITTER_US=${EMU_JITTER_US:-50} TRAINSHIM_LOG="$tmp/trainshim.%p.log" TRAINSHIM_OFFLOAD=on
+export EMU_DEVICE_MEMORY=4G EMU_HOST_LINK_GBPS=25
+fail=0
+run() {   # name, then arguments
+  local name=$1; shift
+  if LD_PRELOAD="$shim" "$prog" "$@" > "$tmp/$name.out" 2>&1; then
+    grep -q "^offload pause ok" "$tmp/$name.out" || { echo "FAIL: $name: no success line"; cat "$tmp/$name.out"; fail=1; }
+  else
+    echo "FAIL: $name:"; cat "$tmp/$name.out"; fail=1
+  fi
+}
+for spec in cuMemCreate:3:CUDA_ERROR_OUT_OF_MEMORY cuMemCreate:200:CUDA_ERROR_UNKNOWN cuMemMap:2:CUDA_ERROR_OUT_OF_MEMORY \
+            cuMemMap:301:CUDA_ERROR_UNKNOWN cuMemUnmap:5:CUDA_ERROR_UNKNOWN cuMemUnmap:42:CUDA_ERROR_UNKNOWN \
+            cuMemcpyDtoD:7:CUDA_ERROR_UNKNOWN; do
+  run "fault.$spec" "fault=$spec"
+  grep -h "pause with fault" "$tmp/fault.$spec.out"
+done
+[ $fail = 0 ] && echo "offload pause ok"
+exit $fail
