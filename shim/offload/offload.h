@@ -85,9 +85,12 @@ void ts_offload_managed_attach(const ts_offload_driver *drv);
 void ts_offload_note_alloc(int dev, uint64_t ptr, uint64_t size);
 void ts_offload_note_free(uint64_t ptr);
 
-/* Ranges that must never move (NCCL-registered buffers). */
+/* Ranges that must never move (NCCL-registered buffers): pinned by start,
+ * then known by a key (the registration handle) until unpinned. */
 void ts_offload_pin(uint64_t ptr, uint64_t size);
 void ts_offload_unpin(uint64_t ptr);
+void ts_offload_pin_key(uint64_t ptr, uint64_t key);
+void ts_offload_unpin_key(uint64_t key);
 
 /* The gate: entry points that enqueue device work (launches, copies, graph
  * launches) hold it shared for the call; a page move holds it exclusively. */

@@ -27,6 +27,7 @@ struct ts_off_dev {
 struct ts_off_range {
     uint64_t ptr, size;
     unsigned tag;
+    uint64_t key; /* pinned ranges: the registration handle */
 };
 
 /* A page pause moved to the host: its handle there and the pause's tag. */

@@ -36,7 +36,7 @@ static bool range_add(struct ts_off_range **arr, size_t *n, size_t *cap, uint64_
         *arr = a;
         *cap = c;
     }
-    (*arr)[(*n)++] = (struct ts_off_range){ ptr, size, tag };
+    (*arr)[(*n)++] = (struct ts_off_range){ ptr, size, tag, 0 };
     return true;
 }
 
@@ -89,6 +89,28 @@ void ts_offload_unpin(uint64_t ptr)
 {
     pthread_mutex_lock(&ts_off.lock);
     range_remove(ts_off.pinned, &ts_off.npinned, ptr);
+    pthread_mutex_unlock(&ts_off.lock);
+}
+
+void ts_offload_pin_key(uint64_t ptr, uint64_t key)
+{
+    pthread_mutex_lock(&ts_off.lock);
+    for (size_t i = ts_off.npinned; i-- > 0;)
+        if (ts_off.pinned[i].ptr == ptr && !ts_off.pinned[i].key) {
+            ts_off.pinned[i].key = key;
+            break;
+        }
+    pthread_mutex_unlock(&ts_off.lock);
+}
+
+void ts_offload_unpin_key(uint64_t key)
+{
+    pthread_mutex_lock(&ts_off.lock);
+    for (size_t i = 0; i < ts_off.npinned; i++)
+        if (ts_off.pinned[i].key == key) {
+            ts_off.pinned[i] = ts_off.pinned[--ts_off.npinned];
+            break;
+        }
     pthread_mutex_unlock(&ts_off.lock);
 }
 

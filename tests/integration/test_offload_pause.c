@@ -10,6 +10,8 @@
  *             device memory back, and every byte is what it was; pause plus
  *             resume costs at most 1.1 x bytes / link rate of simulated link
  *             time (the emulator's link.host.ns)
+ *             An NCCL-registered buffer (tag 3) does not move while registered
+ *             and does after ncclCommDeregister.
  *   fault=SPEC  the same pause with the emulator's fault rule SPEC set just
  *             before it (a failing cuMemCreate, cuMemMap, cuMemUnmap or
  *             copy): pause reports failure or success, every byte is intact
@@ -22,6 +24,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <nccl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -154,6 +157,10 @@ int main(int argc, char **argv)
     tag_fn(2);
     CHECK(cudaMalloc((void **)&other, 64 * MiB));
     fill(other, 8, 64 * MiB);
+    tag_fn(3);
+    char *reg;
+    CHECK(cudaMalloc((void **)&reg, 8 * MiB));
+    fill(reg, 9, 8 * MiB);
     tag_fn(0);
     CHECK(cudaMalloc((void **)&exported, 8 * MiB));
     CHECK(cudaMemset(exported, 0x5a, 8 * MiB));
@@ -208,6 +215,23 @@ int main(int argc, char **argv)
     CHECK(cudaMemcpy(probe, exported + 5 * MiB, sizeof probe, cudaMemcpyDeviceToHost));
     EXPECT(memcmp(probe, "ZZZZ", 4) == 0);
 
+    if (!fault) {
+        ncclComm_t comm;
+        int devs[1] = { 0 };
+        void *rh = NULL;
+        EXPECT(ncclCommInitAll(&comm, 1, devs) == ncclSuccess);
+        EXPECT(ncclCommRegister(comm, reg, 8 * MiB, &rh) == ncclSuccess);
+        EXPECT(pause_fn(3) == 0);
+        EXPECT(location_of(reg + 4 * MiB) == CU_MEM_LOCATION_TYPE_DEVICE); /* registered: never moves */
+        EXPECT(ncclCommDeregister(comm, rh) == ncclSuccess);
+        EXPECT(pause_fn(3) == 0);
+        EXPECT(location_of(reg + 4 * MiB) != CU_MEM_LOCATION_TYPE_DEVICE); /* now it may */
+        EXPECT(resume_fn(3) == 0);
+        EXPECT(location_of(reg + 4 * MiB) == CU_MEM_LOCATION_TYPE_DEVICE);
+        ncclCommDestroy(comm);
+    }
+    EXPECT(intact(reg, 9, 8 * MiB));
+    CHECK(cudaFree(reg));
     for (int i = 0; i < NBUF; i++)
         CHECK(cudaFree(buf[i]));
     CHECK(cudaFree(other));
