@@ -22,7 +22,7 @@ ALLCFLAGS := $(BASECFLAGS) $(CFLAGS)
 NVCCFLAGS ?= -O2 -cudart shared -Xcompiler -fPIC,-Wall -Wno-deprecated-gpu-targets
 LDSAN     := $(SAN)
 
-.PHONY: all emu shim tools tests bench test demo check-toolkit setup clean fuzz san-test
+.PHONY: all emu shim tools tests bench test demo check-toolkit setup clean fuzz san-test format check-layout
 all: check-toolkit emu shim tools tests
 
 check-toolkit:
@@ -105,11 +105,12 @@ SHIM_SRC := $(call rwildcard,shim,*.c) $(wildcard hooks/*.c)
 SHIM_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(SHIM_SRC))
 CORE_SRC := $(call rwildcard,shim,*.c)
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC))
-SHIMCFLAGS := $(ALLCFLAGS) -fvisibility=hidden -Ishim -Ihooks -pthread
+SHIMCFLAGS := $(ALLCFLAGS) -fvisibility=hidden -Ishim -pthread
 SHIM_LIBS := -ldl -lpthread -lm -lrt $(shell pkg-config --libs libunwind 2>/dev/null)
 
-# shim/ sources include hooks/hooks.h too (the TS_API_* ids come from hooks.def)
-$(B)/obj/shim/%.o: shim/%.c $(SHIM_HDR) $(HOOKS_HDR)
+# shim/ is compiled without -Ihooks: an include of the hook layer from below
+# fails to compile.  hooks/ finds its own headers beside its sources.
+$(B)/obj/shim/%.o: shim/%.c $(SHIM_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(SHIMCFLAGS) -c -o $@ $<
 $(B)/obj/hooks/%.o: hooks/%.c $(SHIM_HDR) $(HOOKS_HDR)
@@ -194,6 +195,14 @@ $(B)/bench/%: tests/bench/%.c $(wildcard tests/emu/*.h) $(SHIM_HDR) $(B)/libtsco
 setup:
 	bash scripts/setup.sh
 
+# The repo's .clang-format applied to every product file; check-layout also
+# checks the include directions (scripts/check-layout.sh says which).
+PRODUCT_SRC := $(SHIM_SRC) $(SHIM_HDR) $(HOOKS_HDR) $(TOOLS_SRC) $(TOOLS_HDR)
+format:
+	clang-format -i $(filter %.c %.h,$(PRODUCT_SRC))
+check-layout:
+	bash scripts/check-layout.sh
+
 # make test = every test, then the core and the emulator again under
 # ASan+UBSan, then the concurrent parts under TSan.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -204,6 +213,7 @@ TSAN_FLAGS := -fsanitize=thread -Wno-tsan
 # tests check (the shim's flush-and-chain, the emulator's fault guard).
 ASAN_SIGNALS := handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0:allow_user_segv_handler=1
 test: setup
+	bash scripts/check-layout.sh
 	$(MAKE) all
 	bash tests/run.sh
 	$(MAKE) san-test

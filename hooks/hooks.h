@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
-#include "core/resolve.h"
+#include "resolve.h"
 
 /* cuda.h maps the legacy 4-argument cuGetProcAddress onto cuGetProcAddress_v2
  * with a macro; both are separate exports that we hook separately. */

@@ -2,13 +2,12 @@
  * CloseMemHandle) on memory served by trainshim's pool.
  *
  * A pooled block of the expandable pool is exported by trainshim itself
- * (shim/devmem/devmem_ipc.h: its pages as POSIX fds, opened by another process that
+ * (shim/devmem/devmem.h: its pages as POSIX fds, opened by another process that
  * runs the shim); a handle without trainshim's magic, and every pointer
  * outside the pool, is the driver's.  Pooled memory stays ours even when the
  * shim has fallen back to passthrough: the pool still owns it. */
 #include "devmem_hooks.h"
 #include "devmem/devmem.h"
-#include "devmem/devmem_ipc.h"
 
 cudaError_t ts_body_cudaIpcGetMemHandle(int api, cudaIpcMemHandle_t *handle, void *devPtr)
 {

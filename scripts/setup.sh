@@ -10,10 +10,11 @@ if [ ! -f "$CUDA_HOME/include/cuda.h" ] || [ ! -x "$CUDA_HOME/bin/nvcc" ]; then
   exit 1
 fi
 # Debian packages: libunwind (native stacks), elfutils' libdw (symbols),
-# Open MPI (multi-rank tests), clang + its runtime (fuzzing, sanitizers).
+# Open MPI (multi-rank tests), clang + its runtime (fuzzing, sanitizers),
+# clang-format (make format, scripts/check-layout.sh).
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in libunwind-dev libdw-dev openmpi-bin libopenmpi-dev clang libclang-rt-14-dev pkg-config python3; do
+for p in libunwind-dev libdw-dev openmpi-bin libopenmpi-dev clang libclang-rt-14-dev clang-format pkg-config python3; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -2,7 +2,7 @@
  * splitting a block and merging free neighbours. */
 #include <stdlib.h>
 #include <string.h>
-#include "alloc/alloc.h"
+#include "alloc/alloc_internal.h"
 
 #define SLAB_CHUNK 1024
 
@@ -98,4 +98,12 @@ ts_block *ts_block_coalesce(ts_block_slab *s, ts_index *ix, ts_block *b)
         b = pv;
     }
     return b;
+}
+
+void ts_block_release(ts_pool *p, ts_block *b)
+{
+    ts_index *ix = &p->index[b->kind];
+    __atomic_store_n(&b->state, TS_B_FREE, __ATOMIC_RELAXED);
+    b = ts_block_coalesce(&p->slab, ix, b);
+    ts_index_insert(ix, b);
 }

@@ -7,7 +7,7 @@
  * until destruction, so a racing reader never touches freed memory. */
 #include <stdlib.h>
 #include <string.h>
-#include "alloc/alloc.h"
+#include "alloc/alloc_internal.h"
 
 void ts_spin_lock(int *l)
 {

@@ -14,7 +14,7 @@
  * when the check proves everything before it safe, safe_epoch becomes its
  * epoch.  A thread-cached block is reusable iff its stamp < safe_epoch. */
 #include <stdlib.h>
-#include "alloc/alloc.h"
+#include "alloc/alloc_internal.h"
 
 static uint64_t epoch_begin(ts_pool *p)
 {
@@ -106,7 +106,7 @@ static void drain(ts_pool *p)
         if (b->index)
             ts_index_remove(b->index, b);
         p->pending_bytes -= b->size;
-        ts_pool_release_block(p, b);
+        ts_block_release(p, b);
     }
 }
 
@@ -294,4 +294,27 @@ void ts_fence_fini(ts_pool *p)
         free(p->streams[i].pending);
         p->streams[i].pending = NULL;
     }
+}
+
+void ts_fence_free_locked(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered)
+{
+    p->held -= b->size;
+    p->live_blocks--;
+    p->frees++;
+    if (p->cfg.mode == TS_ALLOC_OFF) {
+        TS_PCALL(p, seg_free, b->addr);
+        p->reserved -= b->size;
+        ts_block_delete(&p->slab, b);
+        return;
+    }
+    ts_fence_stream(p, stream, true);
+    ts_fence_pend(p, b, stream, stream_ordered);
+    if (p->cfg.mode == TS_ALLOC_EXPANDABLE)
+        ts_seg_pages_put(p, b->addr, b->size, b->seq);
+}
+
+void ts_fence_free_cached_locked(ts_pool *p, ts_block *b, bool sync)
+{
+    ts_map_take(&p->map, b->addr);
+    ts_fence_free_locked(p, b, b->stream, !sync);
 }

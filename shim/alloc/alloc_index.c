@@ -3,7 +3,7 @@
  * splits it in 16, so every class spans at most 1/16 of its size.  Bitmaps make
  * finding the first non-empty class >= a size O(1); inside the request's own
  * class a short scan finds the best fit, so waste stays under 1/16. */
-#include "alloc/alloc.h"
+#include "alloc/alloc_internal.h"
 
 #define SCAN_LIMIT 16
 

@@ -2,7 +2,7 @@
  * (shim/offload) sees and re-backs the expandable arenas' pages without
  * knowing the pool's internals. */
 #include <stdlib.h>
-#include "alloc/alloc.h"
+#include "alloc/alloc_internal.h"
 
 /* Marks the pages under IPC-exported live blocks (p->lock held). */
 static void mark_exported(ts_pool *p, uint8_t *exported)
@@ -43,3 +43,5 @@ int ts_pool_pages_walk(ts_pool *p, int (*fn)(void *arg, ts_page_view *v), void *
     pthread_mutex_unlock(&p->lock);
     return rc;
 }
+
+uint64_t ts_pool_page_size(const ts_pool *p) { return p->gran; }

@@ -4,13 +4,12 @@
  * retry once) and trim. */
 #include <stdlib.h>
 #include <string.h>
-#include "alloc/alloc.h"
-
-void ts_stats_note(ts_pool *p);
-void ts_stats_fill_oom(ts_pool *p, uint64_t requested);
+#include "alloc/alloc_internal.h"
 
 #define MiB (1ull << 20)
 static int pool_ids;
+
+int ts_pool_mode(const ts_pool *p) { return p->cfg.mode; }
 
 const char *ts_alloc_mode_name(int mode)
 {
@@ -109,14 +108,6 @@ void ts_pool_destroy(ts_pool *p)
     free(p);
 }
 
-void ts_pool_release_block(ts_pool *p, ts_block *b)
-{
-    ts_index *ix = &p->index[b->kind];
-    __atomic_store_n(&b->state, TS_B_FREE, __ATOMIC_RELAXED);
-    b = ts_block_coalesce(&p->slab, ix, b);
-    ts_index_insert(ix, b);
-}
-
 /* Caching mode: a new segment sized like PyTorch's (2 MiB small, 20 MiB for
  * 1-10 MiB, else rounded to 2 MiB). */
 static int new_segment(ts_pool *p, int kind, uint64_t size)
@@ -154,7 +145,7 @@ static int new_segment(ts_pool *p, int kind, uint64_t size)
     b->kind = kind;
     p->reserved += ss;
     ts_stats_note(p);
-    ts_pool_release_block(p, b);
+    ts_block_release(p, b);
     return TS_PROV_OK;
 }
 
@@ -204,7 +195,7 @@ static void unwind_block(ts_pool *p, ts_block *b, bool from_pending, uint64_t st
     if (from_pending)
         ts_fence_pend(p, b, stream, true);
     else
-        ts_pool_release_block(p, b);
+        ts_block_release(p, b);
 }
 
 static void fail_oom(ts_pool *p, uint64_t size)
@@ -241,8 +232,6 @@ static int alloc_off(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stream,
     *out = b;
     return TS_ALLOC_OK;
 }
-
-static void free_locked(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered);
 
 static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stream, ts_block **out)
 {
@@ -285,7 +274,7 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
             ts_index_remove(&p->index[kind], b);
             ts_block *r = ts_block_split(&p->slab, b, rsize);
             if (r)
-                ts_pool_release_block(p, r);
+                ts_block_release(p, r);
         }
         int rc = TS_PROV_OK;
         if (p->cfg.mode == TS_ALLOC_EXPANDABLE && b) {
@@ -418,7 +407,7 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
         p->allocs++;
         if (ts_map_put(&p->map, b->addr, b)) {
             /* cannot track it: give it back rather than hand out an untracked pointer */
-            free_locked(p, b, stream, false);
+            ts_fence_free_locked(p, b, stream, false);
             p->frees--;
             p->allocs--;
             rc = TS_ALLOC_ERROR;
@@ -431,30 +420,6 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
     return rc;
 }
 
-/* b has left the map; p->lock held. */
-static void free_locked(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered)
-{
-    p->held -= b->size;
-    p->live_blocks--;
-    p->frees++;
-    if (p->cfg.mode == TS_ALLOC_OFF) {
-        TS_PCALL(p, seg_free, b->addr);
-        p->reserved -= b->size;
-        ts_block_delete(&p->slab, b);
-        return;
-    }
-    ts_fence_stream(p, stream, true);
-    ts_fence_pend(p, b, stream, stream_ordered);
-    if (p->cfg.mode == TS_ALLOC_EXPANDABLE)
-        ts_seg_pages_put(p, b->addr, b->size, b->seq);
-}
-
-void ts_pool_free_cached_locked(ts_pool *p, ts_block *b, bool sync)
-{
-    ts_map_take(&p->map, b->addr);
-    free_locked(p, b, b->stream, !sync);
-}
-
 /* Thread-cache free of a block the caller took from LIVE to TCACHED. */
 static inline void free_to_cache(ts_pool *p, ts_block *b, uint64_t stream, bool so)
 {
@@ -462,7 +427,7 @@ static inline void free_to_cache(ts_pool *p, ts_block *b, uint64_t stream, bool 
         return;
     pthread_mutex_lock(&p->lock);
     b->stream = stream;
-    ts_pool_free_cached_locked(p, b, !so);
+    ts_fence_free_cached_locked(p, b, !so);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -504,7 +469,7 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
     ts_map_take_locked(s, ptr);
     ts_map_unlock(s);
     pthread_mutex_lock(&p->lock);
-    free_locked(p, b, stream, so);
+    ts_fence_free_locked(p, b, stream, so);
     pthread_mutex_unlock(&p->lock);
     return TS_ALLOC_OK;
 }

@@ -1,6 +1,6 @@
 /* alloc_provider.h: what the device allocator needs from below, as function
  * pointers, so the same pool runs over the CUDA driver's VMM API
- * (shim/alloc/alloc_cuda.c), over a fake in host memory (tools/replay/sim_provider.c, for
+ * (shim/devmem/cuda_provider.c), over a fake in host memory (tools/replay/sim_provider.c, for
  * unit tests, replay without the emulator and the benchmark), or over anything
  * else.  Every operation returns TS_PROV_OK, TS_PROV_OOM (physical memory
  * exhausted: the pool may release idle memory and retry) or TS_PROV_ERROR.
@@ -89,41 +89,5 @@ void ts_fake_stream_progress(ts_fake_provider *f, uint64_t stream, uint64_t *rec
  * "fence_record".  A probability in [0,1] with a seed fails calls at random. */
 void ts_fake_fail_nth(ts_fake_provider *f, const char *op, uint64_t nth, int rc);
 void ts_fake_fail_random(ts_fake_provider *f, const char *op, double p, uint64_t seed, int rc);
-/* alloc_cuda.c: create pages with requestedHandleTypes = POSIX fd (set before
- * the provider is created; shim/devmem/devmem_ipc.c sets it when the shim loads). */
-extern bool ts_cuda_pages_exportable;
 
-#endif
-
-/* ---- the CUDA driver provider (shim/alloc/alloc_cuda.c) -------------------------
- * Declared when the includer has included <cuda.h> first.  The caller fills
- * the table with the real driver entry points (the shim from its resolution
- * table, replay through cuGetProcAddress); this file resolves nothing.  The
- * calling thread must have the device's context current. */
-#if defined(__cuda_cuda_h__)
-typedef struct ts_cuda_fns {
-    CUresult (*cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
-    CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
-    CUresult (*cuMemCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
-                            unsigned long long);
-    CUresult (*cuMemRelease)(CUmemGenericAllocationHandle);
-    CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
-    CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
-    CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
-    CUresult (*cuMemGetAllocationGranularity)(size_t *, const CUmemAllocationProp *,
-                                              CUmemAllocationGranularity_flags);
-    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t); /* cuMemAlloc_v2 */
-    CUresult (*cuMemFree)(CUdeviceptr);            /* cuMemFree_v2 */
-    CUresult (*cuEventCreate)(CUevent *, unsigned int);
-    CUresult (*cuEventRecord)(CUevent, CUstream);
-    CUresult (*cuEventQuery)(CUevent);
-    CUresult (*cuEventSynchronize)(CUevent);
-    CUresult (*cuEventDestroy)(CUevent); /* cuEventDestroy_v2 */
-} ts_cuda_fns;
-typedef struct ts_cuda_provider ts_cuda_provider;
-/* NULL if a needed entry point is missing (cuMemAlloc/cuMemFree may be NULL
- * for the expandable mode alone). */
-ts_cuda_provider *ts_cuda_provider_create(const ts_cuda_fns *fns, int device);
-const ts_page_provider *ts_cuda_provider_table(ts_cuda_provider *c);
-void ts_cuda_provider_destroy(ts_cuda_provider *c);
 #endif

@@ -7,10 +7,7 @@
  * so the reserved bytes never exceed the pages under live blocks at the peak. */
 #include <stdlib.h>
 #include <string.h>
-#include "alloc/alloc.h"
-#include "devmem/devmem_ipc.h"
-
-void ts_stats_note(ts_pool *p);
+#include "alloc/alloc_internal.h"
 
 /* ---- expandable pools by address, for exporting a block's pages ----------
  * (shim/devmem/devmem_ipc.c).  A fixed table: pools are per device and rare; a pool
@@ -99,7 +96,7 @@ int ts_seg_with_live_block(uint64_t ptr, int no_block,
         pthread_mutex_unlock(&p->lock);
         return rc;
     }
-    return TS_IPC_NOT_OURS;
+    return TS_SEG_NOT_OURS;
 }
 
 static void idle_append(ts_pool *p, int32_t i)
@@ -338,4 +335,35 @@ uint64_t ts_seg_mapped_run(ts_pool *p, uint64_t addr, uint64_t size)
         a = e;
     }
     return best;
+}
+
+uint64_t ts_seg_view_handle(const ts_seg_block_view *v, uint64_t i) { return v->pages[i].handle; }
+
+bool ts_pool_owns(ts_pool *p, uint64_t ptr)
+{
+    pthread_mutex_lock(&p->lock);
+    bool in = p->va_size && ptr >= p->va_base && ptr - p->va_base < p->va_size;
+    for (ts_segment *s = p->segs; s && !in; s = s->snext)
+        in = ptr >= s->base && ptr - s->base < s->size;
+    pthread_mutex_unlock(&p->lock);
+    return in;
+}
+
+void ts_pool_for_each_mapped(ts_pool *p, void (*fn)(void *arg, uint64_t va, uint64_t size), void *arg)
+{
+    pthread_mutex_lock(&p->lock);
+    if (p->cfg.mode == TS_ALLOC_EXPANDABLE && p->pages) {
+        for (uint64_t i = 0; i < p->npages;) {
+            if (!p->pages[i].mapped) {
+                i++;
+                continue;
+            }
+            uint64_t j = i;
+            while (j < p->npages && p->pages[j].mapped)
+                j++;
+            fn(arg, p->va_base + i * p->gran, (j - i) * p->gran);
+            i = j;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
 }

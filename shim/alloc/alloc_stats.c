@@ -6,19 +6,7 @@
  * were counted while held, so the peak is never under-reported by more than
  * the thread caches' contents). */
 #include <string.h>
-#include "alloc/alloc.h"
-
-void ts_stats_note(ts_pool *p)
-{
-    if (p->reserved > p->peak_reserved) {
-        p->peak_reserved = p->reserved;
-        p->held_at_peak = p->held;
-    } else if (p->reserved == p->peak_reserved && p->held > p->held_at_peak) {
-        p->held_at_peak = p->held;
-    }
-    if (p->held > p->peak_held)
-        p->peak_held = p->held;
-}
+#include "alloc/alloc_internal.h"
 
 /* Largest free block that can be handed out without new memory. */
 static uint64_t largest_usable_free(ts_pool *p)

@@ -17,7 +17,7 @@
  * paths never write the same cache line. */
 #include <stdlib.h>
 #include <string.h>
-#include "alloc/alloc.h"
+#include "alloc/alloc_internal.h"
 
 #define TC_SLOTS 64
 #define TC_WAYS 8
@@ -69,7 +69,7 @@ static void drain_locked(ts_pool *p, ts_tcache *tc)
     for (int i = 0; i < TC_SLOTS; i++)
         for (int w = 0; w < TC_WAYS; w++)
             if (tc->slot[i].size[w]) {
-                ts_pool_free_cached_locked(p, tc->slot[i].block[w], tc->slot[i].epoch[w] != TC_ASYNC);
+                ts_fence_free_cached_locked(p, tc->slot[i].block[w], tc->slot[i].epoch[w] != TC_ASYNC);
                 tc->slot[i].size[w] = 0;
                 tc->slot[i].block[w] = NULL;
             }

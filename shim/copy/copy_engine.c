@@ -16,7 +16,7 @@
 
 #include "core/config.h"
 #include "copy/copy_engine.h"
-#include "hooks.h"
+#include "core/cuda_real.h"
 #include "log/log.h"
 #include "log/logfmt.h"
 
@@ -36,8 +36,6 @@ static size_t piece_limit(const struct ts_copy_req *q, const struct ts_copy_stat
     return q->sync && st->chunks == 0 && chunk > FIRST_SYNC_PIECE ? FIRST_SYNC_PIECE : chunk;
 }
 
-#define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
-
 bool ts_copy_wanted(uint64_t bytes)
 {
     const struct ts_config *c = ts_cfg();
@@ -56,7 +54,7 @@ enum ts_copy_engine_dir ts_copy_classify(const struct ts_copy_req *q, enum ts_co
         return TS_CE_NONE;
     if (!is_1d(q) && q->width > ts_staging_chunk())
         return TS_CE_NONE;
-    ts_fn_cuCtxGetCurrent get_ctx = REAL(cuCtxGetCurrent);
+    ts_cuda_fn_cuCtxGetCurrent get_ctx = TS_CUDA_REAL(cuCtxGetCurrent);
     CUcontext ctx = NULL;
     /* No current context: this thread has not used CUDA yet; the original
      * call sets it up. */
@@ -82,7 +80,7 @@ enum ts_copy_engine_dir ts_copy_classify(const struct ts_copy_req *q, enum ts_co
     /* During capture a copy becomes a graph node: pass through.  An error
      * here (e.g. the legacy stream while another stream captures) also means
      * "leave it to the original call", which reports what CUDA reports. */
-    ts_fn_cuStreamIsCapturing is_capturing = REAL(cuStreamIsCapturing);
+    ts_cuda_fn_cuStreamIsCapturing is_capturing = TS_CUDA_REAL(cuStreamIsCapturing);
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     if (!is_capturing || is_capturing(q->stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
         return TS_CE_NONE;
@@ -135,7 +133,7 @@ static void unpack_rows(char *dst, const char *src, size_t pitch, size_t width, 
 
 static CUresult queue_2d(const struct ts_copy_req *q, const struct piece *p, void *staging, bool h2d)
 {
-    ts_fn_cuMemcpy2DAsync_v2 copy2d = REAL(cuMemcpy2DAsync_v2);
+    ts_cuda_fn_cuMemcpy2DAsync_v2 copy2d = TS_CUDA_REAL(cuMemcpy2DAsync_v2);
     if (!copy2d)
         return CUDA_ERROR_NOT_SUPPORTED;
     CUDA_MEMCPY2D m;
@@ -165,11 +163,11 @@ static CUresult queue_transfer(const struct ts_copy_req *q, const struct piece *
     if (!is_1d(q))
         return queue_2d(q, p, staging, h2d);
     if (h2d) {
-        ts_fn_cuMemcpyHtoDAsync_v2 htod = REAL(cuMemcpyHtoDAsync_v2);
+        ts_cuda_fn_cuMemcpyHtoDAsync_v2 htod = TS_CUDA_REAL(cuMemcpyHtoDAsync_v2);
         return htod ? htod((CUdeviceptr)(uintptr_t)(q->dst + p->off), staging, p->len, q->stream)
                     : CUDA_ERROR_NOT_SUPPORTED;
     }
-    ts_fn_cuMemcpyDtoHAsync_v2 dtoh = REAL(cuMemcpyDtoHAsync_v2);
+    ts_cuda_fn_cuMemcpyDtoHAsync_v2 dtoh = TS_CUDA_REAL(cuMemcpyDtoHAsync_v2);
     return dtoh ? dtoh(staging, (CUdeviceptr)(uintptr_t)(q->src + p->off), p->len, q->stream)
                 : CUDA_ERROR_NOT_SUPPORTED;
 }
@@ -185,7 +183,7 @@ static CUresult transfer_sync(const struct ts_copy_req *q, const struct piece *p
 {
     bool pt = q->stream == CU_STREAM_PER_THREAD;
     if (!is_1d(q)) {
-        ts_fn_cuMemcpy2D_v2 copy2d = pt ? REAL(cuMemcpy2D_v2_ptds) : REAL(cuMemcpy2D_v2);
+        ts_cuda_fn_cuMemcpy2D_v2 copy2d = pt ? TS_CUDA_REAL(cuMemcpy2D_v2_ptds) : TS_CUDA_REAL(cuMemcpy2D_v2);
         if (!copy2d)
             return CUDA_ERROR_NOT_SUPPORTED;
         CUDA_MEMCPY2D m;
@@ -204,11 +202,12 @@ static CUresult transfer_sync(const struct ts_copy_req *q, const struct piece *p
         return copy2d(&m);
     }
     if (h2d) {
-        ts_fn_cuMemcpyHtoD_v2 htod = pt ? REAL(cuMemcpyHtoD_v2_ptds) : REAL(cuMemcpyHtoD_v2);
+        ts_cuda_fn_cuMemcpyHtoD_v2 htod =
+            pt ? TS_CUDA_REAL(cuMemcpyHtoD_v2_ptds) : TS_CUDA_REAL(cuMemcpyHtoD_v2);
         return htod ? htod((CUdeviceptr)(uintptr_t)(q->dst + p->off), staging, p->len)
                     : CUDA_ERROR_NOT_SUPPORTED;
     }
-    ts_fn_cuMemcpyDtoH_v2 dtoh = pt ? REAL(cuMemcpyDtoH_v2_ptds) : REAL(cuMemcpyDtoH_v2);
+    ts_cuda_fn_cuMemcpyDtoH_v2 dtoh = pt ? TS_CUDA_REAL(cuMemcpyDtoH_v2_ptds) : TS_CUDA_REAL(cuMemcpyDtoH_v2);
     return dtoh ? dtoh(staging, (CUdeviceptr)(uintptr_t)(q->src + p->off), p->len) : CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -260,7 +259,7 @@ static void run_h2d(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
             }
             if (ts_staging_record(b, q->stream) != CUDA_SUCCESS) {
                 /* Cannot track this transfer alone: wait for the stream. */
-                ts_fn_cuStreamSynchronize sync = REAL(cuStreamSynchronize);
+                ts_cuda_fn_cuStreamSynchronize sync = TS_CUDA_REAL(cuStreamSynchronize);
                 if (sync)
                     sync(q->stream);
             }
@@ -322,7 +321,7 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
             }
             if (ts_staging_record(b, q->stream) != CUDA_SUCCESS) {
                 /* Cannot wait for this chunk alone: drain the stream. */
-                ts_fn_cuStreamSynchronize sync = REAL(cuStreamSynchronize);
+                ts_cuda_fn_cuStreamSynchronize sync = TS_CUDA_REAL(cuStreamSynchronize);
                 if (!sync || sync(q->stream) != CUDA_SUCCESS) {
                     ts_staging_release(b);
                     stop = true;
@@ -371,7 +370,7 @@ void ts_copy_run(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, size_
     memset(st, 0, sizeof *st);
     st->dir = dir;
     st->sync = q->sync;
-    ts_fn_cuCtxGetCurrent get_ctx = REAL(cuCtxGetCurrent);
+    ts_cuda_fn_cuCtxGetCurrent get_ctx = TS_CUDA_REAL(cuCtxGetCurrent);
     CUcontext ctx = NULL;
     bool go = get_ctx && get_ctx(&ctx) == CUDA_SUCCESS && ctx;
     /* A synchronous entry point's first chunk is a synchronous copy

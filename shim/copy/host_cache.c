@@ -24,7 +24,7 @@
 #include "core/config.h"
 #include "copy/copy_engine.h"
 #include "copy/host_cache.h"
-#include "hooks.h"
+#include "core/cuda_real.h"
 #include "log/log.h"
 #include "log/logfmt.h"
 
@@ -42,8 +42,6 @@ struct block {
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct block *blocks; /* every block the cache owns, in use or free */
 static uint64_t free_bytes, hits, misses;
-
-#define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
 
 bool ts_host_cache_wanted(size_t size, unsigned flags)
 {
@@ -134,7 +132,7 @@ static struct block *take_excess_locked(uint64_t keep)
 
 static void release_blocks(struct block *list)
 {
-    ts_fn_cuMemFreeHost real_free = REAL(cuMemFreeHost);
+    ts_cuda_fn_cuMemFreeHost real_free = TS_CUDA_REAL(cuMemFreeHost);
     while (list) {
         struct block *next = list->next;
         ts_hostclass_remove(list->ptr);
@@ -151,14 +149,14 @@ static void release_blocks(struct block *list)
  * primary context only takes a reference.  False if a synchronization failed. */
 static bool contexts_idle(void)
 {
-    ts_fn_cuCtxGetCurrent get_ctx = REAL(cuCtxGetCurrent);
-    ts_fn_cuCtxSynchronize sync_cur = REAL(cuCtxSynchronize);
-    ts_fn_cuDeviceGetCount count = REAL(cuDeviceGetCount);
-    ts_fn_cuDeviceGet get_dev = REAL(cuDeviceGet);
-    ts_fn_cuDevicePrimaryCtxGetState state = REAL(cuDevicePrimaryCtxGetState);
-    ts_fn_cuDevicePrimaryCtxRetain retain = REAL(cuDevicePrimaryCtxRetain);
-    ts_fn_cuDevicePrimaryCtxRelease_v2 release = REAL(cuDevicePrimaryCtxRelease_v2);
-    ts_fn_cuCtxSynchronize_v2 sync_ctx = REAL(cuCtxSynchronize_v2);
+    ts_cuda_fn_cuCtxGetCurrent get_ctx = TS_CUDA_REAL(cuCtxGetCurrent);
+    ts_cuda_fn_cuCtxSynchronize sync_cur = TS_CUDA_REAL(cuCtxSynchronize);
+    ts_cuda_fn_cuDeviceGetCount count = TS_CUDA_REAL(cuDeviceGetCount);
+    ts_cuda_fn_cuDeviceGet get_dev = TS_CUDA_REAL(cuDeviceGet);
+    ts_cuda_fn_cuDevicePrimaryCtxGetState state = TS_CUDA_REAL(cuDevicePrimaryCtxGetState);
+    ts_cuda_fn_cuDevicePrimaryCtxRetain retain = TS_CUDA_REAL(cuDevicePrimaryCtxRetain);
+    ts_cuda_fn_cuDevicePrimaryCtxRelease_v2 release = TS_CUDA_REAL(cuDevicePrimaryCtxRelease_v2);
+    ts_cuda_fn_cuCtxSynchronize_v2 sync_ctx = TS_CUDA_REAL(cuCtxSynchronize_v2);
     if (!get_ctx || !sync_cur || !count || !get_dev || !state || !retain || !release || !sync_ctx)
         return false;
     CUcontext cur = NULL;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "copy/copy_engine.h"
-#include "hooks.h"
+#include "core/cuda_real.h"
 
 enum { MAX_RANGES = 8192 };
 
@@ -72,13 +72,11 @@ static bool known_pinned(uintptr_t p)
     return hit;
 }
 
-#define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
-
 enum ts_host_class ts_hostclass(const void *p)
 {
     if (known_pinned((uintptr_t)p))
         return TS_HC_PINNED;
-    ts_fn_cuPointerGetAttribute get = REAL(cuPointerGetAttribute);
+    ts_cuda_fn_cuPointerGetAttribute get = TS_CUDA_REAL(cuPointerGetAttribute);
     unsigned int type = 0, managed = 0;
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
     if (!get || get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d) != CUDA_SUCCESS)
@@ -92,7 +90,7 @@ enum ts_host_class ts_hostclass(const void *p)
 
 bool ts_hostclass_device_range(const void *p, size_t n)
 {
-    ts_fn_cuPointerGetAttribute get = REAL(cuPointerGetAttribute);
+    ts_cuda_fn_cuPointerGetAttribute get = TS_CUDA_REAL(cuPointerGetAttribute);
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)p, start = 0;
     unsigned int type = 0, managed = 1;
     size_t size = 0;
@@ -111,7 +109,7 @@ bool ts_hostclass_device_range(const void *p, size_t n)
 
 bool ts_hostclass_driver_pinned(const void *p)
 {
-    ts_fn_cuPointerGetAttribute get = REAL(cuPointerGetAttribute);
+    ts_cuda_fn_cuPointerGetAttribute get = TS_CUDA_REAL(cuPointerGetAttribute);
     unsigned int type = 0;
     return get && get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS
            && type == CU_MEMORYTYPE_HOST;

@@ -16,7 +16,7 @@
 
 #include "core/config.h"
 #include "copy/copy_engine.h"
-#include "hooks.h"
+#include "core/cuda_real.h"
 
 enum { MAX_BUFS = 1024 };
 
@@ -34,8 +34,6 @@ static struct ts_staging_buf bufs[MAX_BUFS];
 static int n_bufs;
 static uint64_t allocated, release_stamp;
 static bool alloc_failed; /* the driver refused pinned memory once: stop asking */
-
-#define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
 
 size_t ts_staging_chunk(void)
 {
@@ -62,7 +60,7 @@ static bool idle_locked(struct ts_staging_buf *b)
 {
     if (!b->recorded)
         return true;
-    ts_fn_cuEventQuery query = REAL(cuEventQuery);
+    ts_cuda_fn_cuEventQuery query = TS_CUDA_REAL(cuEventQuery);
     if (query && query(b->ev) == CUDA_SUCCESS) {
         b->recorded = false;
         return true;
@@ -75,8 +73,8 @@ static bool bind_context(struct ts_staging_buf *b, CUcontext ctx)
 {
     if (b->ev && b->ctx == ctx)
         return true;
-    ts_fn_cuEventCreate create = REAL(cuEventCreate);
-    ts_fn_cuEventDestroy_v2 destroy = REAL(cuEventDestroy_v2);
+    ts_cuda_fn_cuEventCreate create = TS_CUDA_REAL(cuEventCreate);
+    ts_cuda_fn_cuEventDestroy_v2 destroy = TS_CUDA_REAL(cuEventDestroy_v2);
     if (!create || !destroy)
         return false;
     if (b->ev)
@@ -116,7 +114,7 @@ static struct ts_staging_buf *hand_out(struct ts_staging_buf *b, CUcontext ctx)
 /* Allocates the pinned memory of a reserved slot (busy, ptr NULL). */
 static struct ts_staging_buf *fill_slot(struct ts_staging_buf *b, CUcontext ctx)
 {
-    ts_fn_cuMemHostAlloc alloc = REAL(cuMemHostAlloc);
+    ts_cuda_fn_cuMemHostAlloc alloc = TS_CUDA_REAL(cuMemHostAlloc);
     void *p = NULL;
     if (alloc && alloc(&p, ts_staging_chunk(), CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS && p) {
         b->ptr = p;
@@ -174,7 +172,7 @@ struct ts_staging_buf *ts_staging_acquire(CUcontext ctx, uint64_t *wait_ns)
 
 CUresult ts_staging_record(struct ts_staging_buf *b, CUstream stream)
 {
-    ts_fn_cuEventRecord record = REAL(cuEventRecord);
+    ts_cuda_fn_cuEventRecord record = TS_CUDA_REAL(cuEventRecord);
     CUresult r = record ? record(b->ev, stream) : CUDA_ERROR_NOT_SUPPORTED;
     if (r == CUDA_SUCCESS)
         b->recorded = true;
@@ -185,7 +183,7 @@ CUresult ts_staging_wait(struct ts_staging_buf *b)
 {
     if (!b->recorded)
         return CUDA_SUCCESS;
-    ts_fn_cuEventSynchronize sync = REAL(cuEventSynchronize);
+    ts_cuda_fn_cuEventSynchronize sync = TS_CUDA_REAL(cuEventSynchronize);
     CUresult r = sync ? sync(b->ev) : CUDA_ERROR_NOT_SUPPORTED;
     if (r == CUDA_SUCCESS)
         b->recorded = false;

@@ -1,6 +1,6 @@
 /* devmem.c: one trainshim pool (shim/alloc/alloc.h) per device, over the real
- * driver's VMM API (shim/alloc/alloc_cuda.c with the real entry points from
- * ts_real), serving the program's device allocations; see devmem.h for the
+ * driver's VMM API (cuda_provider.c with the real entry points from
+ * core/cuda_real.h), serving the program's device allocations; see devmem.h for the
  * contract with the hooks.
  *
  * Streams.  A synchronous allocation or free (cudaMalloc, cudaFree,
@@ -40,22 +40,31 @@
 #include <unistd.h>
 
 #include "alloc/alloc.h"
+#include "devmem/cuda_provider.h"
 #include "core/config.h"
 #include "core/core.h"
 #include "devmem/devmem.h"
-#include "hooks.h"
+#include "core/cuda_real.h"
 #include "log/logfmt.h"
 #include "offload/offload.h"
-#include "core/resolve.h"
 
 #define TS_DEV_MAX 64
 /* An impossible stream handle: synchronous allocations and frees. */
 #define TS_DEV_NO_STREAM UINT64_MAX
 #define TS_DEV_MAX_STREAMS 1024
 
+/* The provider a pool sees: the driver provider's table with devmem's own
+ * steps around its fences (capture checks, the pseudo stream's fence 0), its
+ * set_access (peers) and stream_idle; ctx is this struct. */
+struct devprov {
+    ts_page_provider inner; /* the driver provider's own table and ctx */
+    int dev;
+};
+
 struct devpool {
     ts_pool *pool;
     ts_cuda_provider *cp;
+    struct devprov prov;
     bool limited; /* TRAINSHIM_MEMORY_LIMIT caps it */
 };
 
@@ -75,21 +84,12 @@ static struct {
 } known_streams[TS_DEV_MAX_STREAMS];
 static int nknown;
 
-/* Peers granted access to each device's pool (bit = accessing device), and
- * each pool's provider context, to find the device in set_access. */
+/* Peers granted access to each device's pool (bit = accessing device). */
 static uint64_t peer_mask[TS_DEV_MAX];
-static void *provider_ctx[TS_DEV_MAX];
-static int (*inner_set_access)(void *, uint64_t, uint64_t);
-
-/* The inner (alloc_cuda.c) fence functions, wrapped below. */
-static int (*inner_record)(void *, uint64_t, uint64_t *);
-static int (*inner_query)(void *, uint64_t);
-static int (*inner_wait)(void *, uint64_t);
-static void (*inner_release)(void *, uint64_t);
 
 static int real_device(void)
 {
-    ts_fn_cuCtxGetDevice get = (ts_fn_cuCtxGetDevice)ts_real(TS_API_cuCtxGetDevice);
+    ts_cuda_fn_cuCtxGetDevice get = TS_CUDA_REAL(cuCtxGetDevice);
     CUdevice d = -1;
     if (!get || get(&d) != CUDA_SUCCESS)
         return -1;
@@ -110,7 +110,7 @@ static void note_capture_unseen(const char *how)
 /* True when work cannot be enqueued on `stream` without joining a capture. */
 static bool stream_capturing(uint64_t stream)
 {
-    ts_fn_cuStreamIsCapturing is = (ts_fn_cuStreamIsCapturing)ts_real(TS_API_cuStreamIsCapturing);
+    ts_cuda_fn_cuStreamIsCapturing is = TS_CUDA_REAL(cuStreamIsCapturing);
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     if (!is)
         return false;
@@ -146,6 +146,41 @@ static bool stream_capturing_if_any(uint64_t stream)
     return stream_capturing(stream);
 }
 
+/* The driver provider's table behind a pool's ctx (struct devprov). */
+static inline const ts_page_provider *inner(void *ctx) { return &((struct devprov *)ctx)->inner; }
+
+/* Steps devmem passes straight to the driver provider. */
+static int fwd_granularity(void *ctx, uint64_t *bytes)
+{
+    return inner(ctx)->granularity(inner(ctx)->ctx, bytes);
+}
+static int fwd_reserve(void *ctx, uint64_t size, uint64_t *va)
+{
+    return inner(ctx)->reserve(inner(ctx)->ctx, size, va);
+}
+static int fwd_unreserve(void *ctx, uint64_t va, uint64_t size)
+{
+    return inner(ctx)->unreserve(inner(ctx)->ctx, va, size);
+}
+static int fwd_create(void *ctx, uint64_t size, uint64_t *handle)
+{
+    return inner(ctx)->create(inner(ctx)->ctx, size, handle);
+}
+static int fwd_release(void *ctx, uint64_t handle) { return inner(ctx)->release(inner(ctx)->ctx, handle); }
+static int fwd_map(void *ctx, uint64_t va, uint64_t size, uint64_t handle)
+{
+    return inner(ctx)->map(inner(ctx)->ctx, va, size, handle);
+}
+static int fwd_unmap(void *ctx, uint64_t va, uint64_t size)
+{
+    return inner(ctx)->unmap(inner(ctx)->ctx, va, size);
+}
+static int fwd_seg_alloc(void *ctx, uint64_t size, uint64_t *ptr)
+{
+    return inner(ctx)->seg_alloc(inner(ctx)->ctx, size, ptr);
+}
+static int fwd_seg_free(void *ctx, uint64_t ptr) { return inner(ctx)->seg_free(inner(ctx)->ctx, ptr); }
+
 /* Fence 0 is the pseudo stream's: complete from the start. */
 static int fence_record(void *ctx, uint64_t stream, uint64_t *fence)
 {
@@ -155,19 +190,25 @@ static int fence_record(void *ctx, uint64_t stream, uint64_t *fence)
     }
     if (stream_capturing(stream))
         return TS_PROV_ERROR;
-    return inner_record(ctx, stream, fence);
+    return inner(ctx)->fence_record(inner(ctx)->ctx, stream, fence);
 }
-static int fence_query(void *ctx, uint64_t f) { return f ? inner_query(ctx, f) : TS_FENCE_DONE; }
-static int fence_wait(void *ctx, uint64_t f) { return f ? inner_wait(ctx, f) : TS_PROV_OK; }
+static int fence_query(void *ctx, uint64_t f)
+{
+    return f ? inner(ctx)->fence_query(inner(ctx)->ctx, f) : TS_FENCE_DONE;
+}
+static int fence_wait(void *ctx, uint64_t f)
+{
+    return f ? inner(ctx)->fence_wait(inner(ctx)->ctx, f) : TS_PROV_OK;
+}
 static void fence_release(void *ctx, uint64_t f)
 {
     if (f)
-        inner_release(ctx, f);
+        inner(ctx)->fence_release(inner(ctx)->ctx, f);
 }
 /* One cuMemSetAccess for every device in mask. */
 static int grant_peers(uint64_t mask, uint64_t va, uint64_t size)
 {
-    ts_fn_cuMemSetAccess set = (ts_fn_cuMemSetAccess)ts_real(TS_API_cuMemSetAccess);
+    ts_cuda_fn_cuMemSetAccess set = TS_CUDA_REAL(cuMemSetAccess);
     if (!set)
         return TS_PROV_ERROR;
     CUmemAccessDesc d[64];
@@ -191,8 +232,8 @@ static int grant_peers(uint64_t mask, uint64_t va, uint64_t size)
  * memory, which VMM pages allow only after cuMemSetAccess for that device. */
 static uint64_t peer_capable(int dev)
 {
-    ts_fn_cuDeviceGetCount count = (ts_fn_cuDeviceGetCount)ts_real(TS_API_cuDeviceGetCount);
-    ts_fn_cuDeviceCanAccessPeer can = (ts_fn_cuDeviceCanAccessPeer)ts_real(TS_API_cuDeviceCanAccessPeer);
+    ts_cuda_fn_cuDeviceGetCount count = TS_CUDA_REAL(cuDeviceGetCount);
+    ts_cuda_fn_cuDeviceCanAccessPeer can = TS_CUDA_REAL(cuDeviceCanAccessPeer);
     int n = 0;
     uint64_t mask = 0;
     if (!count || !can || count(&n) != CUDA_SUCCESS)
@@ -208,15 +249,22 @@ static uint64_t peer_capable(int dev)
 /* Newly mapped pages: the owner's access, then every enabled peer's. */
 static int set_access(void *ctx, uint64_t va, uint64_t size)
 {
-    int rc = inner_set_access(ctx, va, size);
+    int rc = inner(ctx)->set_access(inner(ctx)->ctx, va, size);
     if (rc)
         return rc;
-    for (int dev = 0; dev < TS_DEV_MAX; dev++)
-        if (provider_ctx[dev] == ctx) {
-            uint64_t mask = __atomic_load_n(&peer_mask[dev], __ATOMIC_ACQUIRE);
-            return mask ? grant_peers(mask, va, size) : TS_PROV_OK;
-        }
-    return TS_PROV_OK;
+    uint64_t mask = __atomic_load_n(&peer_mask[((struct devprov *)ctx)->dev], __ATOMIC_ACQUIRE);
+    return mask ? grant_peers(mask, va, size) : TS_PROV_OK;
+}
+
+struct peer_grant {
+    int owner, accessor;
+};
+
+static void grant_mapped_run(void *arg, uint64_t va, uint64_t size)
+{
+    const struct peer_grant *g = arg;
+    if (grant_peers(1ull << g->accessor, va, size))
+        ts_warn("device %d: cannot grant device %d access to pooled memory", g->owner, g->accessor);
 }
 
 void ts_dev_peer_enabled(int owner, int accessor)
@@ -229,24 +277,9 @@ void ts_dev_peer_enabled(int owner, int accessor)
     struct devpool *d = __atomic_load_n(&pools[owner], __ATOMIC_ACQUIRE);
     if (!d)
         return;
-    ts_pool *p = d->pool;
-    pthread_mutex_lock(&p->lock);
-    if (p->cfg.mode == TS_ALLOC_EXPANDABLE && p->pages) {
-        /* existing mappings, in runs of adjacent mapped pages */
-        for (uint64_t i = 0; i < p->npages;) {
-            if (!p->pages[i].mapped) {
-                i++;
-                continue;
-            }
-            uint64_t j = i;
-            while (j < p->npages && p->pages[j].mapped)
-                j++;
-            if (grant_peers(1ull << accessor, p->va_base + i * p->gran, (j - i) * p->gran))
-                ts_warn("device %d: cannot grant device %d access to pooled memory", owner, accessor);
-            i = j;
-        }
-    }
-    pthread_mutex_unlock(&p->lock);
+    /* existing mappings, in runs of adjacent mapped pages */
+    struct peer_grant g = { owner, accessor };
+    ts_pool_for_each_mapped(d->pool, grant_mapped_run, &g);
 }
 
 /* cuStreamQuery: one driver call per stream, where a fence costs a record,
@@ -258,7 +291,7 @@ static int stream_idle(void *ctx, uint64_t stream)
     (void)ctx;
     if (stream == TS_DEV_NO_STREAM)
         return TS_FENCE_DONE;
-    ts_fn_cuStreamQuery query = (ts_fn_cuStreamQuery)ts_real(TS_API_cuStreamQuery);
+    ts_cuda_fn_cuStreamQuery query = TS_CUDA_REAL(cuStreamQuery);
     if (!query || stream_capturing(stream))
         return TS_FENCE_PENDING;
     CUresult r = query((CUstream)(uintptr_t)stream);
@@ -267,25 +300,23 @@ static int stream_idle(void *ctx, uint64_t stream)
 
 static ts_cuda_provider *make_provider(int dev)
 {
-#define REAL(name) ((void *)ts_real(TS_API_##name))
     ts_cuda_fns f = {
-        .cuMemAddressReserve = REAL(cuMemAddressReserve),
-        .cuMemAddressFree = REAL(cuMemAddressFree),
-        .cuMemCreate = REAL(cuMemCreate),
-        .cuMemRelease = REAL(cuMemRelease),
-        .cuMemMap = REAL(cuMemMap),
-        .cuMemUnmap = REAL(cuMemUnmap),
-        .cuMemSetAccess = REAL(cuMemSetAccess),
-        .cuMemGetAllocationGranularity = REAL(cuMemGetAllocationGranularity),
-        .cuMemAlloc = REAL(cuMemAlloc_v2),
-        .cuMemFree = REAL(cuMemFree_v2),
-        .cuEventCreate = REAL(cuEventCreate),
-        .cuEventRecord = REAL(cuEventRecord),
-        .cuEventQuery = REAL(cuEventQuery),
-        .cuEventSynchronize = REAL(cuEventSynchronize),
-        .cuEventDestroy = REAL(cuEventDestroy_v2),
+        .cuMemAddressReserve = TS_CUDA_REAL(cuMemAddressReserve),
+        .cuMemAddressFree = TS_CUDA_REAL(cuMemAddressFree),
+        .cuMemCreate = TS_CUDA_REAL(cuMemCreate),
+        .cuMemRelease = TS_CUDA_REAL(cuMemRelease),
+        .cuMemMap = TS_CUDA_REAL(cuMemMap),
+        .cuMemUnmap = TS_CUDA_REAL(cuMemUnmap),
+        .cuMemSetAccess = TS_CUDA_REAL(cuMemSetAccess),
+        .cuMemGetAllocationGranularity = TS_CUDA_REAL(cuMemGetAllocationGranularity),
+        .cuMemAlloc = TS_CUDA_REAL(cuMemAlloc_v2),
+        .cuMemFree = TS_CUDA_REAL(cuMemFree_v2),
+        .cuEventCreate = TS_CUDA_REAL(cuEventCreate),
+        .cuEventRecord = TS_CUDA_REAL(cuEventRecord),
+        .cuEventQuery = TS_CUDA_REAL(cuEventQuery),
+        .cuEventSynchronize = TS_CUDA_REAL(cuEventSynchronize),
+        .cuEventDestroy = TS_CUDA_REAL(cuEventDestroy_v2),
     };
-#undef REAL
     return ts_cuda_provider_create(&f, dev);
 }
 
@@ -294,11 +325,39 @@ static int chosen_mode(int dev)
     int mode = ts_cfg()->alloc;
     if (mode != TS_ALLOC_EXPANDABLE)
         return mode;
-    ts_fn_cuDeviceGetAttribute attr = (ts_fn_cuDeviceGetAttribute)ts_real(TS_API_cuDeviceGetAttribute);
+    ts_cuda_fn_cuDeviceGetAttribute attr = TS_CUDA_REAL(cuDeviceGetAttribute);
     int vmm = 0;
     if (!attr || attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS)
         vmm = 0;
     return vmm ? TS_ALLOC_EXPANDABLE : TS_ALLOC_CACHING;
+}
+
+/* The table a pool gets: devmem's steps over the driver provider's, with
+ * w (per pool) as ctx.  Optional steps the driver provider lacks stay NULL. */
+static ts_page_provider wrap_provider(struct devprov *w, const ts_page_provider *in, int dev)
+{
+    w->inner = *in;
+    w->dev = dev;
+#define STEP(name, fn) .name = in->name ? fn : NULL
+    return (ts_page_provider){
+        .ctx = w,
+        STEP(granularity, fwd_granularity),
+        STEP(reserve, fwd_reserve),
+        STEP(unreserve, fwd_unreserve),
+        STEP(create, fwd_create),
+        STEP(release, fwd_release),
+        STEP(map, fwd_map),
+        STEP(unmap, fwd_unmap),
+        STEP(set_access, set_access),
+        STEP(seg_alloc, fwd_seg_alloc),
+        STEP(seg_free, fwd_seg_free),
+        STEP(fence_record, fence_record),
+        STEP(fence_query, fence_query),
+        STEP(fence_wait, fence_wait),
+        STEP(fence_release, fence_release),
+        .stream_idle = stream_idle,
+    };
+#undef STEP
 }
 
 static bool capture_in_progress(void) { return __atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0; }
@@ -306,7 +365,7 @@ static bool capture_in_progress(void) { return __atomic_load_n(&captures, __ATOM
 /* TRAINSHIM_OFFLOAD: the real entry points it needs, and its provider wrap. */
 static void offload_attach(int dev, ts_page_provider *prov)
 {
-#define REAL(name) ((void *)ts_real(TS_API_##name))
+#define REAL(name) TS_CUDA_REAL(name)
     ts_offload_driver f = {
         .cuMemCreate = REAL(cuMemCreate),
         .cuMemRelease = REAL(cuMemRelease),
@@ -332,7 +391,7 @@ static void offload_attach(int dev, ts_page_provider *prov)
 
 static struct devpool *create_pool(int dev)
 {
-    ts_fn_cuDeviceTotalMem_v2 total_mem = (ts_fn_cuDeviceTotalMem_v2)ts_real(TS_API_cuDeviceTotalMem_v2);
+    ts_cuda_fn_cuDeviceTotalMem_v2 total_mem = TS_CUDA_REAL(cuDeviceTotalMem_v2);
     size_t total = 0;
     if (!total_mem || total_mem(&total, dev) != CUDA_SUCCESS || !total)
         return NULL;
@@ -344,19 +403,7 @@ static struct devpool *create_pool(int dev)
         free(d);
         return NULL;
     }
-    ts_page_provider prov = *ts_cuda_provider_table(d->cp);
-    inner_record = prov.fence_record;
-    inner_query = prov.fence_query;
-    inner_wait = prov.fence_wait;
-    inner_release = prov.fence_release;
-    prov.fence_record = fence_record;
-    prov.fence_query = fence_query;
-    prov.fence_wait = fence_wait;
-    prov.fence_release = fence_release;
-    prov.stream_idle = stream_idle;
-    inner_set_access = prov.set_access;
-    prov.set_access = set_access;
-    provider_ctx[dev] = prov.ctx;
+    ts_page_provider prov = wrap_provider(&d->prov, ts_cuda_provider_table(d->cp), dev);
     __atomic_fetch_or(&peer_mask[dev], peer_capable(dev), __ATOMIC_ACQ_REL);
     offload_attach(dev, &prov);
 
@@ -403,7 +450,7 @@ static void log_pool_stats(int dev, struct devpool *d, uint32_t reason)
     struct ts_rec_pool_stats r;
     memset(&r, 0, sizeof r);
     r.device = dev;
-    r.mode = d->pool->cfg.mode;
+    r.mode = ts_pool_mode(d->pool);
     r.reason = reason;
     r.peak_reserved_bytes = st.peak_reserved_bytes;
     r.peak_allocated_bytes = st.peak_allocated_bytes;
@@ -444,7 +491,7 @@ int ts_dev_pool_mode(int dev)
     if (dev < 0 || dev >= TS_DEV_MAX)
         return -1;
     struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-    return d ? d->pool->cfg.mode : -1;
+    return d ? ts_pool_mode(d->pool) : -1;
 }
 
 static struct devpool *pool_of(int dev)
@@ -528,19 +575,6 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
 
 bool ts_dev_pooling(void) { return __atomic_load_n(&any_pool, __ATOMIC_ACQUIRE); }
 
-/* True if ptr lies in memory a pool reserved (its virtual range or one of
- * its segments), live block or not: such a pointer must never reach the real
- * free, which could release a whole segment under the pool. */
-static bool pool_memory(ts_pool *p, uint64_t ptr)
-{
-    pthread_mutex_lock(&p->lock);
-    bool in = p->va_size && ptr >= p->va_base && ptr - p->va_base < p->va_size;
-    for (ts_segment *s = p->segs; s && !in; s = s->snext)
-        in = ptr >= s->base && ptr - s->base < s->size;
-    pthread_mutex_unlock(&p->lock);
-    return in;
-}
-
 int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
 {
     *devp = -1;
@@ -572,7 +606,7 @@ int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
     }
     for (int dev = 0; dev < TS_DEV_MAX; dev++) {
         struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-        if (d && pool_memory(d->pool, ptr)) {
+        if (d && ts_pool_owns(d->pool, ptr)) {
             *devp = dev;
             return TS_DEV_INVALID;
         }

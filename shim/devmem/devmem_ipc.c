@@ -1,4 +1,4 @@
-/* devmem_ipc.c: legacy CUDA IPC on pooled device memory (see devmem_ipc.h).
+/* devmem_ipc.c: legacy CUDA IPC on pooled device memory (see devmem.h).
  *
  * Exporter.  The handle names a descriptor: a small memfd of the exporting
  * process holding a header (export id, alive flag, page size, the block's
@@ -31,10 +31,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "alloc/alloc.h"
 #include "core/core.h"
-#include "devmem/devmem_ipc.h"
-#include "hooks.h"
-#include "core/resolve.h"
+#include "devmem/cuda_provider.h"
+#include "devmem/devmem.h"
+#include "core/cuda_real.h"
 
 /* devmem.c's stream of synchronous allocations (cudaMalloc, cuMemAlloc). */
 #define IPC_SYNC_STREAM UINT64_MAX
@@ -159,8 +160,7 @@ static int export_block(void *arg, ts_pool *p, const ts_seg_block_view *v)
     /* stream-ordered memory is not legacy-IPC capable (the driver refuses it) */
     if (v->stream != IPC_SYNC_STREAM || v->npages > IPC_MAX_PAGES)
         return cudaErrorInvalidValue;
-    ts_fn_cuMemExportToShareableHandle export_fd =
-        (ts_fn_cuMemExportToShareableHandle)ts_real(TS_API_cuMemExportToShareableHandle);
+    ts_cuda_fn_cuMemExportToShareableHandle export_fd = TS_CUDA_REAL(cuMemExportToShareableHandle);
     if (!export_fd)
         return cudaErrorInvalidValue;
     int rc = cudaErrorInvalidValue;
@@ -193,7 +193,8 @@ static int export_block(void *arg, ts_pool *p, const ts_seg_block_view *v)
         int fd = -1;
         /* a page created without the POSIX handle type is refused here:
          * today's answer, never a handle to the wrong memory */
-        if (export_fd(&fd, v->pages[i].handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) != CUDA_SUCCESS) {
+        if (export_fd(&fd, ts_seg_view_handle(v, i), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)
+            != CUDA_SUCCESS) {
             close_fds(fds, n);
             free(fds);
             goto out;
@@ -298,12 +299,12 @@ static bool desc_alive(int desc, uint64_t id)
 
 static int current_device(void)
 {
-    ts_fn_cuCtxGetDevice get = (ts_fn_cuCtxGetDevice)ts_real(TS_API_cuCtxGetDevice);
+    ts_cuda_fn_cuCtxGetDevice get = TS_CUDA_REAL(cuCtxGetDevice);
     CUdevice dev = -1;
     if (get && get(&dev) == CUDA_SUCCESS)
         return dev;
     /* no context yet: the runtime would create the primary one here */
-    ts_fn_cudaFree rt_free = (ts_fn_cudaFree)ts_real(TS_API_cudaFree);
+    ts_cuda_fn_cudaFree rt_free = TS_CUDA_REAL(cudaFree);
     if (rt_free && rt_free(NULL) == cudaSuccess && get && get(&dev) == CUDA_SUCCESS)
         return dev;
     return -1;
@@ -324,14 +325,13 @@ static int map_import(int pid, int pidfd, int desc, const struct ipc_wire *w, st
     if (!d.npages || d.npages > IPC_MAX_PAGES || !d.gran || (d.gran & (d.gran - 1)) || d.offset >= d.gran
         || d.offset + d.size > (uint64_t)d.npages * d.gran)
         return cudaErrorInvalidValue;
-    ts_fn_cuMemImportFromShareableHandle import_fd =
-        (ts_fn_cuMemImportFromShareableHandle)ts_real(TS_API_cuMemImportFromShareableHandle);
-    ts_fn_cuMemAddressReserve reserve = (ts_fn_cuMemAddressReserve)ts_real(TS_API_cuMemAddressReserve);
-    ts_fn_cuMemAddressFree unreserve = (ts_fn_cuMemAddressFree)ts_real(TS_API_cuMemAddressFree);
-    ts_fn_cuMemMap map = (ts_fn_cuMemMap)ts_real(TS_API_cuMemMap);
-    ts_fn_cuMemUnmap unmap = (ts_fn_cuMemUnmap)ts_real(TS_API_cuMemUnmap);
-    ts_fn_cuMemSetAccess set_access = (ts_fn_cuMemSetAccess)ts_real(TS_API_cuMemSetAccess);
-    ts_fn_cuMemRelease release = (ts_fn_cuMemRelease)ts_real(TS_API_cuMemRelease);
+    ts_cuda_fn_cuMemImportFromShareableHandle import_fd = TS_CUDA_REAL(cuMemImportFromShareableHandle);
+    ts_cuda_fn_cuMemAddressReserve reserve = TS_CUDA_REAL(cuMemAddressReserve);
+    ts_cuda_fn_cuMemAddressFree unreserve = TS_CUDA_REAL(cuMemAddressFree);
+    ts_cuda_fn_cuMemMap map = TS_CUDA_REAL(cuMemMap);
+    ts_cuda_fn_cuMemUnmap unmap = TS_CUDA_REAL(cuMemUnmap);
+    ts_cuda_fn_cuMemSetAccess set_access = TS_CUDA_REAL(cuMemSetAccess);
+    ts_cuda_fn_cuMemRelease release = TS_CUDA_REAL(cuMemRelease);
     if (!import_fd || !reserve || !unreserve || !map || !unmap || !set_access || !release)
         return cudaErrorNotSupported;
     int dev = current_device();
@@ -468,9 +468,9 @@ int ts_ipc_close(void *ptr)
         if (--imp->refs)
             break;
         /* unmapping does not wait for the device: queued work may still read */
-        ts_fn_cuCtxSynchronize sync = (ts_fn_cuCtxSynchronize)ts_real(TS_API_cuCtxSynchronize);
-        ts_fn_cuMemUnmap unmap = (ts_fn_cuMemUnmap)ts_real(TS_API_cuMemUnmap);
-        ts_fn_cuMemAddressFree unreserve = (ts_fn_cuMemAddressFree)ts_real(TS_API_cuMemAddressFree);
+        ts_cuda_fn_cuCtxSynchronize sync = TS_CUDA_REAL(cuCtxSynchronize);
+        ts_cuda_fn_cuMemUnmap unmap = TS_CUDA_REAL(cuMemUnmap);
+        ts_cuda_fn_cuMemAddressFree unreserve = TS_CUDA_REAL(cuMemAddressFree);
         if (sync)
             sync();
         for (uint64_t k = 0; k < imp->npages; k++)

@@ -8,8 +8,7 @@
 #include "alloc/alloc.h"
 #include "core/core.h"
 #include "devmem/devmem.h"
-#include "hooks.h"
-#include "core/resolve.h"
+#include "core/cuda_real.h"
 
 static double gib(uint64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
 
@@ -23,7 +22,7 @@ void ts_dev_oom_report(int dev, uint64_t requested)
     /* The pool's own record of its last OOM names its largest live blocks. */
     bool have_rep = ts_dev_last_oom(dev, &rep);
     size_t dfree = 0, dtotal = 0;
-    ts_fn_cuMemGetInfo_v2 info = (ts_fn_cuMemGetInfo_v2)ts_real(TS_API_cuMemGetInfo_v2);
+    ts_cuda_fn_cuMemGetInfo_v2 info = TS_CUDA_REAL(cuMemGetInfo_v2);
     if (!info || info(&dfree, &dtotal) != CUDA_SUCCESS)
         dfree = dtotal = 0;
     char buf[2048];

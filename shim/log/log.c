@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "log/clock.h"
 #include "core/config.h"
 #include "core/core.h"
 
@@ -125,7 +125,7 @@ static bool write_all(int fd, const void *p, size_t n)
 }
 
 /* Convert the times of every record in a committed range about to be
- * written from clock readings (shim/core/clock.h) to CLOCK_MONOTONIC ns, set
+ * written from clock readings (shim/log/clock.h) to CLOCK_MONOTONIC ns, set
  * their checks, and count them.  Done here, by whoever writes the range
  * (writer thread, owner, exit or signal flush: arithmetic only), not on the
  * logging thread's fast path: the bytes are committed and never change

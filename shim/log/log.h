@@ -11,7 +11,7 @@
 
 /* Fast path: reserve len bytes (a multiple of 8, a fixed-size record) in the
  * calling thread's buffer and fill the record header's len/type/tid/time.
- * The time is a reading of the log's clock (shim/core/clock.h), converted to
+ * The time is a reading of the log's clock (shim/log/clock.h), converted to
  * CLOCK_MONOTONIC ns when the record is written out: copy it only into a
  * field that conversion also covers (ALLOC_STACK's alloc_time_ns).
  * Returns NULL when nothing may be logged (logging off, failed, after

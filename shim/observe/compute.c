@@ -12,7 +12,7 @@
 
 #include "observe/compute.h"
 #include "core/config.h"
-#include "hooks.h"
+#include "core/cuda_real.h"
 #include "log/log.h"
 
 #define SAMPLE_SLOTS 64
@@ -36,13 +36,11 @@ static int pending; /* slots in SLOT_PENDING (under slots_mu) */
 
 static __thread uint64_t tls_calls __attribute__((tls_model("initial-exec")));
 
-#define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
-
 /* Under slots_mu.  Logs every completed sample and frees its slot. */
 static void poll_locked(void)
 {
-    ts_fn_cuEventQuery query = REAL(cuEventQuery);
-    ts_fn_cuEventElapsedTime_v2 elapsed = REAL(cuEventElapsedTime_v2);
+    ts_cuda_fn_cuEventQuery query = TS_CUDA_REAL(cuEventQuery);
+    ts_cuda_fn_cuEventElapsedTime_v2 elapsed = TS_CUDA_REAL(cuEventElapsedTime_v2);
     if (!query || !elapsed)
         return;
     for (int i = 0; i < SAMPLE_SLOTS && __atomic_load_n(&pending, __ATOMIC_RELAXED); i++) {
@@ -99,8 +97,8 @@ static void register_exit_poll(void) { atexit(at_exit_poll); }
 /* Under slots_mu: a free slot whose events belong to the current context. */
 static struct sample_slot *take_slot(CUcontext ctx)
 {
-    ts_fn_cuEventCreate create = REAL(cuEventCreate);
-    ts_fn_cuEventDestroy_v2 destroy = REAL(cuEventDestroy_v2);
+    ts_cuda_fn_cuEventCreate create = TS_CUDA_REAL(cuEventCreate);
+    ts_cuda_fn_cuEventDestroy_v2 destroy = TS_CUDA_REAL(cuEventDestroy_v2);
     struct sample_slot *spare = NULL;
     for (int i = 0; i < SAMPLE_SLOTS; i++) {
         struct sample_slot *s = &slots[i];
@@ -141,9 +139,9 @@ void ts_sample_begin(struct ts_gpu_sample *smp, uint64_t stream)
         return;
     tls_calls = 0;
     pthread_once(&exit_once, register_exit_poll);
-    ts_fn_cuStreamIsCapturing capturing = REAL(cuStreamIsCapturing);
-    ts_fn_cuEventRecord record = REAL(cuEventRecord);
-    ts_fn_cuCtxGetCurrent current = REAL(cuCtxGetCurrent);
+    ts_cuda_fn_cuStreamIsCapturing capturing = TS_CUDA_REAL(cuStreamIsCapturing);
+    ts_cuda_fn_cuEventRecord record = TS_CUDA_REAL(cuEventRecord);
+    ts_cuda_fn_cuCtxGetCurrent current = TS_CUDA_REAL(cuCtxGetCurrent);
     if (!capturing || !record || !current)
         return;
     ts_enter();
@@ -174,7 +172,7 @@ void ts_sample_end(struct ts_gpu_sample *smp, uint64_t stream, int kind, bool ok
     if (ts_likely(smp->slot < 0))
         return;
     struct sample_slot *s = &slots[smp->slot];
-    ts_fn_cuEventRecord record = REAL(cuEventRecord);
+    ts_cuda_fn_cuEventRecord record = TS_CUDA_REAL(cuEventRecord);
     ts_enter();
     bool recorded = ok && record && record(s->end, (CUstream)(uintptr_t)stream) == CUDA_SUCCESS;
     ts_leave();

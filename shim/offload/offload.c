@@ -209,12 +209,12 @@ void ts_offload_pool_created(int dev, struct ts_pool *pool)
     if (dev < 0 || dev >= TS_OFF_MAX_DEV || !ts_off.dev[dev].attached)
         return;
     struct ts_off_dev *d = &ts_off.dev[dev];
-    if (pool->cfg.mode != TS_ALLOC_EXPANDABLE) {
+    if (ts_pool_mode(pool) != TS_ALLOC_EXPANDABLE) {
         d->attached = false;
         unavailable("the device allocator is not in expandable mode (TRAINSHIM_ALLOC)", dev);
         return;
     }
-    d->gran = pool->gran;
+    d->gran = ts_pool_page_size(pool);
     CUdeviceptr scratch = 0;
     if (ts_off.drv.cuMemAddressReserve(&scratch, d->gran, 0, 0, 0) != CUDA_SUCCESS) {
         d->attached = false;

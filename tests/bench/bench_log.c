@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "log/clock.h"
 #include "core/core.h"
 #include "log/log.h"
 
@@ -68,7 +68,7 @@ static void *base_loop(void *arg)
     return NULL;
 }
 
-/* ns per timestamp: the log's clock reading (shim/core/clock.h) beside
+/* ns per timestamp: the log's clock reading (shim/log/clock.h) beside
  * clock_gettime(CLOCK_MONOTONIC), which each record used to cost; and the
  * conversion each record costs when it is written out. */
 static void time_clocks(double *mono, double *reading, double *convert)

@@ -7,7 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "alloc/alloc.h"
+#include "alloc/alloc_internal.h"
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); rc = -1; goto out; } while (0)
 

@@ -5,7 +5,7 @@
  * counts and bytes stay exact through random inserts and removals. */
 #include <stdio.h>
 #include <stdlib.h>
-#include "alloc/alloc.h"
+#include "alloc/alloc_internal.h"
 
 #define N 4000
 static ts_block blocks[N];

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 CC_TSAN=${CC_TSAN:-$(command -v clang || command -v gcc)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-srcs="$(ls shim/alloc/alloc_*.c | grep -v alloc_cuda.c) tests/support/pool_check.c tools/replay/sim_provider.c"
+srcs="$(ls shim/alloc/*.c) tests/support/pool_check.c tools/replay/sim_provider.c"
 "$CC_TSAN" -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -Wall -Wextra -Werror -Ishim \
   -I"${CUDA_HOME:-/usr/local/cuda}/include" -o "$tmp/test_devmem_fast_pool" \
   tests/unit/test_devmem_fast_pool.c $srcs -pthread

@@ -1,4 +1,4 @@
-/* The log's clock (shim/core/clock.c): records are timed with the CPU counter
+/* The log's clock (shim/log/clock.c): records are timed with the CPU counter
  * and converted to CLOCK_MONOTONIC when written.  Several threads log with
  * sleeps in between (so the writer thread recalibrates many times during
  * the run, its early short periods and its steady one) and bursts without
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "log/clock.h"
 #include "core/core.h"
 #include "log/log.h"
 #include "../../tools/read/logread.c"

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "alloc/alloc.h"
+#include "devmem/cuda_provider.h"
 #include "cmd/cmds.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* clock.h: the event log's clock (shim/core/clock.c).  A record's time is taken
+/* clock.h: the event log's clock (shim/log/clock.c).  A record's time is taken
  * on the logging thread's fast path as a raw reading of the CPU's invariant
  * counter (x86_64 TSC, aarch64 CNTVCT_EL0: a few ns, no syscall, no vDSO
  * call) and converted to CLOCK_MONOTONIC nanoseconds only when the record is

@@ -23,7 +23,7 @@
  * read jitter of ~20 ns weighs ~0.02 ppm).  The first rate is measured over
  * START_WINDOW_NS when the log opens; calibrations then come at 2, 4, 8 ...
  * ms, then every PERIOD_NS. */
-#include "core/clock.h"
+#include "log/clock.h"
 
 #include <stdatomic.h>
 #if defined(__x86_64__)

@@ -1,16 +1,13 @@
-/* alloc_cuda.c: the page provider over the CUDA driver's virtual memory API
+/* cuda_provider.c: the page provider over the CUDA driver's virtual memory API
  * (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap,
  * cuMemRelease), plain cuMemAlloc/cuMemFree for the caching and off modes,
  * and events as fences (kept in a free list: no cuEventCreate per fence).
  * The function table comes from the caller; nothing is resolved here. */
-#include <cuda.h>
-#include <stdbool.h>
+#include "devmem/cuda_provider.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include "alloc/alloc_provider.h"
 
-/* Declared in devmem_ipc.h (which cannot be included here: it includes
- * alloc_provider.h again, whose <cuda.h> half has no include guard). */
 bool ts_cuda_pages_exportable;
 
 struct ts_cuda_provider {

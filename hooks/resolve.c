@@ -1,10 +1,11 @@
 /* Real-function resolution (see resolve.h). */
-#include "core/resolve.h"
+#include "resolve.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
 #include <string.h>
 
+#include "core/cuda_real.h"
 #include "hooks.h"
 
 void *ts_real_slots[TS_API_COUNT];
@@ -55,9 +56,24 @@ static void *(*load_real_dlsym(void))(void *, const char *)
     return fp;
 }
 
+/* The shim's real-CUDA ids (core/cuda_real.def) as API ids: every function
+ * the shim calls is resolved like the hooks' own, in the same slot. */
+static const unsigned short cuda_apis[TS_CUDA_COUNT] = {
+#define TS_CUDA_FN(sym, proto) [TS_CUDA_##sym] = TS_API_##sym,
+#include "core/cuda_real.def"
+#undef TS_CUDA_FN
+};
+
+static void *resolve_for_shim(int id) { return ts_real(cuda_apis[id]); }
+
 /* Early: trainshim's own lookups find glibc's dlsym before other libraries'
- * constructors run (hooks/dl.c finds its own early target by itself). */
-__attribute__((constructor(101))) static void resolve_init(void) { (void)load_real_dlsym(); }
+ * constructors run (hooks/dl.c finds its own early target by itself), and
+ * the shim can reach real CUDA before process.c's constructor turns it on. */
+__attribute__((constructor(101))) static void resolve_init(void)
+{
+    (void)load_real_dlsym();
+    ts_cuda_set_resolver(resolve_for_shim);
+}
 
 void *ts_real_dlsym(void *handle, const char *name)
 {

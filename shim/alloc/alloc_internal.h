@@ -1,0 +1,250 @@
+/* alloc_internal.h: the allocator's own structures and layers, for
+ * the alloc_*.c files and the tests that check them; everything else includes
+ * alloc/alloc.h.  Layers, lowest first (each calls only those below it; see
+ * shim/alloc/README.md): index, blockmap, block, segment, fence, tcache,
+ * stats, pool. */
+#ifndef TRAINSHIM_ALLOC_INTERNAL_H
+#define TRAINSHIM_ALLOC_INTERNAL_H
+#include "alloc/alloc.h"
+
+enum ts_block_state { TS_B_FREE = 1, TS_B_PENDING = 2, TS_B_LIVE = 3, TS_B_TCACHED = 4 };
+enum { TS_KIND_LARGE = 0, TS_KIND_SMALL = 1 };
+
+struct ts_index;
+struct ts_segment;
+typedef struct ts_block {
+    uint64_t addr, size, requested;
+    struct ts_block *prev, *next;   /* address neighbours in the same segment */
+    struct ts_block *fprev, *fnext; /* list of the index holding it */
+    struct ts_block *qprev, *qnext; /* pending FIFO (state PENDING) */
+    struct ts_index *index;         /* index holding it (FREE, or PENDING on a stream) */
+    struct ts_segment *seg;
+    uint64_t seq;    /* free sequence number while PENDING */
+    uint64_t stream; /* allocation stream / stream of a stream-ordered free */
+    int state;
+    int kind;
+} __attribute__((aligned(64))) ts_block; /* a line of its own: thread caches flip their own blocks */
+
+/* TLSF two-level segregated free index over sizes in 512-byte units. */
+#define TS_IDX_SL_LOG 4
+#define TS_IDX_SL (1 << TS_IDX_SL_LOG)
+#define TS_IDX_FL 48
+typedef struct ts_index {
+    uint64_t fl_map;
+    uint32_t sl_map[TS_IDX_FL];
+    ts_block *heads[TS_IDX_FL][TS_IDX_SL];
+    uint64_t count, bytes;
+} ts_index;
+void ts_index_init(ts_index *ix);
+void ts_index_insert(ts_index *ix, ts_block *b);
+void ts_index_remove(ts_index *ix, ts_block *b);
+/* Best (or near-best: within 1/16) fitting block of at least size, or NULL. O(1). */
+ts_block *ts_index_find(ts_index *ix, uint64_t size);
+uint64_t ts_index_largest(const ts_index *ix);
+void ts_index_class(uint64_t size, int *fl, int *sl);
+
+/* Block records: slab of records, split and coalesce. */
+typedef struct ts_block_slab {
+    ts_block *free_list;
+    void **chunks;
+    size_t nchunks, cap_chunks;
+    uint64_t in_use;
+} ts_block_slab;
+ts_block *ts_block_new(ts_block_slab *s);
+void ts_block_delete(ts_block_slab *s, ts_block *b);
+void ts_block_slab_destroy(ts_block_slab *s);
+/* Cuts b to `size` bytes; returns the remainder (same state, not indexed), or NULL. */
+ts_block *ts_block_split(ts_block_slab *s, ts_block *b, uint64_t size);
+/* Merges b with its FREE neighbours (removing them from ix); returns the result. */
+ts_block *ts_block_coalesce(ts_block_slab *s, ts_index *ix, ts_block *b);
+struct ts_pool;
+/* Frees the block into its kind's main index of pool p: coalesce (and, for
+ * arenas, nothing else). */
+void ts_block_release(struct ts_pool *p, ts_block *b);
+
+/* Map from a live block's address to its record: sharded so that threads on
+ * the fast path rarely meet on one lock. */
+#define TS_MAP_SHARDS 64
+#define TS_MAP_RETIRED 40
+typedef struct ts_map_shard {
+    int lock;     /* spinlock, writers only */
+    unsigned seq; /* odd while a writer changes the table */
+    uint32_t cap, count;
+    uint64_t *keys;
+    ts_block **vals;
+    /* arrays replaced by a resize, freed at destruction: a lock-free reader
+     * may still be looking at them */
+    int nretired;
+    void *retired[TS_MAP_RETIRED];
+} __attribute__((aligned(64))) ts_map_shard;
+typedef struct ts_block_map {
+    ts_map_shard shards[TS_MAP_SHARDS];
+} ts_block_map;
+int ts_map_init(ts_block_map *m);
+void ts_map_destroy(ts_block_map *m);
+int ts_map_put(ts_block_map *m, uint64_t key, ts_block *b); /* takes the shard lock */
+ts_block *ts_map_take(ts_block_map *m, uint64_t key);       /* removes */
+ts_block *ts_map_get(ts_block_map *m, uint64_t key);
+/* Lock-free lookup (seqlock read): the record mapped to key at one instant. */
+ts_block *ts_map_find(ts_block_map *m, uint64_t key);
+ts_map_shard *ts_map_lock(ts_block_map *m, uint64_t key);
+void ts_map_unlock(ts_map_shard *s);
+ts_block *ts_map_get_locked(ts_map_shard *s, uint64_t key);
+ts_block *ts_map_take_locked(ts_map_shard *s, uint64_t key);
+void ts_spin_lock(int *l);
+void ts_spin_unlock(int *l);
+
+/* Segments: the expandable arenas (with a page table) or one caching/off
+ * segment from seg_alloc. */
+typedef struct ts_page {
+    uint64_t handle;
+    uint32_t refs; /* live or thread-cached blocks touching the page */
+    uint8_t mapped;
+    uint8_t fresh;        /* mapped by the ts_seg_pages_get in progress */
+    int32_t iprev, inext; /* idle LRU (mapped, refs == 0) */
+    uint64_t idle_seq;    /* free sequence at which it became idle */
+} ts_page;
+typedef struct ts_segment {
+    uint64_t base, size;
+    int kind;
+    struct ts_segment *sprev, *snext;
+    ts_block *first;
+} ts_segment;
+
+/* Fences over the registered streams. */
+#define TS_MAX_STREAMS 1024 /* registered streams per pool (PyTorch: ~100 per device) */
+#define TS_MAX_BATCHES 4
+typedef struct ts_stream_ent {
+    uint64_t stream;
+    bool capturing;
+    ts_index *pending; /* stream-ordered frees reusable on this stream */
+} ts_stream_ent;
+typedef struct ts_fence_batch {
+    uint64_t seq;   /* frees up to seq are safe when all fences are done */
+    uint64_t epoch; /* fence epoch begun just before its records */
+    int nfences;
+    uint64_t fences[TS_MAX_STREAMS];
+    uint64_t streams[TS_MAX_STREAMS];
+    uint8_t done[TS_MAX_STREAMS];
+} ts_fence_batch;
+
+struct ts_tcache;
+struct ts_pool {
+    pthread_mutex_t lock;
+    ts_pool_config cfg;
+    ts_page_provider prov;
+    int id;
+    uint64_t gran;
+    /* expandable */
+    uint64_t va_base, va_size;
+    ts_segment arena[2]; /* [TS_KIND_LARGE], [TS_KIND_SMALL] */
+    ts_page *pages;
+    uint64_t npages;
+    int32_t idle_head, idle_tail;
+    uint64_t idle_count, mapped_count;
+    /* caching / off */
+    ts_segment *segs;
+    uint64_t nsegs;
+    /* blocks */
+    ts_block_slab slab;
+    ts_index index[2];
+    ts_block_map map;
+    /* fences */
+    ts_stream_ent streams[TS_MAX_STREAMS];
+    int nstreams, ncapturing;
+    uint64_t seq, safe_seq;
+    ts_block *q_head, *q_tail; /* pending FIFO, oldest first */
+    ts_fence_batch *batches;   /* ring of TS_MAX_BATCHES */
+    int batch_first, batch_count;
+    /* Fence epochs for thread-cached synchronous frees: fence_epoch is bumped
+     * (under the lock) when a fence check begins; safe_epoch is the epoch of
+     * the latest check that proved every free before it safe.  Read without
+     * the lock by the thread caches: a line of their own. */
+    struct {
+        uint64_t fence_epoch, safe_epoch;
+    } __attribute__((aligned(64))) ep;
+    /* thread caches */
+    struct ts_tcache *tcaches;
+    /* stats (under lock) */
+    uint64_t reserved, held, pending_bytes;
+    uint64_t peak_reserved, peak_held, held_at_peak;
+    uint64_t live_blocks, allocs, frees, cache_hits, ooms;
+    uint64_t driver_calls, fence_records, fence_waits, page_moves;
+    uint64_t idle_queries; /* stream_idle calls (provider) */
+    uint64_t tc_hits_flushed;
+    ts_oom_report last_oom;
+};
+
+/* alloc_segment.c: the virtual range and its pages (expandable mode). */
+int ts_seg_init_arenas(ts_pool *p);
+void ts_seg_fini_arenas(ts_pool *p);
+/* Takes a reference on every page under [addr, addr+size) and maps the
+ * missing ones (moving idle pages or creating handles).  On failure nothing
+ * changed and the status is TS_PROV_OOM or TS_PROV_ERROR. */
+int ts_seg_pages_get(ts_pool *p, uint64_t addr, uint64_t size);
+/* Drops the references; pages left without one become idle at seq. */
+void ts_seg_pages_put(ts_pool *p, uint64_t addr, uint64_t size, uint64_t seq);
+/* Unmaps and releases idle pages whose fences are done; returns pages freed. */
+uint64_t ts_seg_release_idle(ts_pool *p);
+/* Largest run of mapped pages inside [addr, addr+size). */
+uint64_t ts_seg_mapped_run(ts_pool *p, uint64_t addr, uint64_t size);
+
+/* alloc_fence.c */
+ts_stream_ent *ts_fence_stream(ts_pool *p, uint64_t stream, bool create);
+void ts_fence_pend(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered);
+/* Takes a PENDING block out of its stream's index for reuse on that stream,
+ * cut to size (the remainder stays pending in its place). */
+void ts_fence_take_pending(ts_pool *p, ts_block *b, uint64_t size);
+/* Queries completed batches (never blocks) and moves safe blocks to the index. */
+void ts_fence_poll(ts_pool *p);
+/* Records a batch if frees are pending and none covers them; waits for all
+ * batches; drains.  Returns false if fences cannot be used now (capture). */
+bool ts_fence_sync(ts_pool *p);
+/* A fence check for thread-cached synchronous frees even when the FIFO is
+ * empty: completed batches, else every stream idle (advances safe_epoch),
+ * else a batch recorded for a later check.  Never blocks. */
+void ts_fence_refresh(ts_pool *p);
+void ts_fence_fini(ts_pool *p);
+/* A live block b, already out of the map, is freed (p->lock held): counted,
+ * then pending behind fences (given back at once in the off mode), its pages
+ * released to idle in the expandable mode. */
+void ts_fence_free_locked(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered);
+/* Slow-path free of a block taken off a thread cache (state TCACHED), p->lock
+ * held: sync for a synchronous free (pending on every stream), else
+ * stream-ordered on b->stream. */
+void ts_fence_free_cached_locked(ts_pool *p, ts_block *b, bool sync);
+
+/* alloc_tcache.c */
+/* 1: served; 0: miss; TS_TC_STALE (below). */
+int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr);
+bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream);
+/* A synchronous free (cfg.sync_thread_cache): stamped with the fence epoch. */
+bool ts_tcache_free_sync(ts_pool *p, ts_block *b, uint64_t stream);
+/* ts_tcache_alloc's answer when it missed only because cached synchronous
+ * frees of that size wait for a fence check. */
+#define TS_TC_STALE 2
+void ts_tcache_flush_all(ts_pool *p); /* with p->lock held */
+uint64_t ts_tcache_bytes(ts_pool *p);
+uint64_t ts_tcache_hits(ts_pool *p);
+void ts_tcache_detach_all(ts_pool *p);
+
+/* alloc_stats.c */
+/* Fills p->last_oom for a failed request of `requested` bytes (p->lock held). */
+void ts_stats_fill_oom(ts_pool *p, uint64_t requested);
+/* Peaks after reserved or held bytes grew (p->lock held). */
+static inline void ts_stats_note(ts_pool *p)
+{
+    if (p->reserved > p->peak_reserved) {
+        p->peak_reserved = p->reserved;
+        p->held_at_peak = p->held;
+    } else if (p->reserved == p->peak_reserved && p->held > p->held_at_peak) {
+        p->held_at_peak = p->held;
+    }
+    if (p->held > p->peak_held)
+        p->peak_held = p->held;
+}
+
+/* provider calls, counted */
+#define TS_PCALL(p, fn, ...) ((p)->driver_calls++, (p)->prov.fn((p)->prov.ctx, __VA_ARGS__))
+
+#endif

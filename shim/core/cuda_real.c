@@ -1,0 +1,27 @@
+/* The shim's real-CUDA table (see cuda_real.h). */
+#include "core/cuda_real.h"
+
+#include <stddef.h>
+
+void *ts_cuda_slots[TS_CUDA_COUNT];
+
+static ts_cuda_resolver resolver;
+
+void ts_cuda_set_resolver(ts_cuda_resolver resolve)
+{
+    __atomic_store_n(&resolver, resolve, __ATOMIC_RELEASE);
+}
+
+void *ts_cuda_resolve(int id)
+{
+    ts_cuda_resolver resolve = __atomic_load_n(&resolver, __ATOMIC_ACQUIRE);
+    if (id < 0 || id >= TS_CUDA_COUNT || !resolve)
+        return NULL;
+    void *p = resolve(id);
+    if (!p)
+        return NULL;
+    void *expected = NULL;
+    /* First answer wins; the resolver answers the same address every time. */
+    __atomic_compare_exchange_n(&ts_cuda_slots[id], &expected, p, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&ts_cuda_slots[id], __ATOMIC_ACQUIRE);
+}

@@ -1,0 +1,52 @@
+/* cuda_real.h: the shim's door to the real CUDA driver and runtime.
+ *
+ * The shim calls real CUDA functions (the VMM calls of the allocator, events,
+ * copies, pointer queries) but knows nothing of interposition: it names the
+ * function it needs (core/cuda_real.def) and gets the real one, never a hook.
+ * Where the real functions are is the hook layer's business: at load it
+ * registers a resolver (ts_cuda_set_resolver), which the first call of each
+ * function asks.  A found pointer is kept (one acquire load afterwards); a
+ * missing one is not, so a library dlopen()ed later is still found.  Without
+ * a resolver (or before it is registered) every function is missing (NULL),
+ * which callers treat as the library being absent.
+ *
+ *     ts_cuda_fn_cuMemCreate create = TS_CUDA_REAL(cuMemCreate);
+ *     if (!create || create(&h, size, &prop, 0) != CUDA_SUCCESS) ... */
+#ifndef TRAINSHIM_CUDA_REAL_H
+#define TRAINSHIM_CUDA_REAL_H
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "core/core.h"
+
+/* Ids: TS_CUDA_<symbol>. */
+enum ts_cuda_id {
+#define TS_CUDA_FN(sym, proto) TS_CUDA_##sym,
+#include "core/cuda_real.def"
+#undef TS_CUDA_FN
+    TS_CUDA_COUNT
+};
+
+/* Pointer types: ts_cuda_fn_<symbol>, the toolkit header's prototype. */
+#define TS_CUDA_FN(sym, proto) typedef __typeof__(proto) *ts_cuda_fn_##sym;
+#include "core/cuda_real.def"
+#undef TS_CUDA_FN
+
+/* The resolver answers id's real function, or NULL when no loaded library
+ * defines it.  Registered once by the hook layer, before the shim turns
+ * active. */
+typedef void *(*ts_cuda_resolver)(int id);
+void ts_cuda_set_resolver(ts_cuda_resolver resolve);
+
+extern void *ts_cuda_slots[TS_CUDA_COUNT];
+/* Asks the resolver and keeps a found pointer; NULL if missing. */
+void *ts_cuda_resolve(int id);
+/* The real function of id: one acquire load once resolved. */
+static inline void *ts_cuda_real(int id)
+{
+    void *p = __atomic_load_n(&ts_cuda_slots[id], __ATOMIC_ACQUIRE);
+    return ts_likely(p != NULL) ? p : ts_cuda_resolve(id);
+}
+/* Typed: TS_CUDA_REAL(cuMemCreate) is a ts_cuda_fn_cuMemCreate (or NULL). */
+#define TS_CUDA_REAL(sym) ((ts_cuda_fn_##sym)ts_cuda_real(TS_CUDA_##sym))
+#endif
