@@ -77,4 +77,7 @@ struct ts_rec_pool_stats;
 void ts_ev_pool_stats(const struct ts_rec_pool_stats *s);
 void ts_ev_pool_oom(int device, int mode, uint64_t requested, uint64_t reserved, uint64_t allocated,
                     uint64_t largest_free_block);
+/* Memory offload (shim/offload): the caller fills every body field. */
+struct ts_rec_offload;
+void ts_ev_offload(const struct ts_rec_offload *o);
 #endif

@@ -4,10 +4,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc/alloc.h"
 #include "core/config.h"
 #include "core/core.h"
+#include "log/logfmt.h"
 #include "offload/offload_internal.h"
 
 struct ts_offload_state ts_off = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -224,6 +226,7 @@ void ts_offload_pool_created(int dev, struct ts_pool *pool)
     d->scratch = scratch;
     d->pool = pool;
     __atomic_store_n(&ts_off.available, true, __ATOMIC_RELEASE);
+    ts_off_summary_at_exit();
     ts_off_signal_setup(dev);
 }
 
@@ -248,6 +251,7 @@ bool ts_offload_managed_alloc(int dev, uint64_t size, uint64_t *ptr)
     if (ts_off.drv.cuMemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS)
         return false;
     __atomic_fetch_add(&ts_off.managed_allocs, 1, __ATOMIC_RELAXED);
+    ts_off_summary_at_exit();
     *ptr = p;
     return true;
 }
@@ -298,9 +302,49 @@ void ts_offload_stats_get(ts_offload_stats *out)
     out->managed_allocs = __atomic_load_n(&ts_off.managed_allocs, __ATOMIC_RELAXED);
 }
 
+/* One TS_REC_OFFLOAD with the totals so far. */
+void ts_off_log(uint32_t kind, unsigned tag, uint64_t bytes, uint64_t ns)
+{
+    ts_offload_stats st;
+    ts_offload_stats_get(&st);
+    struct ts_rec_offload r;
+    memset(&r, 0, sizeof r);
+    r.device = -1;
+    r.kind = kind;
+    r.tag = tag;
+    r.bytes = bytes;
+    r.duration_ns = ns;
+    r.host_bytes = st.host_bytes;
+    r.peak_host_bytes = st.peak_host_bytes;
+    r.oom_host_pages = st.oom_host_pages;
+    r.demoted_pages = st.demoted_pages;
+    r.promoted_pages = st.promoted_pages;
+    r.failed_moves = st.failed_moves;
+    r.managed_allocs = st.managed_allocs;
+    ts_ev_offload(&r);
+}
+
 void ts_off_note_pause(bool pause, unsigned tag, uint64_t bytes, uint64_t ns)
 {
+    ts_off_log(pause ? TS_OFFLOAD_PAUSE : TS_OFFLOAD_RESUME, tag, bytes, ns);
     if (ts_cfg()->verbose)
         ts_info("offload: %s tag %u: %llu bytes in %.3f ms", pause ? "paused" : "resumed", tag,
                 (unsigned long long)bytes, (double)ns / 1e6);
+}
+
+/* The totals at shutdown (registered after the log's own exit flush, so it
+ * runs first); a fork child logs nothing. */
+static pid_t owner_pid;
+static void log_summary_at_exit(void)
+{
+    if (getpid() == owner_pid)
+        ts_off_log(TS_OFFLOAD_SUMMARY, 0, 0, 0);
+}
+
+void ts_off_summary_at_exit(void)
+{
+    if (__atomic_exchange_n(&ts_off.summary_registered, true, __ATOMIC_ACQ_REL))
+        return;
+    owner_pid = getpid();
+    atexit(log_summary_at_exit);
 }

@@ -39,7 +39,7 @@ struct ts_off_paused {
 struct ts_offload_state {
     ts_offload_driver drv;
     struct ts_off_dev dev[TS_OFF_MAX_DEV];
-    bool available, told_unavailable;
+    bool available, told_unavailable, summary_registered;
     pthread_mutex_t lock; /* the fields below */
     uint64_t *handles;    /* host-backed handles (open addressing, 0 = empty) */
     size_t hcap, hcount;
@@ -71,6 +71,10 @@ int ts_off_move_page(struct ts_off_dev *d, ts_page_view *v, bool to_host);
 int ts_off_walk_all(int (*fn)(void *arg, struct ts_off_dev *d, ts_page_view *v), void *arg,
                     bool even_stopped);
 
+/* One TS_REC_OFFLOAD record (kind TS_OFFLOAD_*) with the totals so far. */
+void ts_off_log(uint32_t kind, unsigned tag, uint64_t bytes, uint64_t ns);
+/* The TS_OFFLOAD_SUMMARY record at exit (registered once). */
+void ts_off_summary_at_exit(void);
 /* A pause or resume finished: bytes moved in ns. */
 void ts_off_note_pause(bool pause, unsigned tag, uint64_t bytes, uint64_t ns);
 

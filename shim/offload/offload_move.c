@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "log/logfmt.h"
 #include "offload/offload_internal.h"
 
 static bool scratch_access(struct ts_off_dev *d)
@@ -70,6 +71,7 @@ static int failed(struct ts_off_dev *d, const char *step)
                 "pages move no more",
                 d->device, step);
     d->stopped = true;
+    ts_off_log(TS_OFFLOAD_FAILED, 0, 0, 0);
     return TS_PROV_ERROR;
 }
 

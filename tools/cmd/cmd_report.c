@@ -17,6 +17,7 @@
 #include "report/report_acct.h"
 #include "report/report_gpu.h"
 #include "report/report_json.h"
+#include "report/report_offload.h"
 #include "report/report_sites.h"
 #include "report/report_stats.h"
 
@@ -498,7 +499,8 @@ int cmd_report(int argc, char **argv)
         text_stats(stdout, &st[0], &logs[0]);
         sites_text(stdout, &logs[0]); /* TOP ALLOCATION SITES, MEMORY TIMELINE: with stacks only */
         acct_log_text(stdout, &acct[0]);
-        gpu_report_text(stdout, logs, 1); /* GPU TIMELINE (tools/report/report_gpu.c) */
+        gpu_report_text(stdout, logs, 1);      /* GPU TIMELINE (tools/report/report_gpu.c) */
+        offload_report_text(stdout, &logs[0]); /* OFFLOAD (tools/report/report_offload.c) */
         struct acct_copy_facts cf = acct_copy_facts_of(&st[0]);
         acct_advice_text(stdout, &acct[0], &cf, duration_ns(&logs[0]));
     } else {
