@@ -20,7 +20,7 @@
  *             values before the first allocation
  * Run bare (as tests/run.sh runs every test binary), it runs itself again
  * under build/libtrainshim.so with TRAINSHIM_OFFLOAD=on, a 4 GiB device and
- * a 25 GB/s host link.  Prints "offload pause ok" on success. */
+ * a 25 GB/s host link (the 2 GiB case).  Prints "offload pause ok" on success. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "emu/emu.h"
@@ -109,30 +110,37 @@ static size_t free_now(void)
     return f;
 }
 
-/* Not under the shim: again, under build/libtrainshim.so (next to build/tests/). */
+/* Not under the shim: runs itself again under build/libtrainshim.so (next
+ * to build/tests/), its event log in a directory removed afterwards. */
 static int run_under_shim(char **argv)
 {
-    char self[4096], shim[4200];
+    char self[4096], shim[4200], dir[] = "/tmp/test_offload_pause.XXXXXX", log[4200];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0 || getenv("TEST_OFFLOAD_REEXEC")) {
+    char *cut = n > 0 ? (self[n] = 0, strstr(self, "/tests/integration/")) : NULL;
+    if (!cut || getenv("TEST_OFFLOAD_REEXEC") || !mkdtemp(dir)) {
         fprintf(stderr, "trainshim_pause/resume/tag not found: run under the shim\n");
         return 1;
     }
-    self[n] = 0;
-    char *cut = strstr(self, "/tests/integration/");
-    if (!cut)
-        return 1;
     snprintf(shim, sizeof shim, "%.*s/libtrainshim.so", (int)(cut - self), self);
-    setenv("LD_PRELOAD", shim, 1);
-    setenv("TEST_OFFLOAD_REEXEC", "1", 1);
-    setenv("TRAINSHIM_OFFLOAD", "on", 1);
-    setenv("EMU_DEVICE_MEMORY", "4G", 1);
-    setenv("EMU_HOST_LINK_GBPS", "25", 1);
-    if (!getenv("TRAINSHIM_LOG"))
-        setenv("TRAINSHIM_LOG", "/tmp/test_offload_pause.%p.log", 1);
-    execv(self, argv);
-    perror("execv");
-    return 1;
+    snprintf(log, sizeof log, "%s/trainshim.log", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("LD_PRELOAD", shim, 1);
+        setenv("TEST_OFFLOAD_REEXEC", "1", 1);
+        setenv("TRAINSHIM_OFFLOAD", "on", 1);
+        setenv("EMU_DEVICE_MEMORY", "4G", 1);
+        setenv("EMU_HOST_LINK_GBPS", "25", 1);
+        setenv("TRAINSHIM_LOG", log, 1);
+        execv(self, argv);
+        perror("execv");
+        _exit(127);
+    }
+    int status = 1;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        status = 1;
+    unlink(log);
+    rmdir(dir);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 int main(int argc, char **argv)
