@@ -23,6 +23,7 @@
 #include "alloc/alloc.h"
 #include "devmem/cuda_provider.h"
 #include "cmd/cmds.h"
+#include "replay/replay_offload.h"
 
 typedef struct {
     char op;
@@ -31,15 +32,16 @@ typedef struct {
 
 typedef struct {
     const char *file, *level, *mode, *provider;
-    int device, json;
-    uint64_t capacity, limit;
+    int device, json, offload;
+    uint64_t capacity, limit, device_memory;
 } rp_opts;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: trainshim replay FILE [--level tensor|segment] [--device N] [--capacity BYTES]\n"
                "                        [--mode expandable|caching|off] [--limit BYTES]\n"
-               "                        [--provider auto|cuda|fake] [--json]\n");
+               "                        [--provider auto|cuda|fake] [--json]\n"
+               "                        [--device-memory BYTES [--offload]]\n");
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -350,6 +352,14 @@ int cmd_replay(int argc, char **argv)
                 return 2;
             }
             i++;
+        } else if (!strcmp(a, "--offload")) {
+            o.offload = 1;
+        } else if (!strcmp(a, "--device-memory") && v) {
+            if (parse_size(v, &o.device_memory) || !o.device_memory) {
+                fprintf(stderr, "trainshim: error: bad --device-memory '%s'\n", v);
+                return 2;
+            }
+            i++;
         } else if (!strcmp(a, "--limit") && v) {
             if (parse_size(v, &o.limit)) {
                 fprintf(stderr, "trainshim: error: bad --limit '%s'\n", v);
@@ -412,6 +422,9 @@ int cmd_replay(int argc, char **argv)
             ts_fake_set_manual_fences(fake, 1);
         prov = ts_fake_provider_table(fake);
     }
+    rp_offload dm; /* --device-memory: the device's pages, and with --offload the host's beyond them */
+    if (o.device_memory)
+        prov = rp_offload_wrap(&dm, prov, o.device_memory, o.offload);
     ts_pool_config cfg = { .mode = mode, .device = o.device, .capacity = capacity, .memory_limit = o.limit };
     int st;
     ts_pool *pool = ts_pool_create(&cfg, prov, &st);
@@ -491,10 +504,15 @@ int cmd_replay(int argc, char **argv)
             "\"driver_calls\": %" PRIu64 ", \"page_moves\": %" PRIu64 ", \"cache_hits\": %" PRIu64 ", "
             "\"ns_per_op\": %.1f, \"unknown_frees\": %" PRIu64 ", "
             "\"recorded_peak_reserved_bytes\": %" PRIu64 ", \"recorded_peak_allocated_bytes\": %" PRIu64 ", "
-            "\"recorded_ratio\": %.6f}\n",
+            "\"recorded_ratio\": %.6f",
             o.level, o.mode, prov_name, capacity, nev, ninit, ops, s.peak_reserved_bytes,
             s.peak_allocated_bytes, ratio, s.fragmentation, ooms, ooms ? (int64_t)first_oom : (int64_t)-1,
             s.driver_calls, s.page_moves, s.cache_hits, ns_op, unknown_frees, rec_res, rec_alloc, rec_ratio);
+        if (o.device_memory)
+            printf(", \"device_memory_bytes\": %" PRIu64 ", \"offload\": %s, \"peak_host_bytes\": %" PRIu64
+                   ", \"host_pages\": %" PRIu64,
+                   o.device_memory, o.offload ? "true" : "false", dm.peak_host_bytes, dm.host_pages);
+        printf("}\n");
     } else {
         printf(
             "replay %s (%s level, %zu events, %zu live at start) mode %s, provider %s, capacity %.2f GiB\n",
@@ -512,6 +530,11 @@ int cmd_replay(int argc, char **argv)
         printf(", driver calls %" PRIu64 " (page moves %" PRIu64 "), cache hits %" PRIu64 " of %" PRIu64
                " allocations, %.0f ns per operation\n",
                s.driver_calls, s.page_moves, s.cache_hits, s.allocs, ns_op);
+        if (o.device_memory)
+            printf("  device memory %.2f GiB%s: peak %.2f GiB would have lived on the host (%" PRIu64
+                   " pages backed by it)\n",
+                   o.device_memory / G, o.offload ? ", offload on" : "", dm.peak_host_bytes / G,
+                   dm.host_pages);
         if (unknown_frees)
             printf("  %" PRIu64
                    " frees skipped: their address was never allocated (or its allocation failed)\n",
@@ -521,6 +544,8 @@ int cmd_replay(int argc, char **argv)
     free(am.v);
     free(ev);
     ts_pool_destroy(pool);
+    if (o.device_memory)
+        rp_offload_free(&dm);
     if (fake)
         ts_fake_destroy(fake);
     else
