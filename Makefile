@@ -22,7 +22,7 @@ ALLCFLAGS := $(BASECFLAGS) $(CFLAGS)
 NVCCFLAGS ?= -O2 -cudart shared -Xcompiler -fPIC,-Wall -Wno-deprecated-gpu-targets
 LDSAN     := $(SAN)
 
-.PHONY: all emu shim tools tests bench test demo check-toolkit setup clean fuzz san-test format check-layout
+.PHONY: all emu shim tools tests bench test demo check-toolkit setup clean fuzz san-test format check-layout gpu-check
 all: check-toolkit emu shim tools tests
 
 check-toolkit:
@@ -106,7 +106,10 @@ SHIM_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(SHIM_SRC))
 CORE_SRC := $(call rwildcard,shim,*.c)
 CORE_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(CORE_SRC))
 SHIMCFLAGS := $(ALLCFLAGS) -fvisibility=hidden -Ishim -pthread
-SHIM_LIBS := -ldl -lpthread -lm -lrt $(shell pkg-config --libs libunwind 2>/dev/null)
+UNWIND_LIBS := $(shell pkg-config --libs libunwind 2>/dev/null)
+SHIM_LIBS := -ldl -lpthread -lm -lrt $(UNWIND_LIBS)
+# without libunwind the shim's stacks fall back to glibc's backtrace()
+SHIMCFLAGS += $(if $(UNWIND_LIBS),,-DTS_NO_LIBUNWIND)
 
 # shim/ is compiled without -Ihooks: an include of the hook layer from below
 # fails to compile.  hooks/ finds its own headers beside its sources.
@@ -132,6 +135,8 @@ $(B)/obj/tools/%.o: tools/%.c $(TOOLS_HDR) $(SHIM_HDR)
 	$(CC) $(ALLCFLAGS) -Ishim -Itools -c -o $@ $<
 $(B)/trainshim: $(TOOLS_OBJ) $(if $(CORE_SRC),$(B)/libtscore.a)
 	$(CC) -o $@ $(TOOLS_OBJ) $(if $(CORE_SRC),$(B)/libtscore.a) $(SHIM_LIBS) $(shell pkg-config --libs libdw 2>/dev/null) $(LDSAN)
+# the HTML report's stylesheet and script are assembled into it (.incbin)
+$(B)/obj/tools/html/html_page.o: tools/html/page.css tools/html/page.js
 tools: $(if $(TOOLS_SRC),$(B)/trainshim)
 
 # ---------------------------------------------------------------- test-only helpers
@@ -269,6 +274,11 @@ demo: setup
 bench: setup
 	$(MAKE) all $(BENCH_BIN)
 	bash tests/bench/run.sh
+
+# On a GPU machine: measures with real kernels (GPU_CHECK_OUT=<dir> for the
+# results); without one: builds everything and runs it on the emulator.
+gpu-check: check-toolkit
+	B=$(B) bash scripts/gpu-check.sh
 
 clean:
 	rm -rf $(B)

@@ -43,3 +43,5 @@ else
 fi
 echo
 "$B/trainshim" report "$logdir"/trainshim.r*.log
+# the same figures as one page to open in a browser (charts, no network)
+"$B/trainshim" report --html "$logdir/report.html" "$logdir"/trainshim.r*.log

@@ -11,10 +11,12 @@ if [ ! -f "$CUDA_HOME/include/cuda.h" ] || [ ! -x "$CUDA_HOME/bin/nvcc" ]; then
 fi
 # Debian packages: libunwind (native stacks), elfutils' libdw (symbols),
 # Open MPI (multi-rank tests), clang + its runtime (fuzzing, sanitizers),
-# clang-format (make format, scripts/check-layout.sh).
+# clang-format (make format, scripts/check-layout.sh), Chromium (the HTML
+# report's headless browser test).
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in libunwind-dev libdw-dev openmpi-bin libopenmpi-dev clang libclang-rt-14-dev clang-format pkg-config python3; do
+for p in libunwind-dev libdw-dev openmpi-bin libopenmpi-dev clang libclang-rt-14-dev clang-format pkg-config python3 \
+  chromium; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -6,9 +6,16 @@
  * lock-free open-addressing table: a stack's id is its slot, so any thread
  * knows the id of a stack another thread inserted without waiting for it,
  * and only the inserting thread logs the TS_REC_STACK.  The shim's own
- * frames (hook, event, capture) are left out by address range. */
+ * frames (hook, event, capture) are left out by address range.  Built
+ * without libunwind (TS_NO_LIBUNWIND, a machine without its headers), the
+ * capture is glibc's backtrace(): slower, same records. */
+#ifdef TS_NO_LIBUNWIND
+#include <execinfo.h>
+#define unw_backtrace(buf, n) backtrace(buf, n)
+#else
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -37,7 +44,9 @@ static pthread_mutex_t g_cfg_mu = PTHREAD_MUTEX_INITIALIZER;
 static void init_once(void)
 {
     g_table = calloc(TABLE_SIZE, sizeof *g_table);
+#ifndef TS_NO_LIBUNWIND
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+#endif
     uint64_t lo, hi;
     int is_main = 0;
     /* linked into a program (libtscore.a in tests and benchmarks) the shim

@@ -13,9 +13,9 @@ CLANG=${CLANG:-$(command -v clang-14 || command -v clang)}
 out=$B/fuzz
 mkdir -p "$out/corpus" "$out/artifacts"
 # the harness includes tools/read/logread.c and tools/cmd/cmd_report.c; the report's
-# other parts (tools/report/*.c, tools/read/symbolize.c) are linked beside it, and
+# other parts (tools/report/*.c, tools/html/*.c, tools/read/symbolize.c) are linked beside it, and
 # the shim's core library for the names the report shares with it
-extra=$(ls tools/report/report_*.c tools/read/symbolize.c 2>/dev/null || true)
+extra=$(ls tools/report/report_*.c tools/html/html_*.c tools/read/symbolize.c 2>/dev/null || true)
 [ -f "$B/libtscore.a" ] || { echo "fuzz: $B/libtscore.a missing: run make first" >&2; exit 1; }
 # shellcheck disable=SC2086
 "$CLANG" -std=gnu11 -g -O1 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function \

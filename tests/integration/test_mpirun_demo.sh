@@ -20,7 +20,7 @@ if ! DEMO_LOGDIR="$tmp/logs" DEMO_STEPS=$STEPS timeout -k 5 120 bash scripts/dem
   echo "FAIL: demo failed"; tail -n 30 "$tmp/demo.out" "$tmp/demo.err"; exit 1
 fi
 fail=0
-[ "$(cd "$tmp/logs" && ls | tr '\n' ' ')" = "trainshim.r0.log trainshim.r1.log " ] ||
+[ "$(cd "$tmp/logs" && ls | tr '\n' ' ')" = "report.html trainshim.r0.log trainshim.r1.log " ] ||
   { echo "FAIL: demo logs: $(ls "$tmp/logs")"; fail=1; }
 # section TITLE PATTERN: the section whose header starts with TITLE has a line matching PATTERN
 section() {

@@ -12,6 +12,7 @@
 
 #include "alloc/alloc.h"
 #include "cmd/cmds.h"
+#include "html/html_report.h"
 #include "core/core.h"
 #include "read/logread.h"
 #include "report/report_acct.h"
@@ -389,13 +390,14 @@ static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_
 /* ------------------------------------------------------------ command */
 static int usage(void)
 {
-    fprintf(stderr, "usage: trainshim report [--format text|json] LOG...\n");
+    fprintf(stderr, "usage: trainshim report [--format text|json] [--html FILE] LOG...\n");
     return 2;
 }
 
 int cmd_report(int argc, char **argv)
 {
     bool json = false;
+    const char *html = NULL; /* --html FILE: the page instead of the report */
     int first = argc;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--format") || !strncmp(argv[i], "--format=", 9)) {
@@ -405,6 +407,9 @@ int cmd_report(int argc, char **argv)
                 return usage();
             }
             json = !strcmp(v, "json");
+        } else if (!strcmp(argv[i], "--html") || !strncmp(argv[i], "--html=", 7)) {
+            if (!(html = argv[i][6] == '=' ? argv[i] + 7 : (i + 1 < argc ? argv[++i] : NULL)) || !*html)
+                return usage();
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage();
             return 0;
@@ -461,7 +466,10 @@ int cmd_report(int argc, char **argv)
         if (st[i].peak_alloc > max_peak)
             max_peak = st[i].peak_alloc;
     }
-    if (json) {
+    if (html) {
+        struct html_input hi = { logs, st, acct, acct_copy_facts_of, n };
+        rc = html_report_write(html, &hi) ? 1 : 0;
+    } else if (json) {
         struct json j = { .f = stdout };
         j_open(&j, NULL, '{');
         j_str(&j, "report", "trainshim");

@@ -219,7 +219,8 @@ static void tool_name(char *out, size_t n)
     snprintf(out, n, "%s", exe);
 }
 
-static void report_logs(const struct seen *before, const char *const *patterns, int npatterns, pid_t pid)
+static void report_logs(const struct seen *before, const char *const *patterns, int npatterns, pid_t pid,
+                        const char *html)
 {
     struct seen after;
     collect(patterns, npatterns, &after);
@@ -263,6 +264,11 @@ static void report_logs(const struct seen *before, const char *const *patterns, 
         if (len < sizeof text)
             len += (size_t)snprintf(text + len, sizeof text - len, "\n");
         fputs(text, stderr);
+        if (html) { /* --html FILE: the page of the logs this run wrote */
+            const char *args[256 + 3] = { "report", "--html", html };
+            memcpy(args + 3, list, n * sizeof *list);
+            cmd_report((int)n + 3, (char **)args);
+        }
     }
     free_seen(&after);
 }
@@ -280,9 +286,10 @@ static void forward_signal(int sig, siginfo_t *info, void *uctx)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: trainshim run [--log TEMPLATE] [--] CMD [ARGS...]\n"
+    fprintf(stderr, "usage: trainshim run [--log TEMPLATE] [--html FILE] [--] CMD [ARGS...]\n"
                     "  --log TEMPLATE  event log path (sets TRAINSHIM_LOG; %%p pid, %%h host, %%r rank,\n"
-                    "                  %%l local rank, %%q{VAR} environment variable, %%%% percent)\n");
+                    "                  %%l local rank, %%q{VAR} environment variable, %%%% percent)\n"
+                    "  --html FILE     after the run, write the HTML report of its logs to FILE\n");
 }
 
 /* Ends this process the way the child ended: the same signal (without a core
@@ -302,7 +309,7 @@ static int die_like(int sig)
 
 int cmd_run(int argc, char **argv)
 {
-    const char *log_template = NULL;
+    const char *log_template = NULL, *html = NULL;
     int i = 1;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
@@ -313,6 +320,10 @@ int cmd_run(int argc, char **argv)
             log_template = argv[++i];
         else if (!strncmp(argv[i], "--log=", 6))
             log_template = argv[i] + 6;
+        else if (!strcmp(argv[i], "--html") && i + 1 < argc)
+            html = argv[++i];
+        else if (!strncmp(argv[i], "--html=", 7))
+            html = argv[i] + 7;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage();
             return 0;
@@ -410,7 +421,7 @@ int cmd_run(int argc, char **argv)
         free_seen(&before);
         return exec_errno == ENOENT ? 127 : 126;
     }
-    report_logs(&before, patterns, 2, pid);
+    report_logs(&before, patterns, 2, pid, html);
     free_seen(&before);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
