@@ -270,15 +270,17 @@ void ts_offload_managed_attach(const ts_offload_driver *drv)
 
 static pthread_rwlock_t gate = PTHREAD_RWLOCK_INITIALIZER;
 
-void ts_offload_gate_enter(void)
+bool ts_offload_gate_enter(void)
 {
-    if (__atomic_load_n(&ts_off.available, __ATOMIC_ACQUIRE))
-        pthread_rwlock_rdlock(&gate);
+    if (ts_likely(!__atomic_load_n(&ts_off.available, __ATOMIC_ACQUIRE)))
+        return false;
+    pthread_rwlock_rdlock(&gate);
+    return true;
 }
 
-void ts_offload_gate_leave(void)
+void ts_offload_gate_leave(bool held)
 {
-    if (__atomic_load_n(&ts_off.available, __ATOMIC_ACQUIRE))
+    if (held)
         pthread_rwlock_unlock(&gate);
 }
 

@@ -92,10 +92,13 @@ void ts_offload_unpin(uint64_t ptr);
 void ts_offload_pin_key(uint64_t ptr, uint64_t key);
 void ts_offload_unpin_key(uint64_t key);
 
-/* The gate: entry points that enqueue device work (launches, copies, graph
- * launches) hold it shared for the call; a page move holds it exclusively. */
-void ts_offload_gate_enter(void);
-void ts_offload_gate_leave(void);
+/* The gate: the hooks hold it shared around every outermost hooked call
+ * (launches, copies, collectives, graph launches...), a page move holds it
+ * exclusively, so no work is enqueued between the move's synchronization and
+ * its remapping.  enter returns whether it was taken (only once offload is
+ * available); leave takes that answer. */
+bool ts_offload_gate_enter(void);
+void ts_offload_gate_leave(bool held);
 
 /* Pause and resume (exported as trainshim_pause/trainshim_resume/trainshim_tag
  * by the hooks).  Return 0 on success, -1 when offload is unavailable or a

@@ -12,6 +12,10 @@
  *             time (the emulator's link.host.ns)
  *             An NCCL-registered buffer (tag 3) does not move while registered
  *             and does after ncclCommDeregister.
+ *   gate      a thread keeps copying inside the tag-1 working set (64 MiB)
+ *             while the main thread pauses and resumes it 6 times: every
+ *             copy succeeds (none runs on a page while it moves: the hooks'
+ *             gate holds new work back) and the data is exact
  *   fault=SPEC  the same pause with the emulator's fault rule SPEC set just
  *             before it (a failing cuMemCreate, cuMemMap, cuMemUnmap or
  *             copy): pause reports failure or success, every byte is intact
@@ -26,6 +30,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +42,7 @@
 
 #define MiB (1ull << 20)
 #define NBUF 8
+#define BUF_GATE_CHECK (8 * MiB)
 static size_t BUF = 256 * MiB; /* 8 x 256 MiB: the 2 GiB working set (fault runs: 8 x 8 MiB) */
 
 static int failures;
@@ -143,6 +149,64 @@ static int run_under_shim(char **argv)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/* The gate case: the worker copies a MiB of each buffer over another of the
+ * same buffer and rewrites a third with the buffer's own byte (the data
+ * stays what it was), on its own stream, until told to stop. */
+static volatile int stop_worker;
+static char *gate_buf[NBUF];
+static void *copy_worker(void *arg)
+{
+    long *copies = arg;
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (int k = 0; !__atomic_load_n(&stop_worker, __ATOMIC_ACQUIRE); k++) {
+        char *a = gate_buf[k % NBUF];
+        CHECK(cudaMemcpyAsync(a + 6 * MiB, a + 5 * MiB, MiB, cudaMemcpyDeviceToDevice, s));
+        CHECK(cudaMemsetAsync(a + 7 * MiB, 0x11 * (k % NBUF + 1), MiB, s));
+        CHECK(cudaStreamSynchronize(s));
+        (*copies)++;
+    }
+    CHECK(cudaStreamDestroy(s));
+    return NULL;
+}
+
+static int gate_case(void)
+{
+    BUF = 8 * MiB;
+    tag_fn(1);
+    for (int i = 0; i < NBUF; i++) {
+        CHECK(cudaMalloc((void **)&gate_buf[i], BUF));
+        CHECK(cudaMemset(gate_buf[i], 0x11 * (i + 1), BUF));
+    }
+    tag_fn(0);
+    CHECK(cudaDeviceSynchronize());
+    long copies = 0;
+    pthread_t t;
+    pthread_create(&t, NULL, copy_worker, &copies);
+    int failed = 0;
+    for (int r = 0; r < 6; r++) {
+        failed += pause_fn(1) != 0;
+        failed += resume_fn(1) != 0;
+    }
+    __atomic_store_n(&stop_worker, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    EXPECT(failed == 0);
+    EXPECT(copies > 0);
+    static unsigned char got[BUF_GATE_CHECK];
+    bool same = true;
+    for (int i = 0; i < NBUF; i++) {
+        CHECK(cudaMemcpy(got, gate_buf[i], sizeof got, cudaMemcpyDeviceToHost));
+        for (size_t k = 0; k < sizeof got; k++)
+            same &= got[k] == (unsigned char)(0x11 * (i + 1));
+    }
+    EXPECT(same);
+    printf("gate: %ld copies while pausing and resuming 6 times\n", copies);
+    if (failures)
+        return 1;
+    printf("offload pause ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *fault = argc > 1 && strncmp(argv[1], "fault=", 6) == 0 ? argv[1] + 6 : NULL;
@@ -151,6 +215,8 @@ int main(int argc, char **argv)
     tag_fn = (unsigned (*)(unsigned))dlsym(RTLD_DEFAULT, "trainshim_tag");
     if (!pause_fn || !resume_fn || !tag_fn)
         return run_under_shim(argv);
+    if (argc > 1 && !strcmp(argv[1], "gate"))
+        return gate_case();
     if (fault)
         BUF = 8 * MiB;
     CHECK(cudaFree(0));

@@ -4,7 +4,8 @@
 # pause of a 64 MiB working set with a failing call of each entry point a
 # page move uses (cuMemCreate, cuMemMap, cuMemUnmap, the copy), early and
 # late in the move: every byte intact after resume, the emulator's physical
-# memory counters back at baseline.
+# memory counters back at baseline.  And the gate: a thread copying inside
+# the working set while it is paused and resumed 6 times.
 set -u
 B=${B:-build}
 prog=$B/tests/integration/test_offload_pause
@@ -26,6 +27,8 @@ run() {   # name, then arguments
 # (a page of the 32 is moved by: create, map and unmap the scratch range,
 # copy, unmap, map), "completed" where it must not stop it (no host memory
 # for one page: it stays; a scratch unmap that fails once is retried)
+run gate gate
+grep -h "^gate:" "$tmp/gate.out"
 while read -r spec want; do
   run "fault.$spec" "fault=$spec"
   got=$(sed -n 's/^pause with fault [^:]*:[^:]*:[^:]*: \([a-z]*\).*/\1/p' "$tmp/fault.$spec.out")
