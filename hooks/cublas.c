@@ -8,8 +8,6 @@
 #include "hooks.h"
 #include "log/log.h"
 
-#define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
-
 struct gemm_acct {
     struct ts_rec_gemm r;
     struct ts_gpu_sample smp;
@@ -17,7 +15,7 @@ struct gemm_acct {
 
 static uint64_t handle_stream(cublasHandle_t h)
 {
-    ts_fn_cublasGetStream_v2 get = REAL(cublasGetStream_v2);
+    ts_fn_cublasGetStream_v2 get = TS_REAL(cublasGetStream_v2);
     cudaStream_t s = NULL;
     if (get && get(h, &s) == CUBLAS_STATUS_SUCCESS)
         return (uint64_t)(uintptr_t)s;
@@ -30,7 +28,7 @@ static int handle_compute_type(cublasHandle_t h, int dtype)
 {
     if (dtype != CUDA_R_32F && dtype != CUDA_C_32F)
         return -1;
-    ts_fn_cublasGetMathMode get = REAL(cublasGetMathMode);
+    ts_fn_cublasGetMathMode get = TS_REAL(cublasGetMathMode);
     cublasMath_t mode = CUBLAS_DEFAULT_MATH;
     if (get && get(h, &mode) == CUBLAS_STATUS_SUCCESS && ((int)mode & 0xf) == CUBLAS_TF32_TENSOR_OP_MATH)
         return CUBLAS_COMPUTE_32F_FAST_TF32;
@@ -187,8 +185,8 @@ struct lt_shape {
 static void lt_read_shape(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t Adesc,
                           cublasLtMatrixLayout_t Ddesc, struct lt_shape *s)
 {
-    ts_fn_cublasLtMatrixLayoutGetAttribute lay = REAL(cublasLtMatrixLayoutGetAttribute);
-    ts_fn_cublasLtMatmulDescGetAttribute dsc = REAL(cublasLtMatmulDescGetAttribute);
+    ts_fn_cublasLtMatrixLayoutGetAttribute lay = TS_REAL(cublasLtMatrixLayoutGetAttribute);
+    ts_fn_cublasLtMatmulDescGetAttribute dsc = TS_REAL(cublasLtMatmulDescGetAttribute);
     uint64_t rows_d = 0, cols_d = 0, rows_a = 0, cols_a = 0;
     int32_t batch = 1, ct = -1, ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
     uint32_t at = 0, dt = 0;

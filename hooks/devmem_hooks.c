@@ -13,48 +13,35 @@
 #include "devmem_hooks.h"
 #include "devmem/devmem.h"
 
-/* ---- events ------------------------------------------------------------- */
-/* dev: the device ts_dev_alloc / ts_dev_free already knows (the context's,
- * or the owning pool's), so that the event costs no second driver query;
- * -1 when it was not asked (passthrough), then the context's. */
-static void alloc_event(int api, int dev, uint64_t ptr, uint64_t size, uint64_t stream, int r)
-{
-    if (dev < 0)
-        dev = ts_current_device();
-    ts_note_device(dev);
-    ts_ev_alloc(api, dev, r == 0 ? ptr : 0, size, stream, r);
-}
-
-static void free_event(int api, int dev, uint64_t ptr, uint64_t stream, int r)
-{
-    /* cudaFree(NULL) is the usual "initialize the runtime" idiom, not a free. */
-    if (ptr)
-        ts_ev_free(api, dev >= 0 ? dev : ts_current_device(), ptr, stream, r);
-}
-
 /* ---- allocation --------------------------------------------------------- */
 
-/* ok/oom: the library's success and out-of-memory codes. */
-#define DM_ALLOC_BODY(ret, base, api, args, out, size, stream_id, async, ok, oom)                            \
+/* ok/oom: the library's success and out-of-memory codes.  rt: a runtime
+ * call, which initializes the primary context itself and keeps a last
+ * error (an OOM the pool answers sets it as the real call would). */
+#define DM_ALLOC_BODY(ret, base, api, args, out, size, stream_id, async, ok, oom, rt)                        \
     TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
     TS_OUTER_BEGIN(api);                                                                                     \
     uint64_t p_ = 0;                                                                                         \
     int d_ = -1;                                                                                             \
     int a_ = outer_ && (out) ? ts_dev_alloc(size, stream_id, async, &p_, &d_) : TS_DEV_PASS;                 \
+    if (a_ == TS_DEV_NO_CONTEXT)                                                                             \
+        a_ = (rt) && ts_rt_init_context() ? ts_dev_alloc(size, stream_id, async, &p_, &d_) : TS_DEV_PASS;    \
     ret r;                                                                                                   \
     if (a_ == TS_DEV_SERVED) {                                                                               \
         *(out) = (__typeof__(*(out)))(uintptr_t)p_;                                                          \
         r = ok;                                                                                              \
     } else if (a_ == TS_DEV_OOM) {                                                                           \
         r = oom;                                                                                             \
+        if (rt)                                                                                              \
+            ts_rt_note_error((cudaError_t)r);                                                                \
     } else {                                                                                                 \
         r = real_ args;                                                                                      \
     }                                                                                                        \
     if (outer_) {                                                                                            \
         if (r == (oom) && ts_dev_pooling())                                                                  \
             ts_dev_oom_report(d_ >= 0 ? d_ : ts_current_device(), size);                                     \
-        alloc_event(api, d_, r == (ok) && (out) ? (uint64_t)(uintptr_t) * (out) : 0, size, stream_id,        \
-                    (int)r);                                                                                 \
+        ts_alloc_event(api, d_ >= 0 ? d_ : ts_current_device(), TS_OUT_PTR(out, r), size, stream_id,         \
+                       (int)r);                                                                              \
     }                                                                                                        \
     TS_OUTER_END(api, r);                                                                                    \
     return r
@@ -63,9 +50,7 @@ static void free_event(int api, int dev, uint64_t ptr, uint64_t stream, int r)
  * pointers stay valid and must go back to it.  `invalid` is evaluated only
  * when the pool refuses the pointer (interior or already free). */
 #define DM_FREE_BODY(ret, base, api, args, ptr, stream_id, async, ok, invalid)                               \
-    ts_fn_##base real_ = (ts_fn_##base)ts_real(api);                                                         \
-    if (ts_unlikely(!real_))                                                                                 \
-        return (ret)ts_missing(api);                                                                         \
+    TS_HOOK_REAL(ret, base, api);                                                                            \
     if (ts_likely(!ts_active())) {                                                                           \
         if (!ts_dev_pooling() || !(ptr))                                                                     \
             return real_ args;                                                                               \
@@ -79,21 +64,22 @@ static void free_event(int api, int dev, uint64_t ptr, uint64_t stream, int r)
     int d_;                                                                                                  \
     int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async, &d_);                                 \
     ret r = f_ == TS_DEV_FREED ? (ok) : f_ == TS_DEV_INVALID ? (invalid) : real_ args;                       \
-    if (outer_)                                                                                              \
-        free_event(api, d_, (uint64_t)(uintptr_t)(ptr), stream_id, (int)r);                                  \
+    if (outer_ && (ptr))                                                                                     \
+        ts_free_event(api, d_ >= 0 ? d_ : ts_current_device(), (uint64_t)(uintptr_t)(ptr), stream_id,        \
+                      (int)r);                                                                               \
     TS_OUTER_END(api, r);                                                                                    \
     return r
 
 cudaError_t ts_body_cudaMalloc(int api, void **devPtr, size_t size)
 {
     DM_ALLOC_BODY(cudaError_t, cudaMalloc, api, (devPtr, size), devPtr, size, 0, false, cudaSuccess,
-                  cudaErrorMemoryAllocation);
+                  cudaErrorMemoryAllocation, true);
 }
 
 cudaError_t ts_body_cudaMallocAsync(int api, void **devPtr, size_t size, cudaStream_t hStream)
 {
     DM_ALLOC_BODY(cudaError_t, cudaMallocAsync, api, (devPtr, size, hStream), devPtr, size,
-                  ts_stream_id(api, hStream), true, cudaSuccess, cudaErrorMemoryAllocation);
+                  ts_stream_id(api, hStream), true, cudaSuccess, cudaErrorMemoryAllocation, true);
 }
 
 /* A runtime free the pool refuses must leave the runtime's per-thread last
@@ -124,13 +110,13 @@ cudaError_t ts_body_cudaFreeAsync(int api, void *devPtr, cudaStream_t hStream)
 CUresult ts_body_cuMemAlloc_v2(int api, CUdeviceptr *dptr, size_t bytesize)
 {
     DM_ALLOC_BODY(CUresult, cuMemAlloc_v2, api, (dptr, bytesize), dptr, bytesize, 0, false, CUDA_SUCCESS,
-                  CUDA_ERROR_OUT_OF_MEMORY);
+                  CUDA_ERROR_OUT_OF_MEMORY, false);
 }
 
 CUresult ts_body_cuMemAllocAsync(int api, CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     DM_ALLOC_BODY(CUresult, cuMemAllocAsync, api, (dptr, bytesize, hStream), dptr, bytesize,
-                  ts_stream_id(api, hStream), true, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY);
+                  ts_stream_id(api, hStream), true, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, false);
 }
 
 CUresult ts_body_cuMemFree_v2(int api, CUdeviceptr dptr)
@@ -157,26 +143,17 @@ static void add_idle(size_t *free, const size_t *total)
     *free = f > *total ? *total : (size_t)f;
 }
 
+#define DM_MEM_GET_INFO(ret, base, api, free, total, ok)                                                     \
+    TS_OBSERVE_BODY(ret, base, api, (free, total), if (outer_ && r == (ok)) add_idle(free, total))
+
 cudaError_t ts_body_cudaMemGetInfo(int api, size_t *free, size_t *total)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaMemGetInfo, api, (free, total));
-    TS_OUTER_BEGIN(api);
-    cudaError_t r = real_(free, total);
-    if (outer_ && r == cudaSuccess)
-        add_idle(free, total);
-    TS_OUTER_END(api, r);
-    return r;
+    DM_MEM_GET_INFO(cudaError_t, cudaMemGetInfo, api, free, total, cudaSuccess);
 }
 
 CUresult ts_body_cuMemGetInfo_v2(int api, size_t *free, size_t *total)
 {
-    TS_HOOK_PROLOGUE(CUresult, cuMemGetInfo_v2, api, (free, total));
-    TS_OUTER_BEGIN(api);
-    CUresult r = real_(free, total);
-    if (outer_ && r == CUDA_SUCCESS)
-        add_idle(free, total);
-    TS_OUTER_END(api, r);
-    return r;
+    DM_MEM_GET_INFO(CUresult, cuMemGetInfo_v2, api, free, total, CUDA_SUCCESS);
 }
 
 /* A pooled block is an allocation of its own (the driver would name the
@@ -205,7 +182,7 @@ cudaError_t ts_dm_cudaDeviceReset(int api)
     TS_HOOK_PROLOGUE(cudaError_t, cudaDeviceReset, api, ());
     TS_OUTER_BEGIN(api);
     int dev = -1;
-    ts_fn_cudaGetDevice get = (ts_fn_cudaGetDevice)ts_real(TS_API_cudaGetDevice);
+    ts_fn_cudaGetDevice get = TS_REAL(cudaGetDevice);
     if (get && get(&dev) == cudaSuccess)
         ts_dev_reset(dev);
     cudaError_t r = real_();
@@ -214,54 +191,33 @@ cudaError_t ts_dm_cudaDeviceReset(int api)
 }
 
 /* ---- streams ------------------------------------------------------------ */
+/* Runtime and driver alike: only the outermost call counts (the runtime's
+ * own cudaStreamCreate or cudaStreamBeginCapture reaches the driver's
+ * through the hooks when the shim handed the runtime its proc addresses). */
 
-#define DM_STREAM_CREATE(base, api, args, out)                                                               \
-    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                                                          \
+#define DM_STREAM_CREATE(ret, base, api, args, out, ok)                                                      \
+    TS_OBSERVE_BODY(ret, base, api, args,                                                                    \
+                    if (outer_ && r == (ok) && (out)) ts_dev_stream_created((uint64_t)(uintptr_t) * (out)))
+
+#define DM_STREAM_DESTROY(ret, base, api, stream)                                                            \
+    TS_HOOK_PROLOGUE(ret, base, api, (stream));                                                              \
     TS_OUTER_BEGIN(api);                                                                                     \
-    cudaError_t r = real_ args;                                                                              \
-    if (r == cudaSuccess && (out))                                                                           \
-        ts_dev_stream_created((uint64_t)(uintptr_t) * (out));                                                \
+    if (outer_ && (stream))                                                                                  \
+        ts_dev_stream_destroying((uint64_t)(uintptr_t)(stream));                                             \
+    ret r = real_(stream);                                                                                   \
     TS_OUTER_END(api, r);                                                                                    \
     return r
-
-cudaError_t ts_body_cudaStreamCreate(int api, cudaStream_t *pStream)
-{
-    DM_STREAM_CREATE(cudaStreamCreate, api, (pStream), pStream);
-}
-
-cudaError_t ts_body_cudaStreamCreateWithFlags(int api, cudaStream_t *pStream, unsigned int flags)
-{
-    DM_STREAM_CREATE(cudaStreamCreateWithFlags, api, (pStream, flags), pStream);
-}
-
-cudaError_t ts_body_cudaStreamCreateWithPriority(int api, cudaStream_t *pStream, unsigned int flags,
-                                                 int priority)
-{
-    DM_STREAM_CREATE(cudaStreamCreateWithPriority, api, (pStream, flags, priority), pStream);
-}
-
-cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream)
-{
-    TS_HOOK_PROLOGUE(cudaError_t, cudaStreamDestroy, api, (stream));
-    TS_OUTER_BEGIN(api);
-    if (stream)
-        ts_dev_stream_destroying((uint64_t)(uintptr_t)stream);
-    cudaError_t r = real_(stream);
-    TS_OUTER_END(api, r);
-    return r;
-}
 
 /* Captures in progress.  A synchronous allocation then goes to the real
  * call, which allows or refuses it as the thread's capture mode says (a
  * global-mode capture refuses it and is invalidated, which the pool cannot
  * imitate); and only then does the pool ask cuStreamIsCapturing (devmem.c),
  * so every entry point that begins a capture is hooked, runtime and driver,
- * plain and ToGraph.  Only the outermost call counts (the runtime's begin
- * reaches the driver's through the hooks).  A begin counts before the real
- * call, so the count never lags a capture that has started; a failed begin
- * takes it back.  An end counts when the capture is over, invalidated or
- * unjoined included; an end that fails otherwise (wrong thread, not
- * capturing) leaves the capture, and the count, as they were. */
+ * plain and ToGraph.  A begin counts before the real call, so the count
+ * never lags a capture that has started; a failed begin takes it back.  An
+ * end counts when the capture is over (ok, invalidated or unjoined); an end
+ * that fails otherwise (wrong thread, not capturing) leaves the capture, and
+ * the count, as they were. */
 #define DM_CAPTURE_BEGIN(ret, base, api, args, ok)                                                           \
     TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
     TS_OUTER_BEGIN(api);                                                                                     \
@@ -272,6 +228,33 @@ cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream)
         ts_dev_capture_end();                                                                                \
     TS_OUTER_END(api, r);                                                                                    \
     return r
+
+#define DM_CAPTURE_END(ret, base, api, args, ok, invalidated, unjoined)                                      \
+    TS_OBSERVE_BODY(ret, base, api, args,                                                                    \
+                    if (outer_ && (r == (ok) || r == (invalidated) || r == (unjoined)))                      \
+                        ts_dev_capture_end())
+
+cudaError_t ts_body_cudaStreamCreate(int api, cudaStream_t *pStream)
+{
+    DM_STREAM_CREATE(cudaError_t, cudaStreamCreate, api, (pStream), pStream, cudaSuccess);
+}
+
+cudaError_t ts_body_cudaStreamCreateWithFlags(int api, cudaStream_t *pStream, unsigned int flags)
+{
+    DM_STREAM_CREATE(cudaError_t, cudaStreamCreateWithFlags, api, (pStream, flags), pStream, cudaSuccess);
+}
+
+cudaError_t ts_body_cudaStreamCreateWithPriority(int api, cudaStream_t *pStream, unsigned int flags,
+                                                 int priority)
+{
+    DM_STREAM_CREATE(cudaError_t, cudaStreamCreateWithPriority, api, (pStream, flags, priority), pStream,
+                     cudaSuccess);
+}
+
+cudaError_t ts_body_cudaStreamDestroy(int api, cudaStream_t stream)
+{
+    DM_STREAM_DESTROY(cudaError_t, cudaStreamDestroy, api, stream);
+}
 
 cudaError_t ts_body_cudaStreamBeginCapture(int api, cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
@@ -289,50 +272,24 @@ cudaError_t ts_body_cudaStreamBeginCaptureToGraph(int api, cudaStream_t stream, 
 
 cudaError_t ts_body_cudaStreamEndCapture(int api, cudaStream_t stream, cudaGraph_t *pGraph)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaStreamEndCapture, api, (stream, pGraph));
-    TS_OUTER_BEGIN(api);
-    cudaError_t r = real_(stream, pGraph);
-    /* these end the capture (with or without a graph) */
-    if (outer_
-        && (r == cudaSuccess || r == cudaErrorStreamCaptureInvalidated
-            || r == cudaErrorStreamCaptureUnjoined))
-        ts_dev_capture_end();
-    TS_OUTER_END(api, r);
-    return r;
+    DM_CAPTURE_END(cudaError_t, cudaStreamEndCapture, api, (stream, pGraph), cudaSuccess,
+                   cudaErrorStreamCaptureInvalidated, cudaErrorStreamCaptureUnjoined);
 }
-
-/* Driver-API streams and captures: the same bookkeeping as the runtime's.
- * Only the outermost call counts (the runtime's own cudaStreamCreate or
- * cudaStreamBeginCapture reaches these through the driver when the shim
- * handed the runtime its proc addresses). */
-#define DM_CU_STREAM_CREATE(base, api, args, out)                                                            \
-    TS_HOOK_PROLOGUE(CUresult, base, api, args);                                                             \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    CUresult r = real_ args;                                                                                 \
-    if (outer_ && r == CUDA_SUCCESS && (out))                                                                \
-        ts_dev_stream_created((uint64_t)(uintptr_t) * (out));                                                \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
 
 CUresult ts_body_cuStreamCreate(int api, CUstream *phStream, unsigned int Flags)
 {
-    DM_CU_STREAM_CREATE(cuStreamCreate, api, (phStream, Flags), phStream);
+    DM_STREAM_CREATE(CUresult, cuStreamCreate, api, (phStream, Flags), phStream, CUDA_SUCCESS);
 }
 
 CUresult ts_body_cuStreamCreateWithPriority(int api, CUstream *phStream, unsigned int flags, int priority)
 {
-    DM_CU_STREAM_CREATE(cuStreamCreateWithPriority, api, (phStream, flags, priority), phStream);
+    DM_STREAM_CREATE(CUresult, cuStreamCreateWithPriority, api, (phStream, flags, priority), phStream,
+                     CUDA_SUCCESS);
 }
 
 CUresult ts_body_cuStreamDestroy_v2(int api, CUstream hStream)
 {
-    TS_HOOK_PROLOGUE(CUresult, cuStreamDestroy_v2, api, (hStream));
-    TS_OUTER_BEGIN(api);
-    if (outer_ && hStream)
-        ts_dev_stream_destroying((uint64_t)(uintptr_t)hStream);
-    CUresult r = real_(hStream);
-    TS_OUTER_END(api, r);
-    return r;
+    DM_STREAM_DESTROY(CUresult, cuStreamDestroy_v2, api, hStream);
 }
 
 CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode)
@@ -351,15 +308,8 @@ CUresult ts_body_cuStreamBeginCaptureToGraph(int api, CUstream hStream, CUgraph 
 
 CUresult ts_body_cuStreamEndCapture(int api, CUstream hStream, CUgraph *phGraph)
 {
-    TS_HOOK_PROLOGUE(CUresult, cuStreamEndCapture, api, (hStream, phGraph));
-    TS_OUTER_BEGIN(api);
-    CUresult r = real_(hStream, phGraph);
-    if (outer_
-        && (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
-            || r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED))
-        ts_dev_capture_end();
-    TS_OUTER_END(api, r);
-    return r;
+    DM_CAPTURE_END(CUresult, cuStreamEndCapture, api, (hStream, phGraph), CUDA_SUCCESS,
+                   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
 }
 
 /* Peer access to pooled memory needs cuMemSetAccess for the peer on the

@@ -5,84 +5,44 @@
  * runtime, NCCL, cuBLAS, XLA, CuPy's static runtime) reach our hooks.
  * The rest of the driver symbols in hooks.def are generated passthrough.
  *
- * Pure observation: every argument and result goes through unchanged. */
+ * Not only observation: device allocations and frees are served by the pool
+ * (devmem_hooks.c), pinned host allocations by the host cache, and pageable
+ * copies may go through pinned staging (shim/copy); the results the program
+ * sees are the real library's answers for the same request. */
 #include "hooks.h"
 #include "copy/copy_engine.h"
 #include "copy/host_cache.h"
 #include "host_alloc_body.h"
 #include "devmem_hooks.h" /* device-memory bodies: cuMemAlloc_v2, cuMemFree_v2, ... */
 
-/* Pinned host memory is logged with device -1, as are VMM handle releases
- * (a handle does not say its device). */
-enum { HOST_DEVICE = -1 };
-
-static void alloc_event(int api, int device, const CUdeviceptr *out, uint64_t size, CUstream stream,
-                        CUresult r)
-{
-    ts_note_device(device);
-    uint64_t ptr = r == CUDA_SUCCESS && out ? (uint64_t)*out : 0;
-    ts_ev_alloc(api, device, ptr, size, ts_stream_id(api, stream), (int)r);
-}
-
-static void free_event(int api, int device, uint64_t ptr, CUstream stream, CUresult r)
-{
-    if (ptr)
-        ts_ev_free(api, device, ptr, ts_stream_id(api, stream), (int)r);
-}
-
-#define DRV_ALLOC_BODY(base, api, args, out, size, stream, device_expr)                                      \
-    TS_HOOK_PROLOGUE(CUresult, base, api, args);                                                             \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    CUresult r = real_ args;                                                                                 \
-    if (outer_)                                                                                              \
-        alloc_event(api, device_expr, (const CUdeviceptr *)(out), size, stream, r);                          \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
-
-#define DRV_FREE_BODY(base, api, args, ptr, stream, device_expr)                                             \
-    TS_HOOK_PROLOGUE(CUresult, base, api, args);                                                             \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    CUresult r = real_ args;                                                                                 \
-    if (outer_)                                                                                              \
-        free_event(api, device_expr, (uint64_t)(ptr), stream, r);                                            \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
-
 /* ---- allocation --------------------------------------------------------- */
 
 static inline CUresult ts_body_cuMemAllocFromPoolAsync(int api, CUdeviceptr *dptr, size_t bytesize,
                                                        CUmemoryPool pool, CUstream hStream)
 {
-    DRV_ALLOC_BODY(cuMemAllocFromPoolAsync, api, (dptr, bytesize, pool, hStream), dptr, bytesize, hStream,
-                   ts_current_device());
+    TS_ALLOC_BODY(CUresult, cuMemAllocFromPoolAsync, api, (dptr, bytesize, pool, hStream), dptr, bytesize,
+                  hStream, ts_current_device());
 }
 
 static inline CUresult ts_body_cuMemAllocManaged(int api, CUdeviceptr *dptr, size_t bytesize,
                                                  unsigned int flags)
 {
-    DRV_ALLOC_BODY(cuMemAllocManaged, api, (dptr, bytesize, flags), dptr, bytesize, NULL,
-                   ts_current_device());
+    TS_ALLOC_BODY(CUresult, cuMemAllocManaged, api, (dptr, bytesize, flags), dptr, bytesize, NULL,
+                  ts_current_device());
 }
 
 static inline CUresult ts_body_cuMemAllocPitch_v2(int api, CUdeviceptr *dptr, size_t *pPitch,
                                                   size_t WidthInBytes, size_t Height,
                                                   unsigned int ElementSizeBytes)
 {
-    TS_HOOK_PROLOGUE(CUresult, cuMemAllocPitch_v2, api,
-                     (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
-    TS_OUTER_BEGIN(api);
-    CUresult r = real_(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-    if (outer_) {
-        uint64_t bytes = (uint64_t)(r == CUDA_SUCCESS && pPitch ? *pPitch : WidthInBytes) * Height;
-        alloc_event(api, ts_current_device(), dptr, bytes, NULL, r);
-    }
-    TS_OUTER_END(api, r);
-    return r;
+    TS_PITCH_ALLOC_BODY(CUresult, cuMemAllocPitch_v2, api,
+                        (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes), dptr, pPitch, WidthInBytes,
+                        Height);
 }
 
 /* Pinned host allocations through the cache: hooks/host_alloc_body.h. */
 #define DRV_HOST_ALLOC_BODY(...)                                                                             \
-    TS_HOST_ALLOC_BODY(CUresult, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, const CUdeviceptr *, __VA_ARGS__)
+    TS_HOST_ALLOC_BODY(CUresult, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, __VA_ARGS__)
 
 static inline CUresult ts_body_cuMemHostAlloc(int api, void **pp, size_t bytesize, unsigned int Flags)
 {
@@ -106,7 +66,7 @@ static inline CUresult ts_body_cuMemCreate(int api, CUmemGenericAllocationHandle
     CUresult r = real_(handle, size, prop, flags);
     if (outer_) {
         int dev =
-            prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : HOST_DEVICE;
+            prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : TS_HOST_DEVICE;
         ts_note_device(dev);
         ts_ev_alloc(api, dev, r == CUDA_SUCCESS && handle ? (uint64_t)*handle : 0, size, 0, (int)r);
     }
@@ -116,23 +76,12 @@ static inline CUresult ts_body_cuMemCreate(int api, CUmemGenericAllocationHandle
 
 static inline CUresult ts_body_cuMemRelease(int api, CUmemGenericAllocationHandle handle)
 {
-    DRV_FREE_BODY(cuMemRelease, api, (handle), handle, NULL, HOST_DEVICE);
+    TS_FREE_BODY(CUresult, cuMemRelease, api, (handle), handle, NULL, TS_HOST_DEVICE);
 }
 
 static inline CUresult ts_body_cuMemFreeHost(int api, void *p)
 {
-    TS_HOOK_PROLOGUE(CUresult, cuMemFreeHost, api, (p));
-    TS_OUTER_BEGIN(api);
-    CUresult r;
-    switch (outer_ && p ? ts_host_cache_put(p) : TS_HC_PUT_UNKNOWN) {
-    case TS_HC_PUT_CACHED: r = CUDA_SUCCESS; break;
-    case TS_HC_PUT_DOUBLE_FREE: r = CUDA_ERROR_INVALID_VALUE; break;
-    default: r = real_(p); break;
-    }
-    if (outer_)
-        free_event(api, HOST_DEVICE, (uint64_t)(uintptr_t)p, NULL, r);
-    TS_OUTER_END(api, r);
-    return r;
+    TS_HOST_FREE_BODY(CUresult, CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE, (void)0, cuMemFreeHost, api, p);
 }
 
 /* ---- copies ------------------------------------------------------------- */
@@ -222,6 +171,16 @@ static size_t drv_convert(int api, enum ts_copy_engine_dir dir, bool sync, CUstr
     return done;
 }
 
+/* The end of a converted copy: its record (`event`, which may use ns_, the
+ * copy's time), then the engine's statistics. */
+#define DRV_COPY_DONE(api, t0, st, event)                                                                    \
+    do {                                                                                                     \
+        uint64_t ns_ = ts_now_ns() - (t0);                                                                   \
+        event;                                                                                               \
+        if ((st).chunks)                                                                                     \
+            ts_copy_note(api, &(st), ns_);                                                                   \
+    } while (0)
+
 #define DRV_CONVERTED_BODY(base, api, dir, sync, stream, dst, src, bytes, rest_args, event)                  \
     size_t done = 0; /* rest_args with done = 0 are the original arguments */                                \
     TS_HOOK_PROLOGUE(CUresult, base, api, rest_args);                                                        \
@@ -232,12 +191,8 @@ static size_t drv_convert(int api, enum ts_copy_engine_dir dir, bool sync, CUstr
                                 (const void *)(uintptr_t)(src), bytes, &st_)                                 \
                   : 0;                                                                                       \
     CUresult r = done && done == (bytes) ? CUDA_SUCCESS : real_ rest_args;                                   \
-    if (outer_) {                                                                                            \
-        uint64_t ns_ = ts_now_ns() - t0_;                                                                    \
-        event;                                                                                               \
-        if (st_.chunks)                                                                                      \
-            ts_copy_note(api, &st_, ns_);                                                                    \
-    }                                                                                                        \
+    if (outer_)                                                                                              \
+        DRV_COPY_DONE(api, t0_, st_, event);                                                                 \
     TS_OUTER_END(api, r);                                                                                    \
     return r
 
@@ -323,94 +278,115 @@ static bool side_fits(CUmemorytype type, bool is_host_side)
            || type == (is_host_side ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE);
 }
 
-/* cuMemcpy2D*: the engine carries out the leading rows when one side is
- * pageable host memory and the other device memory; returns how many rows.
- * Height 1 and zero pitches (which the driver reads as "the width") pass
- * through whole. */
-static size_t drv_convert_2d(int api, const CUDA_MEMCPY2D *c, bool sync, CUstream stream,
-                             struct ts_copy_stats *st)
+/* How much of a 2D copy the engine carried out: leading rows, or for one
+ * row (cublasSetVector/GetVector's form), leading bytes of it. */
+struct drv_progress {
+    size_t rows, bytes;
+};
+
+/* A side's pitch as the driver reads it (0: the width); false when the
+ * row does not fit it, which the real call must refuse itself. */
+static bool pitch_fits(size_t pitch, size_t width) { return pitch == 0 || pitch >= width; }
+
+/* cuMemcpy2D*: the engine carries out the leading rows (one row: bytes)
+ * when one side is pageable host memory and the other device memory.
+ * Several rows with a zero pitch pass through whole. */
+static struct drv_progress drv_convert_2d(int api, const CUDA_MEMCPY2D *c, bool sync, CUstream stream,
+                                          struct ts_copy_stats *st)
 {
-    if (!c || c->Height < 2 || !c->srcPitch || !c->dstPitch)
-        return 0;
+    struct drv_progress done = { 0, 0 };
+    bool one_row = c && c->Height == 1;
+    if (!c || !c->Height
+        || (one_row ? !pitch_fits(c->srcPitch, c->WidthInBytes) || !pitch_fits(c->dstPitch, c->WidthInBytes)
+                    : !c->srcPitch || !c->dstPitch))
+        return done;
     if (!ts_copy_wanted((uint64_t)c->WidthInBytes * c->Height))
-        return 0;
+        return done;
     if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
-        return 0;
+        return done;
+    size_t dpitch = one_row ? c->WidthInBytes : c->dstPitch, spitch = one_row ? c->WidthInBytes : c->srcPitch;
     struct ts_copy_req q = {
         .dst = (char *)side_addr(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY,
-                                 c->dstPitch),
-        .src = side_addr(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch),
+                                 c->dstPitch ? c->dstPitch : c->WidthInBytes),
+        .src = side_addr(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY,
+                         c->srcPitch ? c->srcPitch : c->WidthInBytes),
         .width = c->WidthInBytes,
         .height = c->Height,
-        .dpitch = c->dstPitch,
-        .spitch = c->srcPitch,
+        .dpitch = dpitch,
+        .spitch = spitch,
         .stream = stream == NULL && ts_api_per_thread(api) ? CU_STREAM_PER_THREAD : stream,
         .sync = sync,
     };
     if (!q.dst || !q.src)
-        return 0;
+        return done;
     enum ts_copy_engine_dir dir = TS_CE_NONE;
     if (c->srcMemoryType == CU_MEMORYTYPE_HOST || c->dstMemoryType == CU_MEMORYTYPE_DEVICE)
         dir = TS_CE_H2D;
     if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE || c->dstMemoryType == CU_MEMORYTYPE_HOST)
         dir = dir == TS_CE_H2D ? TS_CE_NONE : TS_CE_D2H;
     if (dir == TS_CE_NONE && c->srcMemoryType != CU_MEMORYTYPE_UNIFIED)
-        return 0; /* host->host, device->device */
+        return done; /* host->host, device->device */
     enum ts_copy_engine_dir got = ts_copy_classify(&q, dir);
     if (got == TS_CE_NONE || !side_fits(c->srcMemoryType, got == TS_CE_H2D)
         || !side_fits(c->dstMemoryType, got == TS_CE_D2H))
-        return 0;
-    size_t rows = 0, unused;
-    ts_copy_run(&q, got, &rows, &unused, st);
-    return rows;
+        return done;
+    ts_copy_run(&q, got, &done.rows, &done.bytes, st);
+    return done;
 }
 
-/* The rows the engine did not carry out, as a copy of the descriptor. */
-static const CUDA_MEMCPY2D *rest_2d(const CUDA_MEMCPY2D *c, size_t rows, CUDA_MEMCPY2D *rest)
+static bool drv_all_done(const CUDA_MEMCPY2D *c, struct drv_progress done)
 {
-    if (!rows)
+    if (!c)
+        return false;
+    return c->Height == 1 ? done.bytes && done.bytes == c->WidthInBytes : done.rows && done.rows == c->Height;
+}
+
+/* What the engine did not carry out, as a copy of the descriptor. */
+static const CUDA_MEMCPY2D *rest_2d(const CUDA_MEMCPY2D *c, struct drv_progress done, CUDA_MEMCPY2D *rest)
+{
+    if (!done.rows && !done.bytes)
         return c; /* the original descriptor, exactly */
     *rest = *c;
-    rest->srcY += rows;
-    rest->dstY += rows;
-    rest->Height -= rows;
+    rest->srcY += done.rows;
+    rest->dstY += done.rows;
+    rest->Height -= done.rows;
+    rest->srcXInBytes += done.bytes;
+    rest->dstXInBytes += done.bytes;
+    rest->WidthInBytes -= done.bytes;
     return rest;
 }
 
 #define DRV_CONVERTED_2D_BODY(base, api, sync, stream, pCopy, rest_args, event)                              \
-    size_t rows = 0;                                                                                         \
+    struct drv_progress done = { 0, 0 };                                                                     \
     CUDA_MEMCPY2D rest_;                                                                                     \
     TS_HOOK_PROLOGUE(CUresult, base, api, rest_args);                                                        \
     TS_OUTER_BEGIN(api);                                                                                     \
     uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                                 \
     struct ts_copy_stats st_ = { 0 };                                                                        \
-    rows = outer_ ? drv_convert_2d(api, pCopy, sync, stream, &st_) : 0;                                      \
-    CUresult r = rows && rows == (pCopy)->Height ? CUDA_SUCCESS : real_ rest_args;                           \
-    if (outer_) {                                                                                            \
-        uint64_t ns_ = ts_now_ns() - t0_;                                                                    \
-        event;                                                                                               \
-        if (st_.chunks)                                                                                      \
-            ts_copy_note(api, &st_, ns_);                                                                    \
-    }                                                                                                        \
+    if (outer_)                                                                                              \
+        done = drv_convert_2d(api, pCopy, sync, stream, &st_);                                               \
+    CUresult r = outer_ && drv_all_done(pCopy, done) ? CUDA_SUCCESS : real_ rest_args;                       \
+    if (outer_)                                                                                              \
+        DRV_COPY_DONE(api, t0_, st_, event);                                                                 \
     TS_OUTER_END(api, r);                                                                                    \
     return r
 
 static inline CUresult ts_body_cuMemcpy2D_v2(int api, const CUDA_MEMCPY2D *pCopy)
 {
-    DRV_CONVERTED_2D_BODY(cuMemcpy2D_v2, api, true, NULL, pCopy, (rest_2d(pCopy, rows, &rest_)),
+    DRV_CONVERTED_2D_BODY(cuMemcpy2D_v2, api, true, NULL, pCopy, (rest_2d(pCopy, done, &rest_)),
                           copy2d_event(api, pCopy, NULL, false, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpy2DUnaligned_v2(int api, const CUDA_MEMCPY2D *pCopy)
 {
-    DRV_CONVERTED_2D_BODY(cuMemcpy2DUnaligned_v2, api, true, NULL, pCopy, (rest_2d(pCopy, rows, &rest_)),
+    DRV_CONVERTED_2D_BODY(cuMemcpy2DUnaligned_v2, api, true, NULL, pCopy, (rest_2d(pCopy, done, &rest_)),
                           copy2d_event(api, pCopy, NULL, false, ns_, r));
 }
 
 static inline CUresult ts_body_cuMemcpy2DAsync_v2(int api, const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 {
     DRV_CONVERTED_2D_BODY(cuMemcpy2DAsync_v2, api, false, hStream, pCopy,
-                          (rest_2d(pCopy, rows, &rest_), hStream),
+                          (rest_2d(pCopy, done, &rest_), hStream),
                           copy2d_event(api, pCopy, hStream, true, ns_, r));
 }
 
@@ -436,25 +412,14 @@ static inline CUresult ts_body_cuGetProcAddress_v2(int api, const char *symbol, 
                                                    cuuint64_t flags,
                                                    CUdriverProcAddressQueryResult *symbolStatus)
 {
-    TS_HOOK_PROLOGUE(CUresult, cuGetProcAddress_v2, api, (symbol, pfn, cudaVersion, flags, symbolStatus));
-    TS_OUTER_BEGIN(api);
-    CUresult r = real_(symbol, pfn, cudaVersion, flags, symbolStatus);
-    if (r == CUDA_SUCCESS && pfn)
-        *pfn = ts_wrap_driver_proc(symbol, *pfn);
-    TS_OUTER_END(api, r);
-    return r;
+    TS_PROC_ADDRESS_BODY(CUresult, cuGetProcAddress_v2, api, (symbol, pfn, cudaVersion, flags, symbolStatus),
+                         symbol, pfn);
 }
 
 static inline CUresult ts_body_cuGetProcAddress(int api, const char *symbol, void **pfn, int cudaVersion,
                                                 cuuint64_t flags)
 {
-    TS_HOOK_PROLOGUE(CUresult, cuGetProcAddress, api, (symbol, pfn, cudaVersion, flags));
-    TS_OUTER_BEGIN(api);
-    CUresult r = real_(symbol, pfn, cudaVersion, flags);
-    if (r == CUDA_SUCCESS && pfn)
-        *pfn = ts_wrap_driver_proc(symbol, *pfn);
-    TS_OUTER_END(api, r);
-    return r;
+    TS_PROC_ADDRESS_BODY(CUresult, cuGetProcAddress, api, (symbol, pfn, cudaVersion, flags), symbol, pfn);
 }
 
 #define TS_GEN_LIB_cuda(...) TS_GEN_HOOK(__VA_ARGS__)

@@ -77,7 +77,7 @@ int ts_missing(int api)
 
 enum ts_ptr_kind ts_classify_ptr(const void *p)
 {
-    ts_fn_cuPointerGetAttribute get = (ts_fn_cuPointerGetAttribute)ts_real(TS_API_cuPointerGetAttribute);
+    ts_fn_cuPointerGetAttribute get = TS_REAL(cuPointerGetAttribute);
     unsigned int type = 0;
     /* The driver answers CUDA_ERROR_INVALID_VALUE for memory it does not know:
      * ordinary pageable host memory.  The driver API keeps no "last error",
@@ -102,13 +102,37 @@ int ts_copy_dir_of(enum ts_ptr_kind dst, enum ts_ptr_kind src)
     return dd ? (sd ? TS_D2D : TS_H2D) : (sd ? TS_D2H : TS_H2H);
 }
 
-int ts_current_device(void)
+void ts_rt_note_error(cudaError_t e)
 {
-    ts_fn_cuCtxGetDevice get = (ts_fn_cuCtxGetDevice)ts_real(TS_API_cuCtxGetDevice);
-    CUdevice d = -1;
-    if (!get || get(&d) != CUDA_SUCCESS)
-        return -1;
-    return (int)d;
+    ts_fn_cudaMalloc rt_malloc = (ts_fn_cudaMalloc)ts_real(TS_API_cudaMalloc);
+    void *scratch = NULL;
+    if (!rt_malloc)
+        return;
+    ts_enter(); /* the runtime's own driver calls are not the program's */
+    switch (e) {
+    case cudaErrorInvalidValue: rt_malloc(NULL, 1); break; /* no place for the pointer */
+    case cudaErrorMemoryAllocation:
+        /* larger than any device's memory: refused before anything is made */
+        if (rt_malloc(&scratch, (size_t)1 << 62) == cudaSuccess && scratch) {
+            ts_fn_cudaFree rt_free = (ts_fn_cudaFree)ts_real(TS_API_cudaFree);
+            if (rt_free)
+                rt_free(scratch);
+        }
+        break;
+    default: break;
+    }
+    ts_leave();
+}
+
+bool ts_rt_init_context(void)
+{
+    ts_fn_cudaFree rt_free = (ts_fn_cudaFree)ts_real(TS_API_cudaFree);
+    if (!rt_free)
+        return false;
+    ts_enter();
+    rt_free(NULL);
+    ts_leave();
+    return ts_current_device() >= 0;
 }
 
 void ts_note_device(int dev)
@@ -119,10 +143,10 @@ void ts_note_device(int dev)
     uint64_t bit = 1ull << dev;
     if (ts_likely(__atomic_load_n(&seen, __ATOMIC_RELAXED) & bit))
         return;
-    ts_fn_cuDeviceGetName get_name = (ts_fn_cuDeviceGetName)ts_real(TS_API_cuDeviceGetName);
-    ts_fn_cuDeviceTotalMem_v2 get_mem = (ts_fn_cuDeviceTotalMem_v2)ts_real(TS_API_cuDeviceTotalMem_v2);
-    ts_fn_cuDeviceGetAttribute get_attr = (ts_fn_cuDeviceGetAttribute)ts_real(TS_API_cuDeviceGetAttribute);
-    ts_fn_cuDeviceGetPCIBusId get_pci = (ts_fn_cuDeviceGetPCIBusId)ts_real(TS_API_cuDeviceGetPCIBusId);
+    ts_fn_cuDeviceGetName get_name = TS_REAL(cuDeviceGetName);
+    ts_fn_cuDeviceTotalMem_v2 get_mem = TS_REAL(cuDeviceTotalMem_v2);
+    ts_fn_cuDeviceGetAttribute get_attr = TS_REAL(cuDeviceGetAttribute);
+    ts_fn_cuDeviceGetPCIBusId get_pci = TS_REAL(cuDeviceGetPCIBusId);
     char name[256] = "", pci[32] = "";
     size_t total = 0;
     int major = 0, minor = 0, sms = 0;

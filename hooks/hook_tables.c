@@ -1,6 +1,7 @@
 /* Per-symbol tables generated from hooks.def that need the hooks themselves:
  * the hook addresses (for the dlsym / cuGetProcAddress dispatch) and the
- * name -> id index.  Also registers the API names with the core's log. */
+ * name -> id index.  Also registers the API names (hooks/resolve.c) with the
+ * core's log. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +17,6 @@
 #define TS_ADDR_REAL(sym) NULL,
 void *const ts_hook_addr[TS_API_COUNT] = {
 #define TS_SYM(lib, ret, sym, base, params, args, body) TS_ADDR_##body(sym)
-#include "hooks.def"
-#undef TS_SYM
-};
-
-static const char *const names[TS_API_COUNT] = {
-#define TS_SYM(lib, ret, sym, base, params, args, body) #sym,
 #include "hooks.def"
 #undef TS_SYM
 };
@@ -42,7 +37,7 @@ static pthread_once_t sorted_once = PTHREAD_ONCE_INIT;
 
 static int cmp_ids(const void *a, const void *b)
 {
-    return strcmp(names[*(const int *)a], names[*(const int *)b]);
+    return strcmp(ts_api_names[*(const int *)a], ts_api_names[*(const int *)b]);
 }
 
 static void build_index(void)
@@ -63,7 +58,7 @@ int ts_hook_by_name(const char *name)
     int lo = 0, hi = sorted_count - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        int c = strcmp(name, names[sorted_ids[mid]]);
+        int c = strcmp(name, ts_api_names[sorted_ids[mid]]);
         if (c == 0)
             return sorted_ids[mid];
         if (c < 0)
@@ -74,4 +69,7 @@ int ts_hook_by_name(const char *name)
     return -1;
 }
 
-__attribute__((constructor)) static void register_api_names(void) { ts_register_apis(names, TS_API_COUNT); }
+__attribute__((constructor)) static void register_api_names(void)
+{
+    ts_register_apis(ts_api_names, TS_API_COUNT);
+}

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "core/cuda_real.h"
 #include "offload/offload.h"
 #include "resolve.h"
 
@@ -100,6 +101,28 @@ static inline uint64_t ts_stream_id(int api, const void *stream)
         ts_leave();                                                                                          \
     } while (0)
 
+/* ---- allocation events (every family) ----------------------------------- */
+/* Pinned host memory is logged with device -1, as are VMM handle releases
+ * (a handle does not say its device). */
+enum { TS_HOST_DEVICE = -1 };
+/* The pointer an allocation call wrote to *out, once it succeeded (0 else). */
+#define TS_OUT_PTR(out, r) ((r) == 0 && (out) ? (uint64_t)(uintptr_t) * (out) : 0)
+/* The allocation record of an outermost call (ptr only when r is success);
+ * the device's record first, the first time it is seen. */
+void ts_note_device(int dev);
+static inline void ts_alloc_event(int api, int device, uint64_t ptr, uint64_t size, uint64_t stream, int r)
+{
+    ts_note_device(device);
+    ts_ev_alloc(api, device, r == 0 ? ptr : 0, size, stream, r);
+}
+/* The free record of an outermost call; cudaFree(NULL) is the usual
+ * "initialize the runtime" idiom, not a free. */
+static inline void ts_free_event(int api, int device, uint64_t ptr, uint64_t stream, int r)
+{
+    if (ptr)
+        ts_ev_free(api, device, ptr, stream, r);
+}
+
 /* ---- shared helpers (hooks/hook_common.c) ------------------------------- */
 /* Call counters behind TRAINSHIM_DEBUG_COUNTS (see hook_common.c); off, a
  * hook pays one predictable branch. */
@@ -121,22 +144,33 @@ enum ts_ptr_kind ts_classify_ptr(const void *p);
 int ts_host_kind_of(enum ts_ptr_kind k);
 /* Direction of a copy whose kind is "default"/unified, from both pointers. */
 int ts_copy_dir_of(enum ts_ptr_kind dst, enum ts_ptr_kind src);
-/* Device of the calling thread's current context (-1 if none). */
-int ts_current_device(void);
-/* Emits the device record (ts_ev_device) the first time dev is seen. */
-void ts_note_device(int dev);
+/* The runtime's per-thread last error (cudaGetLastError) for an error the
+ * shim returns in place of the real runtime function: set by a real runtime
+ * call that fails with the same code and has no other effect, so the state
+ * is exactly the real call's.  Codes it cannot produce leave it unchanged. */
+void ts_rt_note_error(cudaError_t e);
+/* What a runtime allocation does first with no current context: the
+ * runtime's lazy initialization of the current device's primary context
+ * (cudaFree(NULL)).  True when a context is current afterwards. */
+bool ts_rt_init_context(void);
 /* cuGetProcAddress / cudaGetDriverEntryPoint results: if p is the real
  * address of one of our hooked driver variants of `symbol`'s base name,
  * returns our hook for it; otherwise p unchanged (hooks/dl.c). */
 void *ts_wrap_driver_proc(const char *symbol, void *p);
 
+/* The real function of a hooks.def symbol, typed: TS_REAL(cuEventRecord). */
+#define TS_REAL(sym) ((ts_fn_##sym)ts_real(TS_API_##sym))
+
 /* ---- hook body helpers -------------------------------------------------- */
 /* Start of every hook: the real function (or the missing answer), and pure
- * passthrough while the shim is inactive. */
-#define TS_HOOK_PROLOGUE(ret, base, api, args)                                                               \
+ * passthrough while the shim is inactive.  TS_HOOK_REAL alone: the real
+ * function, for hooks that still act while inactive. */
+#define TS_HOOK_REAL(ret, base, api)                                                                         \
     ts_fn_##base real_ = (ts_fn_##base)ts_real(api);                                                         \
     if (ts_unlikely(!real_))                                                                                 \
-        return (ret)ts_missing(api);                                                                         \
+    return (ret)ts_missing(api)
+#define TS_HOOK_PROLOGUE(ret, base, api, args)                                                               \
+    TS_HOOK_REAL(ret, base, api);                                                                            \
     if (ts_likely(!ts_active()))                                                                             \
     return real_ args
 
@@ -160,6 +194,46 @@ void *ts_wrap_driver_proc(const char *symbol, void *p);
             ts_ev_error(TS_API_##sym, (int)r_);                                                              \
         return r_;                                                                                           \
     }
+/* Body of a hook that makes the real call and then acts on its result:
+ * `after` is a statement that may use r (the result) and outer_ (whether
+ * this is the thread's outermost hooked call). */
+#define TS_OBSERVE_BODY(ret, base, api, args, after)                                                         \
+    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    ret r = real_ args;                                                                                      \
+    after;                                                                                                   \
+    TS_OUTER_END(api, r);                                                                                    \
+    return r
+
+/* An allocation hook that only observes: `out` is where the pointer lands,
+ * `size` the bytes asked for, `stream` the stream argument or NULL. */
+#define TS_ALLOC_BODY(ret, base, api, args, out, size, stream, device_expr)                                  \
+    TS_OBSERVE_BODY(ret, base, api, args,                                                                    \
+                    if (outer_) ts_alloc_event(api, device_expr, TS_OUT_PTR(out, r), size,                   \
+                                               ts_stream_id(api, stream), r))
+#define TS_FREE_BODY(ret, base, api, args, ptr, stream, device_expr)                                         \
+    TS_OBSERVE_BODY(ret, base, api, args,                                                                    \
+                    if (outer_) ts_free_event(api, device_expr, (uint64_t)(uintptr_t)(ptr),                  \
+                                              ts_stream_id(api, stream), r))
+
+/* A pitched allocation: pitch * height bytes once the library chose the
+ * pitch (width * height if it did not). */
+#define TS_PITCH_ALLOC_BODY(ret, base, api, args, out, pitch, width, height)                                 \
+    TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    ret r = real_ args;                                                                                      \
+    if (outer_) {                                                                                            \
+        uint64_t bytes_ = (uint64_t)(r == 0 && (pitch) ? *(pitch) : (width)) * (height);                     \
+        ts_alloc_event(api, ts_current_device(), TS_OUT_PTR(out, r), bytes_, 0, r);                          \
+    }                                                                                                        \
+    TS_OUTER_END(api, r);                                                                                    \
+    return r
+
+/* A driver entry point handed out (cuGetProcAddress, cudaGetDriverEntryPoint):
+ * our hook in place of the real function where we hook it. */
+#define TS_PROC_ADDRESS_BODY(ret, base, api, args, symbol, pfn)                                              \
+    TS_OBSERVE_BODY(ret, base, api, args, if (r == 0 && (pfn)) * (pfn) = ts_wrap_driver_proc(symbol, *(pfn)))
+
 /* OWN hooks forward to the family file's static ts_body_<base>. */
 #define TS_GEN_HOOK_OWN(lib, ret, sym, base, params, args)                                                   \
     TS_EXPORT ret sym params                                                                                 \

@@ -11,9 +11,7 @@
 
 cudaError_t ts_body_cudaIpcGetMemHandle(int api, cudaIpcMemHandle_t *handle, void *devPtr)
 {
-    ts_fn_cudaIpcGetMemHandle real_ = (ts_fn_cudaIpcGetMemHandle)ts_real(api);
-    if (ts_unlikely(!real_))
-        return (cudaError_t)ts_missing(api);
+    TS_HOOK_REAL(cudaError_t, cudaIpcGetMemHandle, api);
     if (ts_likely(!ts_dev_pooling()) && ts_likely(!ts_active()))
         return real_(handle, devPtr);
     TS_OUTER_BEGIN(api);
@@ -43,9 +41,7 @@ cudaError_t ts_body_cudaIpcGetMemHandle(int api, cudaIpcMemHandle_t *handle, voi
 cudaError_t ts_body_cudaIpcOpenMemHandle(int api, void **devPtr, cudaIpcMemHandle_t handle,
                                          unsigned int flags)
 {
-    ts_fn_cudaIpcOpenMemHandle real_ = (ts_fn_cudaIpcOpenMemHandle)ts_real(api);
-    if (ts_unlikely(!real_))
-        return (cudaError_t)ts_missing(api);
+    TS_HOOK_REAL(cudaError_t, cudaIpcOpenMemHandle, api);
     bool ours = ts_ipc_handle_is_ours(&handle);
     if (!ours && ts_likely(!ts_active()))
         return real_(devPtr, handle, flags);
@@ -57,9 +53,7 @@ cudaError_t ts_body_cudaIpcOpenMemHandle(int api, void **devPtr, cudaIpcMemHandl
 
 cudaError_t ts_body_cudaIpcCloseMemHandle(int api, void *devPtr)
 {
-    ts_fn_cudaIpcCloseMemHandle real_ = (ts_fn_cudaIpcCloseMemHandle)ts_real(api);
-    if (ts_unlikely(!real_))
-        return (cudaError_t)ts_missing(api);
+    TS_HOOK_REAL(cudaError_t, cudaIpcCloseMemHandle, api);
     TS_OUTER_BEGIN(api);
     int rc = ts_ipc_close(devPtr);
     cudaError_t r = rc != TS_IPC_NOT_OURS ? (cudaError_t)rc : real_(devPtr);
@@ -84,9 +78,7 @@ static CUresult cu_result(int rt)
 
 CUresult ts_body_cuIpcGetMemHandle(int api, CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
-    ts_fn_cuIpcGetMemHandle real_ = (ts_fn_cuIpcGetMemHandle)ts_real(api);
-    if (ts_unlikely(!real_))
-        return (CUresult)ts_missing(api);
+    TS_HOOK_REAL(CUresult, cuIpcGetMemHandle, api);
     if (ts_likely(!ts_dev_pooling()) && ts_likely(!ts_active()))
         return real_(pHandle, dptr);
     TS_OUTER_BEGIN(api);
@@ -104,9 +96,7 @@ CUresult ts_body_cuIpcGetMemHandle(int api, CUipcMemHandle *pHandle, CUdeviceptr
 
 CUresult ts_body_cuIpcOpenMemHandle_v2(int api, CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
 {
-    ts_fn_cuIpcOpenMemHandle_v2 real_ = (ts_fn_cuIpcOpenMemHandle_v2)ts_real(api);
-    if (ts_unlikely(!real_))
-        return (CUresult)ts_missing(api);
+    TS_HOOK_REAL(CUresult, cuIpcOpenMemHandle_v2, api);
     bool ours = ts_ipc_handle_is_ours(&handle);
     if (!ours && ts_likely(!ts_active()))
         return real_(pdptr, handle, Flags);
@@ -126,9 +116,7 @@ CUresult ts_body_cuIpcOpenMemHandle_v2(int api, CUdeviceptr *pdptr, CUipcMemHand
 
 CUresult ts_body_cuIpcCloseMemHandle(int api, CUdeviceptr dptr)
 {
-    ts_fn_cuIpcCloseMemHandle real_ = (ts_fn_cuIpcCloseMemHandle)ts_real(api);
-    if (ts_unlikely(!real_))
-        return (CUresult)ts_missing(api);
+    TS_HOOK_REAL(CUresult, cuIpcCloseMemHandle, api);
     TS_OUTER_BEGIN(api);
     int rc = ts_ipc_close((void *)(uintptr_t)dptr);
     CUresult r = rc != TS_IPC_NOT_OURS ? cu_result(rc) : real_(dptr);

@@ -11,8 +11,6 @@
 #include "log/log.h"
 #include "offload/offload.h"
 
-#define REAL(name) ((ts_fn_##name)ts_real(TS_API_##name))
-
 /* ncclGroupStart levels open on this thread: inside a group NCCL only
  * enqueues at the matching ncclGroupEnd, so events around a call would time
  * nothing; calls in a group are counted but never timed. */
@@ -20,8 +18,8 @@ static __thread int tls_group_depth __attribute__((tls_model("initial-exec")));
 
 static void comm_query(ncclComm_t comm, int *size, int *rank)
 {
-    ts_fn_ncclCommCount count = REAL(ncclCommCount);
-    ts_fn_ncclCommUserRank user_rank = REAL(ncclCommUserRank);
+    ts_fn_ncclCommCount count = TS_REAL(ncclCommCount);
+    ts_fn_ncclCommUserRank user_rank = TS_REAL(ncclCommUserRank);
     *size = *rank = -1;
     if (!comm)
         return;

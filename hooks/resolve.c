@@ -10,7 +10,7 @@
 
 void *ts_real_slots[TS_API_COUNT];
 
-static const char *const api_names[TS_API_COUNT] = {
+const char *const ts_api_names[TS_API_COUNT] = {
 #define TS_SYM(lib, ret, sym, base, params, args, body) #sym,
 #include "hooks.def"
 #undef TS_SYM
@@ -33,7 +33,7 @@ static const char *const lib_prefixes[TS_LIB_COUNT] = {
 };
 
 int ts_api_count(void) { return TS_API_COUNT; }
-const char *ts_api_name(int api) { return api >= 0 && api < TS_API_COUNT ? api_names[api] : "?"; }
+const char *ts_api_name(int api) { return api >= 0 && api < TS_API_COUNT ? ts_api_names[api] : "?"; }
 int ts_api_lib(int api) { return api >= 0 && api < TS_API_COUNT ? api_libs[api] : -1; }
 const char *ts_lib_soname(int lib) { return lib >= 0 && lib < TS_LIB_COUNT ? lib_sonames[lib] : "?"; }
 const char *ts_lib_file_prefix(int lib) { return lib >= 0 && lib < TS_LIB_COUNT ? lib_prefixes[lib] : "?"; }
@@ -115,7 +115,7 @@ void *ts_real_resolve(int api)
 {
     if (api < 0 || api >= TS_API_COUNT)
         return NULL;
-    const char *name = api_names[api];
+    const char *name = ts_api_names[api];
     bool failed = false; /* one of our dl* lookups failed and left a dlerror() message */
     void *p = ts_real_dlsym(RTLD_NEXT, name);
     if (p && !ts_addr_is_ours(p)) {

@@ -35,6 +35,7 @@ void *ts_real_dlsym(void *handle, const char *name);
 bool ts_addr_is_ours(const void *p);
 
 /* Symbol table facts generated from hooks/hooks.def. */
+extern const char *const ts_api_names[]; /* TS_API_COUNT exported names */
 int ts_api_count(void);
 const char *ts_api_name(int api);
 int ts_api_lib(int api);            /* enum ts_lib of hooks/hooks.h */

@@ -3,7 +3,10 @@
  * driver entry points the runtime hands out.  The other runtime symbols of
  * hooks.def are generated passthrough hooks (TS_GEN_HOOK_PASS).
  *
- * Pure observation: every argument and result goes through unchanged. */
+ * Not only observation: device allocations and frees are served by the pool
+ * (devmem_hooks.c), pinned host allocations by the host cache, and pageable
+ * copies may go through pinned staging (shim/copy); the results the program
+ * sees are the real library's answers for the same request. */
 #include "hooks.h"
 #include "copy/copy_engine.h"
 #include "devmem_hooks.h" /* device-memory bodies: cudaMalloc, cudaFree, ... */
@@ -11,21 +14,6 @@
 #include "host_alloc_body.h"
 
 /* ---- events ------------------------------------------------------------- */
-
-static void alloc_event(int api, int device, void *const *out, uint64_t size, const void *stream,
-                        cudaError_t r)
-{
-    ts_note_device(device);
-    uint64_t ptr = r == cudaSuccess && out ? (uint64_t)(uintptr_t)*out : 0;
-    ts_ev_alloc(api, device, ptr, size, ts_stream_id(api, stream), (int)r);
-}
-
-static void free_event(int api, int device, const void *ptr, const void *stream, cudaError_t r)
-{
-    /* cudaFree(NULL) is the usual "initialize the runtime" idiom, not a free. */
-    if (ptr)
-        ts_ev_free(api, device, (uint64_t)(uintptr_t)ptr, ts_stream_id(api, stream), (int)r);
-}
 
 /* A copy of `bytes` between dst and src as the runtime's kind says.  For
  * cudaMemcpyDefault the direction comes from what the pointers are. */
@@ -63,59 +51,29 @@ static void copy_event(int api, void *dst, const void *src, uint64_t bytes, enum
 
 /* ---- allocation --------------------------------------------------------- */
 
-/* Body shared by the allocation entry points: `args` are the real call's
- * arguments, `out` where the pointer lands, `size` the bytes asked for. */
-#define RT_ALLOC_BODY(base, api, args, out, size, stream, device_expr)                                       \
-    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                                                          \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    cudaError_t r = real_ args;                                                                              \
-    if (outer_)                                                                                              \
-        alloc_event(api, device_expr, (void *const *)(out), size, stream, r);                                \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
-
-#define RT_FREE_BODY(base, api, args, ptr, stream, device_expr)                                              \
-    TS_HOOK_PROLOGUE(cudaError_t, base, api, args);                                                          \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    cudaError_t r = real_ args;                                                                              \
-    if (outer_)                                                                                              \
-        free_event(api, device_expr, ptr, stream, r);                                                        \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
-
-/* Pinned host memory is logged with device -1. */
-enum { HOST_DEVICE = -1 };
-
 static inline cudaError_t ts_body_cudaMallocFromPoolAsync(int api, void **ptr, size_t size,
                                                           cudaMemPool_t memPool, cudaStream_t stream)
 {
-    RT_ALLOC_BODY(cudaMallocFromPoolAsync, api, (ptr, size, memPool, stream), ptr, size, stream,
+    TS_ALLOC_BODY(cudaError_t, cudaMallocFromPoolAsync, api, (ptr, size, memPool, stream), ptr, size, stream,
                   ts_current_device());
 }
 
 static inline cudaError_t ts_body_cudaMallocManaged(int api, void **devPtr, size_t size, unsigned int flags)
 {
-    RT_ALLOC_BODY(cudaMallocManaged, api, (devPtr, size, flags), devPtr, size, NULL, ts_current_device());
+    TS_ALLOC_BODY(cudaError_t, cudaMallocManaged, api, (devPtr, size, flags), devPtr, size, NULL,
+                  ts_current_device());
 }
 
 static inline cudaError_t ts_body_cudaMallocPitch(int api, void **devPtr, size_t *pitch, size_t width,
                                                   size_t height)
 {
-    /* The allocation is pitch * height bytes once the runtime chose the pitch. */
-    TS_HOOK_PROLOGUE(cudaError_t, cudaMallocPitch, api, (devPtr, pitch, width, height));
-    TS_OUTER_BEGIN(api);
-    cudaError_t r = real_(devPtr, pitch, width, height);
-    if (outer_) {
-        uint64_t bytes = (uint64_t)(r == cudaSuccess && pitch ? *pitch : width) * height;
-        alloc_event(api, ts_current_device(), devPtr, bytes, NULL, r);
-    }
-    TS_OUTER_END(api, r);
-    return r;
+    TS_PITCH_ALLOC_BODY(cudaError_t, cudaMallocPitch, api, (devPtr, pitch, width, height), devPtr, pitch,
+                        width, height);
 }
 
 /* Pinned host allocations through the cache: hooks/host_alloc_body.h. */
 #define RT_HOST_ALLOC_BODY(...)                                                                              \
-    TS_HOST_ALLOC_BODY(cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, void *const *, __VA_ARGS__)
+    TS_HOST_ALLOC_BODY(cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, __VA_ARGS__)
 
 static inline cudaError_t ts_body_cudaMallocHost(int api, void **ptr, size_t size)
 {
@@ -130,18 +88,8 @@ static inline cudaError_t ts_body_cudaHostAlloc(int api, void **pHost, size_t si
 
 static inline cudaError_t ts_body_cudaFreeHost(int api, void *ptr)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaFreeHost, api, (ptr));
-    TS_OUTER_BEGIN(api);
-    cudaError_t r;
-    switch (outer_ && ptr ? ts_host_cache_put(ptr) : TS_HC_PUT_UNKNOWN) {
-    case TS_HC_PUT_CACHED: r = cudaSuccess; break;
-    case TS_HC_PUT_DOUBLE_FREE: r = cudaErrorInvalidValue; break;
-    default: r = real_(ptr); break;
-    }
-    if (outer_)
-        free_event(api, HOST_DEVICE, ptr, NULL, r);
-    TS_OUTER_END(api, r);
-    return r;
+    TS_HOST_FREE_BODY(cudaError_t, cudaSuccess, cudaErrorInvalidValue, ts_rt_note_error(r), cudaFreeHost, api,
+                      ptr);
 }
 
 /* Pinned copy engine (shim/copy/copy_engine.h): a pageable host<->device copy of
@@ -186,101 +134,102 @@ static size_t rt_convert(int api, void *dst, size_t dpitch, const void *src, siz
     return rows;
 }
 
+/* The end of every converted copy: the copy record (its time from t0_) and
+ * the engine's statistics. */
+static void rt_copy_done(int api, void *dst, const void *src, uint64_t bytes, enum cudaMemcpyKind kind,
+                         cudaStream_t stream, bool async, uint64_t t0, const struct ts_copy_stats *st,
+                         cudaError_t r)
+{
+    uint64_t ns = ts_now_ns() - t0;
+    copy_event(api, dst, src, bytes, kind, stream, async, ns, r);
+    if (st->chunks)
+        ts_copy_note(api, st, ns);
+}
+
+/* 1D copy, synchronous (stream NULL, no trailing argument) or async (the
+ * stream as the real call's last argument, `...`): the engine carries what it
+ * can, the real call the rest. */
+#define RT_COPY_BODY(base, api, dst, src, count, kind, stream, async, ...)                                   \
+    TS_HOOK_PROLOGUE(cudaError_t, base, api, (dst, src, count, kind, ##__VA_ARGS__));                        \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                                 \
+    size_t done = 0;                                                                                         \
+    struct ts_copy_stats st_ = { 0 };                                                                        \
+    if (outer_)                                                                                              \
+        rt_convert(api, dst, count, src, count, count, 1, kind, stream, !(async), &done, &st_);              \
+    cudaError_t r = done && done == count ? cudaSuccess                                                      \
+                                          : real_((char *)dst + done, (const char *)src + done,              \
+                                                  count - done, kind, ##__VA_ARGS__);                        \
+    if (outer_)                                                                                              \
+        rt_copy_done(api, dst, src, count, kind, stream, async, t0_, &st_, r);                               \
+    TS_OUTER_END(api, r);                                                                                    \
+    return r
+
+/* A 2D copy through the engine: leading rows, or for one row
+ * (cublasSetVector/GetVector's form) leading bytes of it; a row wider than
+ * a pitch is the real call's to refuse. */
+static void rt_convert_2d(int api, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                          size_t height, enum cudaMemcpyKind kind, cudaStream_t stream, bool sync,
+                          size_t *rows, size_t *bytes, struct ts_copy_stats *st)
+{
+    *rows = *bytes = 0;
+    if (height > 1)
+        *rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, stream, sync, bytes, st);
+    else if (height == 1 && dpitch >= width && spitch >= width)
+        rt_convert(api, dst, width, src, width, width, 1, kind, stream, sync, bytes, st);
+}
+
+static bool rt_2d_all_done(size_t height, size_t width, size_t rows, size_t bytes)
+{
+    return height == 1 ? bytes && bytes == width : rows && rows == height;
+}
+
+/* 2D copy: the engine carries whole rows, the real call the rows left. */
+#define RT_COPY2D_BODY(base, api, dst, dpitch, src, spitch, width, height, kind, stream, async, ...)         \
+    TS_HOOK_PROLOGUE(cudaError_t, base, api,                                                                 \
+                     (dst, dpitch, src, spitch, width, height, kind, ##__VA_ARGS__));                        \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    uint64_t t0_ = outer_ ? ts_now_ns() : 0;                                                                 \
+    size_t rows = 0, bytes = 0;                                                                              \
+    struct ts_copy_stats st_ = { 0 };                                                                        \
+    if (outer_)                                                                                              \
+        rt_convert_2d(api, dst, dpitch, src, spitch, width, height, kind, stream, !(async), &rows, &bytes,   \
+                      &st_);                                                                                 \
+    cudaError_t r =                                                                                          \
+        rt_2d_all_done(height, width, rows, bytes)                                                           \
+            ? cudaSuccess                                                                                    \
+            : real_((char *)dst + rows * dpitch + bytes, dpitch, (const char *)src + rows * spitch + bytes,  \
+                    spitch, width - bytes, height - rows, kind, ##__VA_ARGS__);                              \
+    if (outer_)                                                                                              \
+        rt_copy_done(api, dst, src, (uint64_t)width *height, kind, stream, async, t0_, &st_, r);             \
+    TS_OUTER_END(api, r);                                                                                    \
+    return r
+
 static inline cudaError_t ts_body_cudaMemcpy(int api, void *dst, const void *src, size_t count,
                                              enum cudaMemcpyKind kind)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpy, api, (dst, src, count, kind));
-    TS_OUTER_BEGIN(api);
-    uint64_t t0_ = outer_ ? ts_now_ns() : 0;
-    size_t done = 0;
-    struct ts_copy_stats st_ = { 0 };
-    if (outer_)
-        rt_convert(api, dst, count, src, count, count, 1, kind, NULL, true, &done, &st_);
-    cudaError_t r = done && done == count
-                        ? cudaSuccess
-                        : real_((char *)dst + done, (const char *)src + done, count - done, kind);
-    if (outer_) {
-        uint64_t ns_ = ts_now_ns() - t0_;
-        copy_event(api, dst, src, count, kind, NULL, false, ns_, r);
-        if (st_.chunks)
-            ts_copy_note(api, &st_, ns_);
-    }
-    TS_OUTER_END(api, r);
-    return r;
+    RT_COPY_BODY(cudaMemcpy, api, dst, src, count, kind, NULL, false);
 }
 
 static inline cudaError_t ts_body_cudaMemcpyAsync(int api, void *dst, const void *src, size_t count,
                                                   enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpyAsync, api, (dst, src, count, kind, stream));
-    TS_OUTER_BEGIN(api);
-    uint64_t t0_ = outer_ ? ts_now_ns() : 0;
-    size_t done = 0;
-    struct ts_copy_stats st_ = { 0 };
-    if (outer_)
-        rt_convert(api, dst, count, src, count, count, 1, kind, stream, false, &done, &st_);
-    cudaError_t r = done && done == count
-                        ? cudaSuccess
-                        : real_((char *)dst + done, (const char *)src + done, count - done, kind, stream);
-    if (outer_) {
-        uint64_t ns_ = ts_now_ns() - t0_;
-        copy_event(api, dst, src, count, kind, stream, true, ns_, r);
-        if (st_.chunks)
-            ts_copy_note(api, &st_, ns_);
-    }
-    TS_OUTER_END(api, r);
-    return r;
+    RT_COPY_BODY(cudaMemcpyAsync, api, dst, src, count, kind, stream, true, stream);
 }
 
 static inline cudaError_t ts_body_cudaMemcpy2D(int api, void *dst, size_t dpitch, const void *src,
                                                size_t spitch, size_t width, size_t height,
                                                enum cudaMemcpyKind kind)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpy2D, api, (dst, dpitch, src, spitch, width, height, kind));
-    TS_OUTER_BEGIN(api);
-    uint64_t t0_ = outer_ ? ts_now_ns() : 0;
-    size_t rows = 0, unused;
-    struct ts_copy_stats st_ = { 0 };
-    if (outer_ && height > 1)
-        rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, NULL, true, &unused, &st_);
-    cudaError_t r = rows && rows == height
-                        ? cudaSuccess
-                        : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch,
-                                spitch, width, height - rows, kind);
-    if (outer_) {
-        uint64_t ns_ = ts_now_ns() - t0_;
-        copy_event(api, dst, src, (uint64_t)width * height, kind, NULL, false, ns_, r);
-        if (st_.chunks)
-            ts_copy_note(api, &st_, ns_);
-    }
-    TS_OUTER_END(api, r);
-    return r;
+    RT_COPY2D_BODY(cudaMemcpy2D, api, dst, dpitch, src, spitch, width, height, kind, NULL, false);
 }
 
 static inline cudaError_t ts_body_cudaMemcpy2DAsync(int api, void *dst, size_t dpitch, const void *src,
                                                     size_t spitch, size_t width, size_t height,
                                                     enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaMemcpy2DAsync, api,
-                     (dst, dpitch, src, spitch, width, height, kind, stream));
-    TS_OUTER_BEGIN(api);
-    uint64_t t0_ = outer_ ? ts_now_ns() : 0;
-    size_t rows = 0, unused;
-    struct ts_copy_stats st_ = { 0 };
-    if (outer_ && height > 1)
-        rows = rt_convert(api, dst, dpitch, src, spitch, width, height, kind, stream, false, &unused, &st_);
-    cudaError_t r = rows && rows == height
-                        ? cudaSuccess
-                        : real_((char *)dst + rows * dpitch, dpitch, (const char *)src + rows * spitch,
-                                spitch, width, height - rows, kind, stream);
-    if (outer_) {
-        uint64_t ns_ = ts_now_ns() - t0_;
-        copy_event(api, dst, src, (uint64_t)width * height, kind, stream, true, ns_, r);
-        if (st_.chunks)
-            ts_copy_note(api, &st_, ns_);
-    }
-    TS_OUTER_END(api, r);
-    return r;
+    RT_COPY2D_BODY(cudaMemcpy2DAsync, api, dst, dpitch, src, spitch, width, height, kind, stream, true,
+                   stream);
 }
 
 /* Peer copies never touch host memory. */
@@ -354,13 +303,8 @@ static inline cudaError_t ts_body_cudaGetDriverEntryPoint(int api, const char *s
                                                           unsigned long long flags,
                                                           enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaGetDriverEntryPoint, api, (symbol, funcPtr, flags, driverStatus));
-    TS_OUTER_BEGIN(api);
-    cudaError_t r = real_(symbol, funcPtr, flags, driverStatus);
-    if (r == cudaSuccess && funcPtr)
-        *funcPtr = ts_wrap_driver_proc(symbol, *funcPtr);
-    TS_OUTER_END(api, r);
-    return r;
+    TS_PROC_ADDRESS_BODY(cudaError_t, cudaGetDriverEntryPoint, api, (symbol, funcPtr, flags, driverStatus),
+                         symbol, funcPtr);
 }
 
 static inline cudaError_t
@@ -368,14 +312,8 @@ ts_body_cudaGetDriverEntryPointByVersion(int api, const char *symbol, void **fun
                                          unsigned int cudaVersion, unsigned long long flags,
                                          enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaGetDriverEntryPointByVersion, api,
-                     (symbol, funcPtr, cudaVersion, flags, driverStatus));
-    TS_OUTER_BEGIN(api);
-    cudaError_t r = real_(symbol, funcPtr, cudaVersion, flags, driverStatus);
-    if (r == cudaSuccess && funcPtr)
-        *funcPtr = ts_wrap_driver_proc(symbol, *funcPtr);
-    TS_OUTER_END(api, r);
-    return r;
+    TS_PROC_ADDRESS_BODY(cudaError_t, cudaGetDriverEntryPointByVersion, api,
+                         (symbol, funcPtr, cudaVersion, flags, driverStatus), symbol, funcPtr);
 }
 
 #define TS_GEN_LIB_cudart(...) TS_GEN_HOOK(__VA_ARGS__)

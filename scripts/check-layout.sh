@@ -18,14 +18,15 @@ if [ "${1:-}" != --no-format ]; then
     echo "check-layout: error: $CLANG_FORMAT not found (bash scripts/setup.sh installs it)" >&2
     exit 1
   fi
-  while IFS= read -r f; do
-    # the first line clang-format would change: its "file:line:col: error:" report
-    if ! out=$("$CLANG_FORMAT" --dry-run -Werror "$f" 2>&1); then
-      line=$(printf '%s\n' "$out" | sed -n 's/^[^:]*:\([0-9]*\):[0-9]*: error:.*/\1/p' | head -n1)
-      echo "$f:${line:-1}: format: clang-format would change this file (make format)"
-      fail=1
-    fi
-  done < <(find shim hooks tools -name '*.[ch]' | sort)
+  # one clang-format run over all files; its "file:line:col: error:" reports
+  # name each file it would change, the first such line of each is printed
+  mapfile -t files < <(find shim hooks tools -name '*.[ch]' | sort)
+  report=$("$CLANG_FORMAT" --dry-run -Werror "${files[@]}" 2>&1 >/dev/null) || true
+  bad=$(printf '%s\n' "$report" | sed -n 's/^\([^:]*\):\([0-9]*\):[0-9]*: error:.*/\1:\2/p' | awk -F: '!seen[$1]++')
+  if [ -n "$bad" ]; then
+    printf '%s\n' "$bad" | sed 's/$/: format: clang-format would change this file (make format)/'
+    fail=1
+  fi
 fi
 python3 - <<'PY' || fail=1
 import os, re, sys

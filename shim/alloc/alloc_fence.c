@@ -44,15 +44,25 @@ ts_stream_ent *ts_fence_stream(ts_pool *p, uint64_t stream, bool create)
 
 static void fifo_unlink(ts_pool *p, ts_block *b)
 {
-    if (b->qprev)
-        b->qprev->qnext = b->qnext;
-    else
-        p->q_head = b->qnext;
-    if (b->qnext)
-        b->qnext->qprev = b->qprev;
-    else
+    if (!b->qnext)
         p->q_tail = b->qprev;
+    TS_LIST_UNLINK(&p->q_head, b, qprev, qnext);
     b->qprev = b->qnext = NULL;
+}
+
+/* Links b into the FIFO after prev (first when prev is NULL). */
+static void fifo_link_after(ts_pool *p, ts_block *prev, ts_block *b)
+{
+    b->qprev = prev;
+    b->qnext = prev ? prev->qnext : p->q_head;
+    if (b->qnext)
+        b->qnext->qprev = b;
+    else
+        p->q_tail = b;
+    if (prev)
+        prev->qnext = b;
+    else
+        p->q_head = b;
 }
 
 void ts_fence_pend(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered)
@@ -60,13 +70,7 @@ void ts_fence_pend(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered
     __atomic_store_n(&b->state, TS_B_PENDING, __ATOMIC_RELAXED);
     b->seq = ++p->seq;
     b->stream = stream;
-    b->qnext = NULL;
-    b->qprev = p->q_tail;
-    if (p->q_tail)
-        p->q_tail->qnext = b;
-    else
-        p->q_head = b;
-    p->q_tail = b;
+    fifo_link_after(p, p->q_tail, b);
     p->pending_bytes += b->size;
     b->index = NULL;
     if (stream_ordered) {
@@ -85,13 +89,7 @@ void ts_fence_take_pending(ts_pool *p, ts_block *b, uint64_t size)
     ts_block *r = ts_block_split(&p->slab, b, size);
     if (r) {
         /* the remainder keeps b's place in the FIFO and its stream index */
-        r->qprev = b;
-        r->qnext = b->qnext;
-        if (b->qnext)
-            b->qnext->qprev = r;
-        else
-            p->q_tail = r;
-        b->qnext = r;
+        fifo_link_after(p, b, r);
         ts_index_insert(ix, r);
     }
     fifo_unlink(p, b);
@@ -203,6 +201,17 @@ static bool all_streams_idle(ts_pool *p)
     return true;
 }
 
+/* Every stream idle since epoch e began: every free so far is safe, the
+ * outstanding batches' fences are dropped and the FIFO drains. */
+static void all_safe(ts_pool *p, uint64_t e)
+{
+    while (p->batch_count)
+        batch_pop(p);
+    epoch_safe(p, e);
+    p->safe_seq = p->seq;
+    drain(p);
+}
+
 void ts_fence_poll(ts_pool *p)
 {
     if (!p->q_head)
@@ -218,12 +227,7 @@ void ts_fence_poll(ts_pool *p)
         batch_pop(p);
     uint64_t e = p->q_head ? epoch_begin(p) : 0;
     if (p->q_head && all_streams_idle(p)) {
-        /* the outstanding batches cover less than this: drop their fences */
-        while (p->batch_count)
-            batch_pop(p);
-        epoch_safe(p, e);
-        p->safe_seq = p->seq;
-        drain(p);
+        all_safe(p, e); /* the outstanding batches cover less than this */
         return;
     }
     if (!p->batch_count && p->q_head && batch_record(p, false) && batch_complete(p, batch_at(p, 0), false))
@@ -271,11 +275,7 @@ void ts_fence_refresh(ts_pool *p)
         return;
     uint64_t e = epoch_begin(p);
     if ((p->nstreams == 0 && !p->batch_count) || all_streams_idle(p)) {
-        while (p->batch_count)
-            batch_pop(p);
-        epoch_safe(p, e);
-        p->safe_seq = p->seq;
-        drain(p);
+        all_safe(p, e);
         return;
     }
     /* busy: fences for a later check (one outstanding batch at a time),

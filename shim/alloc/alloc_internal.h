@@ -244,6 +244,18 @@ static inline void ts_stats_note(ts_pool *p)
         p->peak_held = p->held;
 }
 
+/* Unlinks node from a doubly linked list through its prev/next fields;
+ * *headp is the list's first node. */
+#define TS_LIST_UNLINK(headp, node, prev, next)                                                              \
+    do {                                                                                                     \
+        if ((node)->prev)                                                                                    \
+            (node)->prev->next = (node)->next;                                                               \
+        else                                                                                                 \
+            *(headp) = (node)->next;                                                                         \
+        if ((node)->next)                                                                                    \
+            (node)->next->prev = (node)->prev;                                                               \
+    } while (0)
+
 /* provider calls, counted */
 #define TS_PCALL(p, fn, ...) ((p)->driver_calls++, (p)->prov.fn((p)->prov.ctx, __VA_ARGS__))
 

@@ -70,12 +70,7 @@ static void free_segment(ts_pool *p, ts_segment *s)
 {
     TS_PCALL(p, seg_free, s->base);
     p->reserved -= s->size;
-    if (s->sprev)
-        s->sprev->snext = s->snext;
-    else
-        p->segs = s->snext;
-    if (s->snext)
-        s->snext->sprev = s->sprev;
+    TS_LIST_UNLINK(&p->segs, s, sprev, snext);
     p->nsegs--;
     free(s);
 }
@@ -233,92 +228,145 @@ static int alloc_off(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stream,
     return TS_ALLOC_OK;
 }
 
+/* One allocation's way through the slow path: what it asks and which of the
+ * costlier steps (poll fences, wait for them, give memory back) it took. */
+struct fit {
+    uint64_t rsize, stream; /* rsize: the request rounded to the block size */
+    int kind;
+    bool polled, synced, retried;
+    bool from_pending; /* the block came from the stream's own pending frees */
+};
+
+/* An outcome of the steps below besides the provider's TS_PROV_*: the state
+ * changed (fences polled or waited for, a segment added), fit again. */
+enum { FIT_AGAIN = -1 };
+
+static bool frees_pending(const ts_pool *p) { return p->q_head || p->batch_count; }
+
+/* Every pending free waited for and back in the index. */
+static void sync_frees(ts_pool *p, struct fit *f)
+{
+    f->synced = true;
+    ts_tcache_flush_all(p);
+    ts_fence_sync(p);
+}
+
+/* A stream-ordered free on this very stream, else the best fit of the free
+ * index (cut to size); NULL if neither, FIT_AGAIN in *again when the caching
+ * mode waited for pending frees rather than cut a much larger block. */
+static ts_block *find_block(ts_pool *p, struct fit *f, bool *again)
+{
+    f->from_pending = false;
+    ts_stream_ent *e = ts_fence_stream(p, f->stream, false);
+    if (e && e->pending && e->pending->count) {
+        ts_block *c = ts_index_find(e->pending, f->rsize);
+        if (c && c->kind == f->kind) {
+            ts_fence_take_pending(p, c, f->rsize);
+            f->from_pending = true;
+            return c;
+        }
+    }
+    ts_block *b = ts_index_find(&p->index[f->kind], f->rsize);
+    if (!b)
+        return NULL;
+    /* caching: cutting a much larger block fragments the segments; when
+     * frees are pending, let them finish and fit again */
+    if (p->cfg.mode == TS_ALLOC_CACHING && !f->synced && p->q_head && b->size >= 2 * f->rsize) {
+        sync_frees(p, f);
+        *again = true;
+        return NULL;
+    }
+    ts_index_remove(&p->index[f->kind], b);
+    ts_block *r = ts_block_split(&p->slab, b, f->rsize);
+    if (r)
+        ts_block_release(p, r);
+    return b;
+}
+
+/* Expandable: the pages under b, mapped (TS_PROV_OK) or not (b is unwound);
+ * FIT_AGAIN after polling or waiting for fences first. */
+static int map_block(ts_pool *p, struct fit *f, ts_block *b)
+{
+    uint64_t need = unmapped_pages(p, b->addr, b->size);
+    if (need && !f->polled && frees_pending(p)) {
+        unwind_block(p, b, f->from_pending, f->stream);
+        f->polled = true;
+        ts_fence_poll(p);
+        return FIT_AGAIN;
+    }
+    uint64_t safe = need ? safe_idle_pages(p, need, b->addr, b->size) : 0;
+    /* growing the reserved memory: first let pending frees finish
+     * (thread-cached blocks stay: at most TC_MAX_BYTES a thread,
+     * given back on OOM, trim and thread exit) */
+    if (need && !f->synced && (p->q_head || (safe < need && safe < p->idle_count))) {
+        unwind_block(p, b, f->from_pending, f->stream);
+        sync_frees(p, f);
+        return FIT_AGAIN;
+    }
+    int rc = ts_seg_pages_get(p, b->addr, b->size);
+    if (rc)
+        unwind_block(p, b, f->from_pending, f->stream);
+    return rc;
+}
+
+/* No block fits: the caching mode polls, then waits for pending frees, then
+ * adds a segment (FIT_AGAIN each time); the expandable range is exhausted. */
+static int grow(ts_pool *p, struct fit *f)
+{
+    if (p->cfg.mode != TS_ALLOC_CACHING)
+        return TS_PROV_OOM; /* virtual range exhausted */
+    if (!f->polled && frees_pending(p)) {
+        f->polled = true;
+        ts_fence_poll(p);
+        return FIT_AGAIN;
+    }
+    if (!f->synced && frees_pending(p)) {
+        sync_frees(p, f);
+        return FIT_AGAIN;
+    }
+    int rc = new_segment(p, f->kind, f->rsize);
+    return rc ? rc : FIT_AGAIN;
+}
+
+/* OOM once: finish pending frees, give idle memory back, then retry. */
+static void reclaim(ts_pool *p, struct fit *f)
+{
+    f->retried = true;
+    sync_frees(p, f);
+    if (p->cfg.mode == TS_ALLOC_EXPANDABLE)
+        ts_seg_release_idle(p);
+    else
+        release_free_segments(p);
+}
+
 static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stream, ts_block **out)
 {
     if (p->cfg.mode == TS_ALLOC_OFF)
         return alloc_off(p, size, rsize, stream, out);
-    int kind = rsize < TS_ALLOC_SMALL_MAX ? TS_KIND_SMALL : TS_KIND_LARGE;
-    bool polled = false, synced = false, retried = false;
+    struct fit f = { .rsize = rsize,
+                     .stream = stream,
+                     .kind = rsize < TS_ALLOC_SMALL_MAX ? TS_KIND_SMALL : TS_KIND_LARGE };
     uint64_t mem0 = p->page_moves + p->mapped_count + p->nsegs;
     /* Fences are polled only when the free memory at hand does not serve the
      * request without new pages: no driver call on the common path.  The
      * caching mode polls first: its segments fragment unless recently freed
      * blocks are back in the index before the fit. */
-    if (p->cfg.mode == TS_ALLOC_CACHING && (p->q_head || p->batch_count)) {
-        polled = true;
+    if (p->cfg.mode == TS_ALLOC_CACHING && frees_pending(p)) {
+        f.polled = true;
         ts_fence_poll(p);
     }
     for (;;) {
-        ts_block *b = NULL;
-        bool from_pending = false;
-        /* 1. a stream-ordered free on this very stream */
-        ts_stream_ent *e = ts_fence_stream(p, stream, false);
-        if (e && e->pending && e->pending->count) {
-            ts_block *c = ts_index_find(e->pending, rsize);
-            if (c && c->kind == kind) {
-                ts_fence_take_pending(p, c, rsize);
-                b = c;
-                from_pending = true;
-            }
-        }
-        /* 2. the free index */
-        if (!b && (b = ts_index_find(&p->index[kind], rsize))) {
-            /* caching: cutting a much larger block fragments the segments;
-             * when frees are pending, let them finish and fit again */
-            if (p->cfg.mode == TS_ALLOC_CACHING && !synced && p->q_head && b->size >= 2 * rsize) {
-                synced = true;
-                ts_tcache_flush_all(p);
-                ts_fence_sync(p);
-                continue;
-            }
-            ts_index_remove(&p->index[kind], b);
-            ts_block *r = ts_block_split(&p->slab, b, rsize);
-            if (r)
-                ts_block_release(p, r);
-        }
+        bool again = false;
+        ts_block *b = find_block(p, &f, &again);
+        if (again)
+            continue;
         int rc = TS_PROV_OK;
-        if (p->cfg.mode == TS_ALLOC_EXPANDABLE && b) {
-            uint64_t need = unmapped_pages(p, b->addr, b->size);
-            if (need && !polled && (p->q_head || p->batch_count)) {
-                unwind_block(p, b, from_pending, stream);
-                polled = true;
-                ts_fence_poll(p);
-                continue;
-            }
-            uint64_t safe = need ? safe_idle_pages(p, need, b->addr, b->size) : 0;
-            /* growing the reserved memory: first let pending frees finish
-             * (thread-cached blocks stay: at most TC_MAX_BYTES a thread,
-             * given back on OOM, trim and thread exit) */
-            if (need && !synced && (p->q_head || (safe < need && safe < p->idle_count))) {
-                unwind_block(p, b, from_pending, stream);
-                synced = true;
-                ts_tcache_flush_all(p);
-                ts_fence_sync(p);
-                continue;
-            }
-            rc = ts_seg_pages_get(p, b->addr, b->size);
-            if (rc)
-                unwind_block(p, b, from_pending, stream);
-        } else if (!b) {
-            if (p->cfg.mode == TS_ALLOC_CACHING) {
-                if (!polled && (p->q_head || p->batch_count)) {
-                    polled = true;
-                    ts_fence_poll(p);
-                    continue;
-                }
-                if (!synced && (p->q_head || p->batch_count)) {
-                    synced = true;
-                    ts_tcache_flush_all(p);
-                    ts_fence_sync(p);
-                    continue;
-                }
-                rc = new_segment(p, kind, rsize);
-                if (!rc)
-                    continue;
-            } else {
-                rc = TS_PROV_OOM; /* virtual range exhausted */
-            }
-        }
+        if (p->cfg.mode == TS_ALLOC_EXPANDABLE && b)
+            rc = map_block(p, &f, b);
+        else if (!b)
+            rc = grow(p, &f);
+        if (rc == FIT_AGAIN)
+            continue;
         if (!rc) {
             __atomic_store_n(&b->state, TS_B_LIVE, __ATOMIC_RELAXED);
             b->stream = stream;
@@ -330,18 +378,11 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
         }
         if (rc != TS_PROV_OOM)
             return TS_ALLOC_ERROR;
-        if (retried) {
+        if (f.retried) {
             fail_oom(p, size);
             return TS_ALLOC_OOM;
         }
-        /* OOM: finish pending frees, give idle memory back, retry once */
-        retried = synced = true;
-        ts_tcache_flush_all(p);
-        ts_fence_sync(p);
-        if (p->cfg.mode == TS_ALLOC_EXPANDABLE)
-            ts_seg_release_idle(p);
-        else
-            release_free_segments(p);
+        reclaim(p, &f);
     }
 }
 

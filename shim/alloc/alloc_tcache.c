@@ -78,12 +78,7 @@ static void drain_locked(ts_pool *p, ts_tcache *tc)
 
 static void unlink_tc(ts_pool *p, ts_tcache *tc)
 {
-    if (tc->prev)
-        tc->prev->next = tc->next;
-    else
-        p->tcaches = tc->next;
-    if (tc->next)
-        tc->next->prev = tc->prev;
+    TS_LIST_UNLINK(&p->tcaches, tc, prev, next);
     tc->next = tc->prev = NULL;
 }
 

@@ -110,32 +110,32 @@ static bool next_piece(const struct ts_copy_req *q, const struct piece *done, st
     return true;
 }
 
-/* Host rows <-> packed staging. */
-static void pack_rows(char *dst, const char *src, size_t pitch, size_t width, size_t rows)
+/* Host rows <-> packed staging: rows of `width` bytes from src (rows spitch
+ * apart) to dst (dpitch apart); one contiguous block goes to `whole`. */
+static void copy_rows(char *dst, size_t dpitch, const char *src, size_t spitch, size_t width, size_t rows,
+                      void (*whole)(void *, const void *, size_t))
 {
-    if (pitch == width) {
-        ts_copy_pool_memcpy(dst, src, width * rows);
+    if (dpitch == width && spitch == width) {
+        whole(dst, src, width * rows);
         return;
     }
     for (size_t r = 0; r < rows; r++)
-        memcpy(dst + r * width, src + r * pitch, width);
+        memcpy(dst + r * dpitch, src + r * spitch, width);
+}
+
+static void pack_rows(char *dst, const char *src, size_t pitch, size_t width, size_t rows)
+{
+    copy_rows(dst, width, src, pitch, width, rows, ts_copy_pool_memcpy);
 }
 
 static void unpack_rows(char *dst, const char *src, size_t pitch, size_t width, size_t rows)
 {
-    if (pitch == width) {
-        ts_copy_pool_memcpy_out(dst, src, width * rows);
-        return;
-    }
-    for (size_t r = 0; r < rows; r++)
-        memcpy(dst + r * pitch, src + r * width, width);
+    copy_rows(dst, pitch, src, width, width, rows, ts_copy_pool_memcpy_out);
 }
 
-static CUresult queue_2d(const struct ts_copy_req *q, const struct piece *p, void *staging, bool h2d)
+/* The 2D copy of piece p between its rows and staging (packed rows). */
+static CUDA_MEMCPY2D piece_2d(const struct ts_copy_req *q, const struct piece *p, void *staging, bool h2d)
 {
-    ts_cuda_fn_cuMemcpy2DAsync_v2 copy2d = TS_CUDA_REAL(cuMemcpy2DAsync_v2);
-    if (!copy2d)
-        return CUDA_ERROR_NOT_SUPPORTED;
     CUDA_MEMCPY2D m;
     memset(&m, 0, sizeof m);
     m.WidthInBytes = q->width;
@@ -155,6 +155,15 @@ static CUresult queue_2d(const struct ts_copy_req *q, const struct piece *p, voi
         m.dstHost = staging;
         m.dstPitch = q->width;
     }
+    return m;
+}
+
+static CUresult queue_2d(const struct ts_copy_req *q, const struct piece *p, void *staging, bool h2d)
+{
+    ts_cuda_fn_cuMemcpy2DAsync_v2 copy2d = TS_CUDA_REAL(cuMemcpy2DAsync_v2);
+    if (!copy2d)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUDA_MEMCPY2D m = piece_2d(q, p, staging, h2d);
     return copy2d(&m, q->stream);
 }
 
@@ -186,19 +195,7 @@ static CUresult transfer_sync(const struct ts_copy_req *q, const struct piece *p
         ts_cuda_fn_cuMemcpy2D_v2 copy2d = pt ? TS_CUDA_REAL(cuMemcpy2D_v2_ptds) : TS_CUDA_REAL(cuMemcpy2D_v2);
         if (!copy2d)
             return CUDA_ERROR_NOT_SUPPORTED;
-        CUDA_MEMCPY2D m;
-        memset(&m, 0, sizeof m);
-        m.WidthInBytes = q->width;
-        m.Height = p->rows;
-        if (h2d) {
-            m.srcMemoryType = CU_MEMORYTYPE_HOST, m.srcHost = staging, m.srcPitch = q->width;
-            m.dstMemoryType = CU_MEMORYTYPE_DEVICE, m.dstPitch = q->dpitch;
-            m.dstDevice = (CUdeviceptr)(uintptr_t)(q->dst + p->row * q->dpitch);
-        } else {
-            m.srcMemoryType = CU_MEMORYTYPE_DEVICE, m.srcPitch = q->spitch;
-            m.srcDevice = (CUdeviceptr)(uintptr_t)(q->src + p->row * q->spitch);
-            m.dstMemoryType = CU_MEMORYTYPE_HOST, m.dstHost = staging, m.dstPitch = q->width;
-        }
+        CUDA_MEMCPY2D m = piece_2d(q, p, staging, h2d);
         return copy2d(&m);
     }
     if (h2d) {
@@ -276,6 +273,41 @@ static void run_h2d(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
         ts_staging_release(held[i]); /* reusable once their events complete */
 }
 
+/* A device->host piece landed in staging buffer b: to the host, b released,
+ * the piece counted as done. */
+static void d2h_deliver(const struct ts_copy_req *q, struct ts_staging_buf *b, const struct piece *p,
+                        struct piece *done, struct ts_copy_stats *st)
+{
+    const char *buf = ts_staging_ptr(b);
+    if (is_1d(q))
+        ts_copy_pool_memcpy_out(q->dst + p->off, buf, p->len);
+    else
+        unpack_rows(q->dst + p->row * q->dpitch, buf, q->dpitch, q->width, p->rows);
+    ts_staging_release(b);
+    *done = *p;
+    st->bytes += p->len;
+    st->chunks++;
+}
+
+/* A synchronous copy's first piece, carried synchronously (its size is
+ * piece_limit's); false when nothing could be done. */
+static bool d2h_first_sync(const struct ts_copy_req *q, CUcontext ctx, struct piece *done,
+                           struct ts_copy_stats *st)
+{
+    struct piece p;
+    if (!next_piece(q, done, &p, piece_limit(q, st)))
+        return false;
+    struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
+    if (!b)
+        return false;
+    if (transfer_sync(q, &p, ts_staging_ptr(b), false) != CUDA_SUCCESS) {
+        ts_staging_release(b);
+        return false;
+    }
+    d2h_deliver(q, b, &p, done, st);
+    return true;
+}
+
 static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *done, struct ts_copy_stats *st)
 {
     struct {
@@ -286,25 +318,9 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
     struct piece issued = *done;
     bool stop = false;
     if (q->sync) {
-        struct piece p;
-        if (!next_piece(q, done, &p, piece_limit(q, st)))
+        if (!d2h_first_sync(q, ctx, done, st))
             return;
-        struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
-        if (!b)
-            return;
-        char *buf = ts_staging_ptr(b);
-        if (transfer_sync(q, &p, buf, false) != CUDA_SUCCESS) {
-            ts_staging_release(b);
-            return;
-        }
-        if (is_1d(q))
-            ts_copy_pool_memcpy_out(q->dst + p.off, buf, p.len);
-        else
-            unpack_rows(q->dst + p.row * q->dpitch, buf, q->dpitch, q->width, p.rows);
-        ts_staging_release(b);
-        *done = issued = p;
-        st->bytes += p.len;
-        st->chunks++;
+        issued = *done;
     }
     for (;;) {
         struct piece p;
@@ -351,15 +367,7 @@ static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *do
             }
             return;
         }
-        const char *buf = ts_staging_ptr(b);
-        if (is_1d(q))
-            ts_copy_pool_memcpy_out(q->dst + cur.off, buf, cur.len);
-        else
-            unpack_rows(q->dst + cur.row * q->dpitch, buf, q->dpitch, q->width, cur.rows);
-        ts_staging_release(b);
-        *done = cur;
-        st->bytes += cur.len;
-        st->chunks++;
+        d2h_deliver(q, b, &cur, done, st);
     }
 }
 

@@ -1,4 +1,4 @@
-/* copy_engine.h: the pinned copy engine (issue 5).
+/* copy_engine.h: the pinned copy engine.
  *
  * A host<->device copy whose host side is pageable and whose size is at
  * least TRAINSHIM_PINNED_COPY_MIN is carried out through a ring of pinned

@@ -21,7 +21,7 @@
 #include "core/core.h"
 
 enum {
-    POOL_MAX_THREADS = 16,
+    POOL_MAX_THREADS = TS_COPY_THREADS_MAX,
     QUEUE_SLOTS = 64,    /* power of two */
     SPLIT_MIN = 1 << 20, /* below this, one memcpy is as fast */
     PART_MIN = 512 << 10,

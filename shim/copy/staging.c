@@ -42,10 +42,10 @@ size_t ts_staging_chunk(void)
     if (ts_likely(c))
         return c;
     uint64_t want = ts_cfg()->copy_chunk;
-    if (want < (64u << 10))
-        want = 64u << 10; /* smaller chunks only add overhead */
-    if (want > (256ull << 20))
-        want = 256ull << 20;
+    if (want < TS_COPY_CHUNK_MIN)
+        want = TS_COPY_CHUNK_MIN; /* smaller chunks only add overhead */
+    if (want > TS_COPY_CHUNK_MAX)
+        want = TS_COPY_CHUNK_MAX;
     c = (size_t)(want + 4095) & ~(size_t)4095;
     __atomic_store_n(&chunk, c, __ATOMIC_RELAXED);
     return c;

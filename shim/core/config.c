@@ -2,6 +2,8 @@
  * environment loader behind ts_cfg().  No allocation: values live in the
  * ts_config struct (strings in its own strspace_). */
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,6 +265,18 @@ static const char *keep_string(struct ts_config *cfg, const char *s)
     return dst;
 }
 
+/* String options with a syntax of their own: checked when set, so a bad
+ * value gets its warning at start, not a silent surprise in the report. */
+static const char *check_string(int i, const char *s)
+{
+    if (i == TS_OPT_PEAK_TFLOPS && *s) {
+        double peaks[TS_PEAK_PRECISION_COUNT];
+        const char *err = ts_parse_rates(s, TS_PEAK_PRECISIONS, peaks, TS_PEAK_PRECISION_COUNT);
+        return err ? "not a number > 0 or a list type=number,... (types " TS_PEAK_PRECISIONS ")" : NULL;
+    }
+    return NULL;
+}
+
 /* Parses s as option i's value into cfg (untouched on error). */
 static const char *parse_into(struct ts_config *cfg, int i, const char *s)
 {
@@ -280,6 +294,8 @@ static const char *parse_into(struct ts_config *cfg, int i, const char *s)
             return err;
         /* fall through */
     case TS_STRING: {
+        if ((err = check_string(i, s)))
+            return err;
         const char *kept = keep_string(cfg, s);
         if (!kept)
             return "too long";
@@ -520,6 +536,47 @@ static bool read_strict(const struct raw_value *env, const struct raw_value *con
     return strict;
 }
 
+/* Numeric options with bounds: a value outside is reported and the nearest
+ * bound is what takes effect (and what TRAINSHIM_VERBOSE prints). */
+static const struct option_range {
+    int option;
+    uint64_t min, max;
+} option_ranges[] = {
+    { TS_OPT_LOG_BUFFER, TS_LOG_BUFFER_MIN, TS_LOG_BUFFER_MAX },
+    { TS_OPT_COPY_CHUNK, TS_COPY_CHUNK_MIN, TS_COPY_CHUNK_MAX },
+    { TS_OPT_COPY_THREADS, 0, TS_COPY_THREADS_MAX },
+    { TS_OPT_STACKS, 0, TS_STACKS_MAX },
+};
+
+static void check_range(struct loader *ld, struct ts_config *cfg, int i)
+{
+    const struct ts_option_info *o = &options[i];
+    for (size_t k = 0; k < sizeof option_ranges / sizeof option_ranges[0]; k++) {
+        const struct option_range *r = &option_ranges[k];
+        uint64_t *v = field(cfg, i);
+        if (r->option != i || (*v >= r->min && *v <= r->max))
+            continue;
+        char what[200], why[120], using[80];
+        snprintf(what, sizeof what, "%s=%llu", o->env, (unsigned long long)*v);
+        snprintf(why, sizeof why, "out of range [%llu, %llu]", (unsigned long long)r->min,
+                 (unsigned long long)r->max);
+        *v = *v < r->min ? r->min : r->max;
+        snprintf(using, sizeof using, "%llu", (unsigned long long)*v);
+        problem(ld, what, why, using);
+    }
+    if (i == TS_OPT_MEMORY_LIMIT) {
+        const struct ts_fraction_or_size *m = field(cfg, i);
+        if (m->bytes && m->bytes < TS_MEMORY_LIMIT_PAGE) {
+            char what[200];
+            snprintf(what, sizeof what, "%s=%llu", o->env, (unsigned long long)m->bytes);
+            problem(ld, what,
+                    "is below one 2 MiB page, so every pooled allocation will fail (a size needs a unit, "
+                    "e.g. 2GiB)",
+                    NULL);
+        }
+    }
+}
+
 static void apply_option(struct loader *ld, struct ts_config *cfg, int i, const struct raw_value *env,
                          const struct raw_value *conf)
 {
@@ -543,7 +600,7 @@ static void apply_option(struct loader *ld, struct ts_config *cfg, int i, const 
         if (env->present && !env_err)
             snprintf(using, sizeof using, "%s from %s", "the value", o->env);
         else
-            snprintf(using, sizeof using, "default %s", o->def);
+            snprintf(using, sizeof using, "default %s", *o->def ? o->def : "(empty)");
         problem(ld, what, why, using);
     }
     if (env_err) {
@@ -553,7 +610,7 @@ static void apply_option(struct loader *ld, struct ts_config *cfg, int i, const 
         if (conf->present && !conf_err)
             snprintf(using, sizeof using, "TRAINSHIM_CONF value %.200s", conf->text);
         else
-            snprintf(using, sizeof using, "default %s", o->def);
+            snprintf(using, sizeof using, "default %s", *o->def ? o->def : "(empty)");
         problem(ld, what, why, using);
     }
 }
@@ -627,8 +684,11 @@ int ts_config_load(struct ts_config *cfg, char *const *envp, bool allow_exit)
     }
     if (conf_text)
         split_conf(&ld, conf_text, conf, scratch, sizeof scratch);
-    for (int i = 0; i < TS_OPTION_COUNT; i++)
+    for (int i = 0; i < TS_OPTION_COUNT; i++) {
         apply_option(&ld, cfg, i, &env[i], &conf[i]);
+        if (cfg->source_[i] != TS_SRC_DEFAULT)
+            check_range(&ld, cfg, i);
+    }
     if (ld.strict && ld.problems && allow_exit) {
         ts_error("invalid configuration; exiting because TRAINSHIM_STRICT is set");
         exit(1);

@@ -123,4 +123,23 @@ const char *ts_parse_enum(const char *s, const char *values, int *out);
 /* Syntax check of a path template (see above). */
 const char *ts_check_template(const char *s);
 const char *ts_parse_fraction_or_size(const char *s, struct ts_fraction_or_size *out);
+/* Rates: "989.4" (every name) or "name=number,..." (names: "a|b|c", any
+ * case; the others 0).  Every number finite and > 0.  out has one slot per
+ * name, in their order. */
+const char *ts_parse_rates(const char *s, const char *names, double *out, int n);
+/* TRAINSHIM_PEAK_TFLOPS's precision names, in enum ts_prec order
+ * (observe/compute.h). */
+#define TS_PEAK_PRECISIONS "fp64|fp32|tf32|fp16|bf16|fp8|int8"
+#define TS_PEAK_PRECISION_COUNT 7
+
+/* Ranges the consumers of these options can use (values outside are
+ * reported, and the nearest bound is what takes effect). */
+#define TS_LOG_BUFFER_MIN (4ull << 10)
+#define TS_LOG_BUFFER_MAX (64ull << 20)
+#define TS_COPY_CHUNK_MIN (64ull << 10)
+#define TS_COPY_CHUNK_MAX (256ull << 20)
+#define TS_COPY_THREADS_MAX 16
+#define TS_STACKS_MAX 256
+/* The allocator's page: a memory limit below it cannot serve anything. */
+#define TS_MEMORY_LIMIT_PAGE (2ull << 20)
 #endif

@@ -25,3 +25,12 @@ void *ts_cuda_resolve(int id)
     __atomic_compare_exchange_n(&ts_cuda_slots[id], &expected, p, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     return __atomic_load_n(&ts_cuda_slots[id], __ATOMIC_ACQUIRE);
 }
+
+int ts_current_device(void)
+{
+    ts_cuda_fn_cuCtxGetDevice get = TS_CUDA_REAL(cuCtxGetDevice);
+    CUdevice d = -1;
+    if (!get || get(&d) != CUDA_SUCCESS)
+        return -1;
+    return (int)d;
+}

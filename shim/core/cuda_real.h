@@ -49,4 +49,8 @@ static inline void *ts_cuda_real(int id)
 }
 /* Typed: TS_CUDA_REAL(cuMemCreate) is a ts_cuda_fn_cuMemCreate (or NULL). */
 #define TS_CUDA_REAL(sym) ((ts_cuda_fn_##sym)ts_cuda_real(TS_CUDA_##sym))
+
+/* Device of the calling thread's current context (-1 if none), asked of the
+ * real driver (cuCtxGetDevice). */
+int ts_current_device(void);
 #endif

@@ -21,7 +21,7 @@
  * cache, stamped with the pool's fence epoch, and the same thread's
  * cudaMalloc of that size takes it once a fence check begun after the free
  * found every stream idle (one check per full set of ways, see alloc.h).
- * The device is asked once per allocation (real_device) and handed to the
+ * The device is asked once per allocation (ts_current_device) and handed to the
  * hook's event; a free's event takes the device of the pool that owned the
  * block.  A synchronous allocation tries the thread cache before asking
  * cuStreamIsCapturing: a cache hit makes no driver call that a capture could
@@ -86,15 +86,6 @@ static int nknown;
 
 /* Peers granted access to each device's pool (bit = accessing device). */
 static uint64_t peer_mask[TS_DEV_MAX];
-
-static int real_device(void)
-{
-    ts_cuda_fn_cuCtxGetDevice get = TS_CUDA_REAL(cuCtxGetDevice);
-    CUdevice d = -1;
-    if (!get || get(&d) != CUDA_SUCCESS)
-        return -1;
-    return (int)d;
-}
 
 /* A capture the hooks did not count is going on (its begin went through an
  * entry point the shim cannot see, e.g. a driver proc address the shim could
@@ -486,12 +477,19 @@ static void log_pools_at_exit(void)
 }
 static bool exit_logging_registered;
 
-int ts_dev_pool_mode(int dev)
+/* dev's pool if one was created (never creates one), else NULL. */
+static ts_pool *existing_pool(int dev)
 {
     if (dev < 0 || dev >= TS_DEV_MAX)
-        return -1;
+        return NULL;
     struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-    return d ? ts_pool_mode(d->pool) : -1;
+    return d ? d->pool : NULL;
+}
+
+int ts_dev_pool_mode(int dev)
+{
+    ts_pool *p = existing_pool(dev);
+    return p ? ts_pool_mode(p) : -1;
 }
 
 static struct devpool *pool_of(int dev)
@@ -526,10 +524,12 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
     *devp = -1;
     if (size == 0 || ts_cfg()->alloc == TS_ALLOC_OFF)
         return TS_DEV_PASS;
-    int dev = real_device();
+    int dev = ts_current_device();
     *devp = dev;
-    if (dev < 0 || dev >= TS_DEV_MAX)
-        return TS_DEV_PASS; /* no context: the real call says so */
+    if (dev < 0)
+        return TS_DEV_NO_CONTEXT;
+    if (dev >= TS_DEV_MAX)
+        return TS_DEV_PASS;
     struct devpool *d = pool_of(dev);
     if (!d)
         return TS_DEV_PASS;
@@ -628,13 +628,10 @@ bool ts_dev_lookup(uint64_t ptr, uint64_t *base, uint64_t *size)
 
 bool ts_dev_stats(int dev, ts_alloc_stats *out)
 {
-    if (dev < 0 || dev >= TS_DEV_MAX)
-        return false;
-    struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-    if (!d)
-        return false;
-    ts_pool_stats(d->pool, out);
-    return true;
+    ts_pool *p = existing_pool(dev);
+    if (p)
+        ts_pool_stats(p, out);
+    return p != NULL;
 }
 
 uint64_t ts_dev_idle_bytes(int dev)
@@ -647,7 +644,7 @@ uint64_t ts_dev_idle_bytes(int dev)
 
 void ts_dev_stream_created(uint64_t stream)
 {
-    int dev = real_device();
+    int dev = ts_current_device();
     if (dev < 0 || dev >= TS_DEV_MAX)
         return;
     pthread_mutex_lock(&create_lock);
@@ -699,12 +696,10 @@ void ts_dev_reset(int dev)
 
 bool ts_dev_last_oom(int dev, ts_oom_report *out)
 {
-    if (dev < 0 || dev >= TS_DEV_MAX)
+    ts_pool *p = existing_pool(dev);
+    if (!p)
         return false;
-    struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
-    if (!d)
-        return false;
-    ts_pool_last_oom(d->pool, out);
+    ts_pool_last_oom(p, out);
     return out->requested != 0;
 }
 

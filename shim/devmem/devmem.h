@@ -23,7 +23,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum ts_dev_answer { TS_DEV_PASS = 0, TS_DEV_SERVED = 1, TS_DEV_OOM = 2 };
+/* TS_DEV_NO_CONTEXT: no context is current.  A runtime allocation creates
+ * the primary context itself, so its hook does that first and asks again
+ * (the pool, and TRAINSHIM_MEMORY_LIMIT, then cover the first allocation
+ * too); a driver allocation passes (the real call refuses it). */
+enum ts_dev_answer { TS_DEV_PASS = 0, TS_DEV_SERVED = 1, TS_DEV_OOM = 2, TS_DEV_NO_CONTEXT = 3 };
 
 /* async: cudaMallocAsync semantics (the block may come from a stream-ordered
  * free on the same stream).  stream: the real stream handle (0 legacy,

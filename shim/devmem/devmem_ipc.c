@@ -152,6 +152,71 @@ static int write_desc(int fd, const struct ipc_desc *d, const int *page_fds)
     return ok ? 0 : -1;
 }
 
+/* items (count used of *cap) with room for one more: itself, or a larger
+ * copy (*cap doubled from 16); NULL when memory runs out (items unchanged). */
+static void *grow_array(void *items, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap)
+        return items;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *x = realloc(items, c * size);
+    if (x)
+        *cap = c;
+    return x;
+}
+
+/* One exported POSIX fd per page of the block in *fds: cudaSuccess, or the
+ * refusal (nothing left open). */
+static int export_pages(ts_cuda_fn_cuMemExportToShareableHandle export_fd, const ts_seg_block_view *v,
+                        int **fds)
+{
+    uint32_t n = (uint32_t)v->npages;
+    int *f = malloc(n * sizeof *f);
+    if (!f)
+        return cudaErrorMemoryAllocation;
+    for (uint32_t i = 0; i < n; i++)
+        f[i] = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        int fd = -1;
+        /* a page created without the POSIX handle type is refused here:
+         * today's answer, never a handle to the wrong memory */
+        if (export_fd(&fd, ts_seg_view_handle(v, i), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)
+            != CUDA_SUCCESS) {
+            close_fds(f, n);
+            free(f);
+            return cudaErrorInvalidValue;
+        }
+        f[i] = fd;
+    }
+    *fds = f;
+    return cudaSuccess;
+}
+
+/* The new export in the table (room made by the caller, exports_lock held),
+ * the pool told to report its block's end; its wire handle. */
+static struct ipc_wire record_export(ts_pool *p, const ts_seg_block_view *v, uint64_t id, int desc_fd,
+                                     int *fds)
+{
+    struct ipc_export *e = &exports[nexports++];
+    memset(e, 0, sizeof *e);
+    e->pool = p;
+    e->base = v->base;
+    e->id = id;
+    e->desc_fd = desc_fd;
+    e->npages = (uint32_t)v->npages;
+    e->page_fds = fds;
+    memcpy(e->wire.magic, ipc_magic, sizeof ipc_magic);
+    e->wire.pid = (int32_t)getpid();
+    e->wire.desc_fd = desc_fd;
+    e->wire.export_id = id;
+    e->wire.size = v->size;
+    e->wire.device = v->device;
+    ts_seg_export_gone = exports_gone;
+    ts_seg_export_has = export_has;
+    __atomic_fetch_add(&ts_seg_live_exports, 1, __ATOMIC_ACQ_REL);
+    return e->wire;
+}
+
 /* Under the pool's lock (ts_seg_with_live_block): the block cannot be freed
  * meanwhile, and its pages are mapped and stay where they are. */
 static int export_block(void *arg, ts_pool *p, const ts_seg_block_view *v)
@@ -171,36 +236,17 @@ static int export_block(void *arg, ts_pool *p, const ts_seg_block_view *v)
             rc = cudaSuccess;
             goto out;
         }
-    if (nexports == exports_cap) {
-        size_t cap = exports_cap ? 2 * exports_cap : 16;
-        struct ipc_export *x = realloc(exports, cap * sizeof *x);
-        if (!x) {
-            rc = cudaErrorMemoryAllocation;
-            goto out;
-        }
-        exports = x;
-        exports_cap = cap;
-    }
-    uint32_t n = (uint32_t)v->npages;
-    int *fds = malloc(n * sizeof *fds);
-    if (!fds) {
+    struct ipc_export *grown = grow_array(exports, &exports_cap, nexports, sizeof *grown);
+    if (!grown) {
         rc = cudaErrorMemoryAllocation;
         goto out;
     }
-    for (uint32_t i = 0; i < n; i++)
-        fds[i] = -1;
-    for (uint32_t i = 0; i < n; i++) {
-        int fd = -1;
-        /* a page created without the POSIX handle type is refused here:
-         * today's answer, never a handle to the wrong memory */
-        if (export_fd(&fd, ts_seg_view_handle(v, i), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)
-            != CUDA_SUCCESS) {
-            close_fds(fds, n);
-            free(fds);
-            goto out;
-        }
-        fds[i] = fd;
-    }
+    exports = grown;
+    uint32_t n = (uint32_t)v->npages;
+    int *fds = NULL;
+    rc = export_pages(export_fd, v, &fds);
+    if (rc != cudaSuccess)
+        goto out;
     int desc_fd = memfd_create("trainshim-ipc", MFD_CLOEXEC);
     struct ipc_desc d = {
         .magic = DESC_MAGIC,
@@ -220,24 +266,7 @@ static int export_block(void *arg, ts_pool *p, const ts_seg_block_view *v)
         rc = cudaErrorMemoryAllocation;
         goto out;
     }
-    struct ipc_export *e = &exports[nexports++];
-    memset(e, 0, sizeof *e);
-    e->pool = p;
-    e->base = v->base;
-    e->id = d.export_id;
-    e->desc_fd = desc_fd;
-    e->npages = n;
-    e->page_fds = fds;
-    memcpy(e->wire.magic, ipc_magic, sizeof ipc_magic);
-    e->wire.pid = (int32_t)getpid();
-    e->wire.desc_fd = desc_fd;
-    e->wire.export_id = d.export_id;
-    e->wire.size = v->size;
-    e->wire.device = v->device;
-    ts_seg_export_gone = exports_gone;
-    ts_seg_export_has = export_has;
-    __atomic_fetch_add(&ts_seg_live_exports, 1, __ATOMIC_ACQ_REL);
-    *out = e->wire;
+    *out = record_export(p, v, d.export_id, desc_fd, fds);
     rc = cudaSuccess;
 out:
     pthread_mutex_unlock(&exports_lock);
@@ -297,17 +326,15 @@ static bool desc_alive(int desc, uint64_t id)
            && d.alive == 1;
 }
 
+/* The current device, creating the primary context when there is none yet
+ * (as the runtime would here). */
 static int current_device(void)
 {
-    ts_cuda_fn_cuCtxGetDevice get = TS_CUDA_REAL(cuCtxGetDevice);
-    CUdevice dev = -1;
-    if (get && get(&dev) == CUDA_SUCCESS)
+    int dev = ts_current_device();
+    if (dev >= 0)
         return dev;
-    /* no context yet: the runtime would create the primary one here */
     ts_cuda_fn_cudaFree rt_free = TS_CUDA_REAL(cudaFree);
-    if (rt_free && rt_free(NULL) == cudaSuccess && get && get(&dev) == CUDA_SUCCESS)
-        return dev;
-    return -1;
+    return rt_free && rt_free(NULL) == cudaSuccess ? ts_current_device() : -1;
 }
 
 static int cu_error(CUresult r)
@@ -315,16 +342,47 @@ static int cu_error(CUresult r)
     return r == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation : cudaErrorMapBufferObjectFailed;
 }
 
+/* The exporter's descriptor of the block w names: cudaSuccess when it is
+ * alive and consistent. */
+static int read_desc(int desc, const struct ipc_wire *w, struct ipc_desc *d)
+{
+    if (pread(desc, d, sizeof *d, 0) != (ssize_t)sizeof *d || d->magic != DESC_MAGIC
+        || d->export_id != w->export_id || d->alive != 1)
+        return cudaErrorInvalidResourceHandle; /* freed by the exporter */
+    if (!d->npages || d->npages > IPC_MAX_PAGES || !d->gran || (d->gran & (d->gran - 1))
+        || d->offset >= d->gran || d->offset + d->size > (uint64_t)d->npages * d->gran)
+        return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+/* The n page fds the descriptor lists, taken from the exporter into nums
+ * (our fds replace its numbers in place); cudaSuccess, or nothing left open. */
+static int take_page_fds(int pid, int pidfd, int desc, uint64_t export_id, int32_t *nums, uint32_t n)
+{
+    if (pread(desc, nums, n * sizeof *nums, sizeof(struct ipc_desc)) != (ssize_t)(n * sizeof *nums))
+        return cudaErrorInvalidResourceHandle;
+    int *fds = (int *)nums;
+    for (uint32_t i = 0; i < n; i++) {
+        fds[i] = take_fd(pid, pidfd, nums[i]);
+        if (fds[i] < 0) {
+            close_fds(fds, i);
+            return cudaErrorInvalidResourceHandle;
+        }
+    }
+    if (!desc_alive(desc, export_id)) {
+        close_fds(fds, n); /* freed while we took them: they may be other files */
+        return cudaErrorInvalidResourceHandle;
+    }
+    return cudaSuccess;
+}
+
 /* Maps the pages of a live descriptor at a fresh reservation. */
 static int map_import(int pid, int pidfd, int desc, const struct ipc_wire *w, struct ipc_import *imp)
 {
     struct ipc_desc d;
-    if (pread(desc, &d, sizeof d, 0) != (ssize_t)sizeof d || d.magic != DESC_MAGIC
-        || d.export_id != w->export_id || d.alive != 1)
-        return cudaErrorInvalidResourceHandle; /* freed by the exporter */
-    if (!d.npages || d.npages > IPC_MAX_PAGES || !d.gran || (d.gran & (d.gran - 1)) || d.offset >= d.gran
-        || d.offset + d.size > (uint64_t)d.npages * d.gran)
-        return cudaErrorInvalidValue;
+    int rc = read_desc(desc, w, &d);
+    if (rc != cudaSuccess)
+        return rc;
     ts_cuda_fn_cuMemImportFromShareableHandle import_fd = TS_CUDA_REAL(cuMemImportFromShareableHandle);
     ts_cuda_fn_cuMemAddressReserve reserve = TS_CUDA_REAL(cuMemAddressReserve);
     ts_cuda_fn_cuMemAddressFree unreserve = TS_CUDA_REAL(cuMemAddressFree);
@@ -341,31 +399,16 @@ static int map_import(int pid, int pidfd, int desc, const struct ipc_wire *w, st
     uint32_t n = d.npages;
     int32_t *nums = malloc(n * sizeof *nums);
     CUmemGenericAllocationHandle *h = calloc(n, sizeof *h);
-    int rc = cudaSuccess;
     uint32_t imported = 0, mapped = 0;
     CUdeviceptr va = 0;
     if (!nums || !h) {
         rc = cudaErrorMemoryAllocation;
         goto out;
     }
-    if (pread(desc, nums, n * sizeof *nums, sizeof d) != (ssize_t)(n * sizeof *nums)) {
-        rc = cudaErrorInvalidResourceHandle;
+    rc = take_page_fds(pid, pidfd, desc, w->export_id, nums, n);
+    if (rc != cudaSuccess)
         goto out;
-    }
-    int *fds = (int *)nums; /* our fds replace the exporter's numbers in place */
-    for (uint32_t i = 0; i < n; i++) {
-        fds[i] = take_fd(pid, pidfd, nums[i]);
-        if (fds[i] < 0) {
-            close_fds(fds, i);
-            rc = cudaErrorInvalidResourceHandle;
-            goto out;
-        }
-    }
-    if (!desc_alive(desc, w->export_id)) {
-        close_fds(fds, n); /* freed while we took them: they may be other files */
-        rc = cudaErrorInvalidResourceHandle;
-        goto out;
-    }
+    int *fds = (int *)nums;
     CUresult r = CUDA_SUCCESS;
     while (imported < n && r == CUDA_SUCCESS) {
         r = import_fd(&h[imported], (void *)(intptr_t)fds[imported],
@@ -425,16 +468,12 @@ int ts_ipc_open(const void *handle, unsigned flags, void **ptr)
             *ptr = (void *)(uintptr_t)imports[i].ptr;
             goto out;
         }
-    if (nimports == imports_cap) {
-        size_t cap = imports_cap ? 2 * imports_cap : 16;
-        struct ipc_import *x = realloc(imports, cap * sizeof *x);
-        if (!x) {
-            rc = cudaErrorMemoryAllocation;
-            goto out;
-        }
-        imports = x;
-        imports_cap = cap;
+    struct ipc_import *grown = grow_array(imports, &imports_cap, nimports, sizeof *grown);
+    if (!grown) {
+        rc = cudaErrorMemoryAllocation;
+        goto out;
     }
+    imports = grown;
     int pidfd = (int)syscall(SYS_pidfd_open, w.pid, 0);
     int desc = pidfd >= 0 || errno == ENOSYS ? take_fd(w.pid, pidfd, w.desc_fd) : -1;
     struct ipc_import imp = { .pid = w.pid, .export_id = w.export_id, .refs = 1 };

@@ -37,6 +37,11 @@ void ts_dev_oom_report(int dev, uint64_t requested)
         st.reserved_bytes ? 1.0 - (double)st.allocated_bytes / (double)st.reserved_bytes : 0.0);
     if (!have)
         n += snprintf(buf + n, sizeof buf - n, " (no pool on this device)");
+    /* the limit, not the device, refused it: say so first */
+    if (have_rep && rep.memory_limit && rep.reserved + requested > rep.memory_limit && n < (int)sizeof buf)
+        n += snprintf(buf + n, sizeof buf - n,
+                      "; TRAINSHIM_MEMORY_LIMIT caps the pool at %llu bytes (%.3f GiB)",
+                      (unsigned long long)rep.memory_limit, gib(rep.memory_limit));
     if (have_rep && rep.ntop > 0 && n < (int)sizeof buf) {
         n += snprintf(buf + n, sizeof buf - n, "; largest live allocations:");
         for (int i = 0; i < rep.ntop && n < (int)sizeof buf; i++)

@@ -41,8 +41,8 @@
 #include "core/core.h"
 
 #define FLUSH_PERIOD_MS 200
-#define BUF_MIN (4u << 10)
-#define BUF_MAX (64u << 20)
+#define BUF_MIN TS_LOG_BUFFER_MIN
+#define BUF_MAX TS_LOG_BUFFER_MAX
 /* Buffers beyond the per-thread ones exist only while the writer thread lags;
  * past this total an owner writes its own full buffer synchronously. */
 #define BUF_TOTAL_MAX_BYTES (64ull << 20)
@@ -152,15 +152,14 @@ static uint64_t seal_records(char *p, uint32_t n)
 }
 
 /* ------------------------------------------------------------ path template */
+/* The first of the variables that holds a whole number (the options' own
+ * parser, ts_parse_count) up to INT_MAX; -1 if none does. */
 static int env_int(const char *const *names)
 {
     for (; *names; names++) {
         const char *v = getenv(*names);
-        char *end;
-        if (!v || !*v)
-            continue;
-        long x = strtol(v, &end, 10);
-        if (*end == 0 && x >= 0 && x <= INT_MAX)
+        uint64_t x;
+        if (v && !ts_parse_count(v, &x) && x <= INT_MAX)
             return (int)x;
     }
     return -1;

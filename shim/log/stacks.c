@@ -27,7 +27,7 @@
 #include "log/stacks.h"
 
 enum {
-    MAX_DEPTH = 256,
+    MAX_DEPTH = TS_STACKS_MAX,
     SHIM_FRAMES_MAX = 24, /* frames of the shim itself allowed above the caller */
     TABLE_SIZE = 1 << 16,
     MAX_PROBES = 64,

@@ -8,6 +8,7 @@
 
 #include "observe/comm.h"
 #include "core/core.h"
+#include "log/logfmt.h"
 
 #define COMM_SLOTS 256
 
@@ -20,29 +21,19 @@ struct comm_slot {
 static struct comm_slot slots[COMM_SLOTS];
 static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
-}
-
 uint64_t ts_comm_id_from_unique(const void *unique_id, size_t len)
 {
     const unsigned char *p = unique_id;
     uint64_t h = 0x6a09e667f3bcc909ull;
     for (size_t i = 0; i < len; i++)
-        h = mix(h ^ p[i]) + i;
+        h = ts_rec_mix64(h ^ p[i]) + i;
     return h ? h : 1;
 }
 
 uint64_t ts_comm_id_from_split(uint64_t parent_id, int color, uint64_t seq)
 {
-    uint64_t h =
-        mix(parent_id ^ 0x3c6ef372fe94f82bull) ^ mix((uint64_t)(uint32_t)color + 0x100000000ull * (seq + 1));
+    uint64_t h = ts_rec_mix64(parent_id ^ 0x3c6ef372fe94f82bull)
+                 ^ ts_rec_mix64((uint64_t)(uint32_t)color + 0x100000000ull * (seq + 1));
     return h ? h : 1;
 }
 

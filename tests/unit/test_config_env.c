@@ -182,21 +182,21 @@ static void test_conf(void)
           "CONF values: %llu %d '%s'", (unsigned long long)cfg.log_buffer, cfg.verbose, cfg.log);
     CHECK(ts_option_source(&cfg, TS_OPT_LOG_BUFFER) == TS_SRC_CONF, "source CONF");
 
-    char *dup[] = {"TRAINSHIM_CONF=log_buffer:1K,log_buffer:2K", NULL};
-    CHECK(load(dup) == 0 && cfg.log_buffer == 2048, "later CONF duplicate wins");
+    char *dup[] = {"TRAINSHIM_CONF=log_buffer:8K,log_buffer:16K", NULL};
+    CHECK(load(dup) == 0 && cfg.log_buffer == 16384, "later CONF duplicate wins");
 
     /* the individual variable wins, in either order in the environment */
-    char *prec1[] = {"TRAINSHIM_CONF=log_buffer:1K", "TRAINSHIM_LOG_BUFFER=4K", NULL};
-    char *prec2[] = {"TRAINSHIM_LOG_BUFFER=4K", "TRAINSHIM_CONF=log_buffer:1K", NULL};
+    char *prec1[] = {"TRAINSHIM_CONF=log_buffer:8K", "TRAINSHIM_LOG_BUFFER=4K", NULL};
+    char *prec2[] = {"TRAINSHIM_LOG_BUFFER=4K", "TRAINSHIM_CONF=log_buffer:8K", NULL};
     CHECK(load(prec1) == 0 && cfg.log_buffer == 4096, "variable wins: %llu", (unsigned long long)cfg.log_buffer);
     CHECK(ts_option_source(&cfg, TS_OPT_LOG_BUFFER) == TS_SRC_ENV, "source env");
     CHECK(load(prec2) == 0 && cfg.log_buffer == 4096, "variable wins (2)");
 
     /* a bad variable falls back to a good CONF value, and says so */
-    char *fall[] = {"TRAINSHIM_CONF=log_buffer:2K", "TRAINSHIM_LOG_BUFFER=2X", NULL};
-    CHECK(load(fall) == 1 && cfg.log_buffer == 2048, "falls back to CONF: %llu", (unsigned long long)cfg.log_buffer);
+    char *fall[] = {"TRAINSHIM_CONF=log_buffer:16K", "TRAINSHIM_LOG_BUFFER=2X", NULL};
+    CHECK(load(fall) == 1 && cfg.log_buffer == 16384, "falls back to CONF: %llu", (unsigned long long)cfg.log_buffer);
     CHECK(count_lines(err_text) == 1 && strstr(err_text, "trainshim: warning: TRAINSHIM_LOG_BUFFER=2X: ") &&
-              strstr(err_text, "; using TRAINSHIM_CONF value 2K\n"),
+              strstr(err_text, "; using TRAINSHIM_CONF value 16K\n"),
           "fallback message: %s", err_text);
 
     /* a bad CONF value, shadowed by a good variable */
@@ -345,14 +345,14 @@ static void test_verbose(void)
 
 static void test_format(void)
 {
-    char *envp[] = {"TRAINSHIM_LOG=a\nb.log", "TRAINSHIM_LOG_BUFFER=1K", NULL};
+    char *envp[] = {"TRAINSHIM_LOG=a\nb.log", "TRAINSHIM_LOG_BUFFER=8K", NULL};
     load(envp);
     char text[4096];
     size_t need = ts_config_format_cfg(&cfg, text, sizeof text);
     CHECK(need == strlen(text), "length %zu vs %zu", need, strlen(text));
     CHECK(count_lines(text) == TS_OPTION_COUNT, "one line per option: %s", text);
     CHECK(strstr(text, "TRAINSHIM_LOG=a?b.log\n"), "control characters replaced: %s", text);
-    CHECK(strstr(text, "TRAINSHIM_LOG_BUFFER=1024\n") && strstr(text, "TRAINSHIM_STRICT=0\n"), "values: %s", text);
+    CHECK(strstr(text, "TRAINSHIM_LOG_BUFFER=8192\n") && strstr(text, "TRAINSHIM_STRICT=0\n"), "values: %s", text);
     char small[10];
     size_t need2 = ts_config_format_cfg(&cfg, small, sizeof small);
     CHECK(need2 == need && strlen(small) == sizeof small - 1 && !strncmp(small, text, sizeof small - 1),

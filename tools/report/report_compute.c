@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "report/report_acct.h"
 #include "report/report_gpu.h"
 
@@ -54,40 +55,12 @@ static bool contains_ci(const char *hay, const char *needle)
     return false;
 }
 
-static int prec_by_name(const char *s, size_t len)
-{
-    for (int p = 0; p < TS_PREC_COUNT; p++)
-        if (strlen(ts_prec_name(p)) == len && !strncasecmp(s, ts_prec_name(p), len))
-            return p;
-    return -1;
-}
-
-/* "989.4" (every precision) or "fp16=989.4,fp32=67".  false if malformed. */
+/* "989.4" (every precision) or "fp16=989.4,fp32=67" (core/config.h's
+ * parser, the one the shim checks the option with).  false if malformed. */
 static bool parse_peak(const char *s, double out[TS_PREC_COUNT])
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end != s && !*end) {
-        if (!(v > 0))
-            return false;
-        for (int p = 0; p < TS_PREC_COUNT; p++)
-            out[p] = v;
-        return true;
-    }
-    double tmp[TS_PREC_COUNT] = { 0 };
-    while (*s) {
-        const char *eq = strchr(s, '=');
-        if (!eq)
-            return false;
-        int p = prec_by_name(s, (size_t)(eq - s));
-        v = strtod(eq + 1, &end);
-        if (p < 0 || end == eq + 1 || !(v > 0) || (*end && *end != ','))
-            return false;
-        tmp[p] = v;
-        s = *end ? end + 1 : end;
-    }
-    memcpy(out, tmp, sizeof tmp);
-    return true;
+    _Static_assert(TS_PREC_COUNT == TS_PEAK_PRECISION_COUNT, "TS_PEAK_PRECISIONS follows enum ts_prec");
+    return ts_parse_rates(s, TS_PEAK_PRECISIONS, out, TS_PREC_COUNT) == NULL;
 }
 
 /* The run's own TRAINSHIM_PEAK_TFLOPS, from the configuration it logged. */
