@@ -34,33 +34,44 @@ EMU_COMMON_SRC := $(wildcard tests/emu/common/*.c)
 EMUCFLAGS := $(ALLCFLAGS) -Itests/emu -pthread
 
 # lib-name  soname  version-node(empty = unversioned)  symbol-list  stub-error-code
-EMU_LIBS := cuda cudart nccl cublas cublasLt cupti
+EMU_LIBS := cuda cudart nccl cublas cublasLt cupti nvml
 soname_cuda := libcuda.so.1
 soname_cudart := libcudart.so.13
 soname_nccl := libnccl.so.2
 soname_cublas := libcublas.so.13
 soname_cublasLt := libcublasLt.so.13
 soname_cupti := libcupti.so.13
+soname_nvml := libnvidia-ml.so.1
 vnode_cuda :=
 vnode_cudart := libcudart.so.13
 vnode_nccl :=
 vnode_cublas := libcublas.so.13
 vnode_cublasLt := libcublasLt.so.13
 vnode_cupti := libcupti.so.13
+vnode_nvml :=
 dir_cuda := driver
 dir_cudart := runtime
 dir_nccl := nccl
 dir_cublas := cublas
 dir_cublasLt := cublaslt
 dir_cupti := cupti
+dir_nvml := nvml
 # error code an unimplemented entry point returns (cudaErrorNotSupported, CUDA_ERROR_NOT_SUPPORTED,
-# ncclInvalidUsage, CUBLAS_STATUS_NOT_SUPPORTED, CUPTI_ERROR_NOT_SUPPORTED)
+# ncclInvalidUsage, CUBLAS_STATUS_NOT_SUPPORTED, CUPTI_ERROR_NOT_SUPPORTED, NVML_ERROR_NOT_SUPPORTED)
 stuberr_cuda := 801
 stuberr_cudart := 801
 stuberr_nccl := 5
 stuberr_cublas := 15
 stuberr_cublasLt := 15
 stuberr_cupti := 27
+stuberr_nvml := 3
+# lib<name>.so link when it is not lib<lib-name>.so
+devlink_nvml := libnvidia-ml.so
+# NVML's header: the toolkit's when it has one, else PyPI's nvidia-nvml-dev
+NVML_H := $(B)/gen/nvml/nvml.h
+$(NVML_H): scripts/fetch-nvml-header.sh
+	bash scripts/fetch-nvml-header.sh $@
+$(B)/obj/tests/emu/nvml/%.o: EMUCFLAGS += -I$(B)/gen/nvml
 # the driver also exports the emu* control API and the driver proc table
 extra_exports_cuda := emu[A-Z]*;
 
@@ -78,9 +89,10 @@ $(EMU)/$(soname_$(1)): $$(EMU_OBJ_$(1)) $(B)/gen/emu/$(1).map
 	@mkdir -p $$(@D)
 	$(CC) -shared -o $$@ $$(EMU_OBJ_$(1)) -Wl,-soname,$(soname_$(1)) -Wl,-Bsymbolic \
 	  -Wl,--version-script=$(B)/gen/emu/$(1).map -Wl,--no-undefined -pthread -ldl -lm -lrt $(LDSAN)
-	ln -sf $(soname_$(1)) $(EMU)/lib$(1).so
+	ln -sf $(soname_$(1)) $(EMU)/$(or $(devlink_$(1)),lib$(1).so)
 endef
 $(foreach l,$(EMU_LIBS),$(eval $(call EMU_LIB_RULES,$(l))))
+$(EMU_OBJ_nvml): | $(NVML_H)
 
 $(B)/gen/emu/proctable_cuda.c: tests/emu/symbols/cuda.txt tests/emu/symbols/emu.txt scripts/gen-emu-stubs.sh
 	@mkdir -p $(@D)
@@ -167,6 +179,9 @@ TESTCFLAGS := $(ALLCFLAGS) -Itests/emu -Itests -Ishim -Ihooks -Itools -Wno-error
 $(B)/tests/emu/%: tests/emu/tests/%.c $(wildcard tests/emu/*.h tests/emu/*/*.h tests/*.h) | $(EMU_TARGETS)
 	@mkdir -p $(@D)
 	$(CC) $(TESTCFLAGS) -o $@ $< $(CUDA_LINK) $(LDSAN)
+# the NVML test includes NVML's header
+$(B)/tests/emu/test_nvml: TESTCFLAGS += -I$(B)/gen/nvml
+$(B)/tests/emu/test_nvml: | $(NVML_H)
 $(B)/tests/emu/%: tests/emu/tests/%.cu $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -Itests/emu -Itests -o $@ $< -L$(CUDA_HOME)/lib64 -lcublas -lnccl -L$(EMU) -lcuda

@@ -13,6 +13,7 @@
 
 #include "core/config.h"
 #include "hooks.h"
+#include "numa/numa.h"
 
 /* Neighbouring APIs share cache lines; the counters exist for tests and
  * debugging, not for production runs. */
@@ -138,6 +139,7 @@ bool ts_rt_init_context(void)
 void ts_note_device(int dev)
 {
     static uint64_t seen; /* bit per device ordinal */
+    ts_numa_at_context(); /* the first context: NUMA facts and binding */
     if (dev < 0 || dev >= 64)
         return;
     uint64_t bit = 1ull << dev;

@@ -8,6 +8,7 @@
  * Expands inside a ts_body_* function of a family file. */
 #ifndef TRAINSHIM_HOST_ALLOC_BODY_H
 #define TRAINSHIM_HOST_ALLOC_BODY_H
+#include "numa/numa.h"
 #define TS_HOST_ALLOC_BODY(rtype, ok, oom, base, api, args, out, size, flags, class_args)                    \
     TS_HOOK_PROLOGUE(rtype, base, api, args);                                                                \
     TS_OUTER_BEGIN(api);                                                                                     \
@@ -21,11 +22,14 @@
             *(out) = p_;                                                                                     \
             r = ok;                                                                                          \
         } else {                                                                                             \
+            struct ts_numa_place pl_; /* on the GPU's node with TRAINSHIM_NUMA=bind */                       \
+            ts_numa_place_begin(&pl_);                                                                       \
             r = real_ class_args;                                                                            \
             if (r == (oom)) {                                                                                \
                 ts_host_cache_trim();                                                                        \
                 r = real_ class_args;                                                                        \
             }                                                                                                \
+            ts_numa_place_end(&pl_, r == (ok) ? *(out) : NULL, ts_host_cache_class(size));                   \
             if (r == (ok))                                                                                   \
                 ts_host_cache_adopt(*(out), size, flags);                                                    \
         }                                                                                                    \

@@ -21,11 +21,21 @@
 #                              print "LIB NAME status" for each one that is not
 #   markdown [LIB...]          the README's coverage section: implemented names
 #                              grouped by area, with counts
+#   torch [PYTHON]             the CUDA symbols PyTorch's libraries need against
+#                              what the emulator implements: what they import
+#                              (nm -D --undefined-only of torch/lib/*.so) and the
+#                              driver and NVML entry points they look up by name
+#                              (strings); per library: needed, implemented, stubs
+#                              (listed with the torch libraries that need them),
+#                              and the CUDA libraries the emulator does not
+#                              provide.  PYTHON (default $TORCH_PYTHON, else
+#                              python3) is the interpreter torch is installed
+#                              for; without torch it prints one line saying so.
 #   update-readme [FILE]       replace the section between the markers
 #                              "<!-- emu-coverage:begin -->" and
 #                              "<!-- emu-coverage:end -->" of FILE
 #                              (default tests/emu/README.md) with `markdown`
-# LIB is a symbol list name: cuda cudart nccl cublas cublasLt cupti, or emu
+# LIB is a symbol list name: cuda cudart nccl cublas cublasLt cupti nvml, or emu
 # (the emu* control API of tests/emu/symbols/emu.txt, exported by the driver).
 # BUILD_DIR defaults to $B, else "build".  Library sonames are read from the
 # Makefile (soname_<lib>), so a new emulated library needs no edit here.
@@ -125,6 +135,10 @@ cublas	Vector and matrix transfers	^cublas(Set|Get)(Vector|Matrix)
 cublasLt	Matmul	^cublasLtMatmul($|AlgoGetHeuristic)
 cublasLt	Descriptors, layouts and preferences	^cublasLtMat
 cublasLt	Handles, versions and status strings	^cublasLt
+nvml	Initialization, system, errors	^nvml(Init|Shutdown|ErrorString|System)
+nvml	Devices: count, handles, identity	^nvmlDevice(GetCount|GetHandle|GetIndex|GetName|GetUUID|GetPciInfo|GetCudaComputeCapability)
+nvml	Memory and processes	^nvmlDevice(GetMemoryInfo|GetComputeRunningProcesses)
+nvml	Fabric, NvLink and P2P	^nvmlDevice(GetGpuFabricInfo|GetNvLink|GetP2PStatus)
 EOF
 }
 
@@ -178,7 +192,83 @@ markdown_lib() {
       }'
 }
 
+# "torch-library NAME LIB" for every CUDA symbol a torch library needs, LIB
+# being the symbol list that has NAME, or "-SONAME" for a library the
+# emulator does not provide.  $1: torch's lib directory.
+torch_needs() {
+  local dir=$1 f base
+  for f in "$dir"/*.so*; do
+    [ -f "$f" ] || continue
+    base=$(basename "$f")
+    nm -D --undefined-only --with-symbol-versions "$f" 2>/dev/null |
+      awk -v lib="$base" '{print lib, $NF}'
+    strings -a "$f" | grep -xE '(cu[A-Z][A-Za-z0-9_]*|nvml[A-Z][A-Za-z0-9_]*)' | sort -u |
+      awk -v lib="$base" '{print lib, $1 "@byname"}'
+  done | awk -v symdir="$symdir" -v libs="$(all_libs)" '
+    BEGIN {
+      n = split(libs, L, " ")
+      for (i = 1; i <= n; i++) {
+        f = symdir "/" L[i] ".txt"
+        while ((getline s < f) > 0) if (!(s in owner)) owner[s] = L[i]
+      }
+    }
+    {
+      name = $2; ver = ""
+      if (index(name, "@")) { ver = substr(name, index(name, "@") + 1); name = substr(name, 1, index(name, "@") - 1) }
+      sub(/^@/, "", ver)
+      if (ver == "byname") {
+        # looked up by base name: the newest _vN the real library exports
+        # (what cuGetProcAddress answers at the current version), else the name
+        best = ""
+        for (v = 9; v >= 2 && best == ""; v--) if ((name "_v" v) in owner) best = name "_v" v
+        if (best != "") name = best
+        else if (!(name in owner)) next
+        print $1, name, owner[name]
+        next
+      }
+      if (name in owner) { print $1, name, owner[name]; next }
+      if (ver ~ /^lib(cu|nv|nccl)/) print $1, name, "-" ver
+    }' | sort -u
+}
+
+torch_table() {
+  local py=${1:-${TORCH_PYTHON:-python3}} dir ver needs st
+  dir=$("$py" -c 'import importlib.util, os
+s = importlib.util.find_spec("torch")
+print(os.path.join(s.submodule_search_locations[0], "lib") if s else "")' 2>/dev/null || true)
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+    echo "torch is not installed for $py: no table (set TORCH_PYTHON or pass the interpreter of a venv with torch)"
+    return 0
+  fi
+  ver=$(sed -n 's/^__version__ *= *.\([^"'"'"']*\).*/\1/p' "$dir/../version.py" 2>/dev/null | head -1)
+  needs=$(torch_needs "$dir")
+  st=$(for lib in $(all_libs); do status_of "$lib" | sed "s/^/$lib /"; done)
+  echo "CUDA symbols torch ${ver:-?} ($dir) needs, against the emulator in $bdir/emu"
+  echo
+  echo "| library | torch needs | implemented | stubs |"
+  echo "| --- | ---: | ---: | ---: |"
+  printf '%s\n' "$needs" | awk -v st="$st" '
+    BEGIN { n = split(st, rows, "\n"); for (i = 1; i <= n; i++) { split(rows[i], f, " "); state[f[1] " " f[2]] = f[3] } }
+    NF == 3 && $3 !~ /^-/ {
+      key = $3 " " $2
+      if (key in seen) next
+      seen[key] = 1; need[$3]++
+      if (state[key] == "impl") impl[$3]++; else stub[$3]++
+    }
+    END { for (l in need) printf "| %s | %d | %d | %d |\n", l, need[l], impl[l] + 0, stub[l] + 0 }' | sort
+  echo
+  printf '%s\n' "$needs" | awk -v st="$st" '
+    BEGIN { n = split(st, rows, "\n"); for (i = 1; i <= n; i++) { split(rows[i], f, " "); state[f[1] " " f[2]] = f[3] } }
+    NF == 3 && $3 !~ /^-/ && state[$3 " " $2] != "impl" { users[$3 " " $2] = users[$3 " " $2] (users[$3 " " $2] ? "," : "") $1 }
+    END { for (k in users) print "stub: " k " (" users[k] ")" }' | sort
+  printf '%s\n' "$needs" | awk 'NF == 3 && $3 ~ /^-/ { if (!(($3 " " $2) in seen)) { seen[$3 " " $2] = 1; c[substr($3, 2)]++ } }
+    END { for (l in c) print "not emulated: " l " (" c[l] " symbols)" }' | sort
+}
+
 case $cmd in
+torch)
+  torch_table "$@"
+  ;;
 summary)
   printf '%-20s %-8s %12s %9s\n' library list implemented exported
   for lib in $(all_libs) emu; do
@@ -227,5 +317,5 @@ update-readme)
 -h | --help | help)
   sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
   ;;
-*) die "unknown command '$cmd' (summary, implemented, stubs, status, check, markdown, update-readme)" ;;
+*) die "unknown command '$cmd' (summary, implemented, stubs, status, check, markdown, torch, update-readme)" ;;
 esac

@@ -251,8 +251,33 @@ with open(sys.argv[2], "a") as f:
     m = r["memory"]
     f.write("fig\tpeak reserved / allocated\t%s / %s\tB\t\t\n" % (m["peak_reserved_bytes"], m["peak_allocated_bytes"]))
 PY
+  check_demo_numa "$bin" $short $batch "$log" || return 1
   [ "$MODE" = emu ] && verdict EMULATED
   return 0
+}
+
+# The GPU's NUMA node as the demo's report shows it (TRAINSHIM_NUMA=report,
+# the default), and a short run under TRAINSHIM_NUMA=bind: its affinity and
+# pinned buffers' node, identical results.
+check_demo_numa() {
+  local bin=$1 steps=$2 batch=$3 log=$4
+  env $(shim_env) TRAINSHIM_NUMA=bind "$bin" "$steps" "$batch" > "$OUT/logs/demo.numa.out" 2> "$OUT/logs/demo.numa.err" || return 1
+  local same=yes v=PASS
+  cmp -s "$OUT/logs/demo.plain.short" "$OUT/logs/demo.numa.out" || { same=no v=FAIL; verdict FAIL; }
+  fig "NUMA bind: identical losses + weights" $same "" yes $v
+  local blog; blog=$(ls -t "$OUT"/logs/demo.*.tslog | head -1)
+  report_json "$blog" > "$OUT/logs/demo.numa.report.json" || return 1
+  py - "$OUT/logs/demo.report.json" "$OUT/logs/demo.numa.report.json" "$RES" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])).get("numa") or {}
+b = json.load(open(sys.argv[2])).get("numa") or {}
+with open(sys.argv[3], "a") as f:
+    f.write("fig\tNUMA: GPU bus id / node / node CPUs\t%s / %s / %s\t\t\t\n" % (r.get("pci_bus_id"), r.get("node"), r.get("node_cpus")))
+    f.write("fig\tNUMA: allowed CPUs / memory policy / match\t%s / %s %s / %s\t\t\t\n" % (
+        r.get("allowed_cpus"), r.get("memory_policy"), r.get("memory_nodes"), r.get("match")))
+    f.write("fig\tNUMA bind: bound CPUs / pinned buffers node / match\t%s / %s / %s\t\t\t\n" % (
+        b.get("bound_cpus"), b.get("pinned_buffers_node"), b.get("match")))
+PY
 }
 
 check_replay() {

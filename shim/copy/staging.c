@@ -17,6 +17,7 @@
 #include "core/config.h"
 #include "copy/copy_engine.h"
 #include "core/cuda_real.h"
+#include "numa/numa.h"
 
 enum { MAX_BUFS = 1024 };
 
@@ -116,7 +117,11 @@ static struct ts_staging_buf *fill_slot(struct ts_staging_buf *b, CUcontext ctx)
 {
     ts_cuda_fn_cuMemHostAlloc alloc = TS_CUDA_REAL(cuMemHostAlloc);
     void *p = NULL;
-    if (alloc && alloc(&p, ts_staging_chunk(), CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS && p) {
+    struct ts_numa_place pl; /* on the GPU's node with TRAINSHIM_NUMA=bind */
+    ts_numa_place_begin(&pl);
+    CUresult r = alloc ? alloc(&p, ts_staging_chunk(), CU_MEMHOSTALLOC_PORTABLE) : CUDA_ERROR_NOT_SUPPORTED;
+    ts_numa_place_end(&pl, r == CUDA_SUCCESS ? p : NULL, ts_staging_chunk());
+    if (r == CUDA_SUCCESS && p) {
         b->ptr = p;
         ts_hostclass_add(p, ts_staging_chunk());
         return hand_out(b, ctx);

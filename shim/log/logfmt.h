@@ -467,6 +467,44 @@ _Static_assert(sizeof(struct ts_rec_gpu_name) == 32, "gpu name layout");
 _Static_assert(sizeof(struct ts_rec_gpu_clock) == 40, "gpu clock layout");
 _Static_assert(sizeof(struct ts_rec_gpu_status) == 64, "gpu status layout");
 
+/* ---- NUMA placement (shim/numa/, TRAINSHIM_NUMA).  Numbered apart like the
+ * accounting records. */
+#define TS_REC_NUMA 48 /* the GPU's NUMA node and the process's CPUs and memory policy */
+
+/* TS_REC_NUMA: written once, at the first CUDA context.  mode: the
+ * TRAINSHIM_NUMA index (1 report, 2 bind, 3 bind:split).  node: the GPU's
+ * node, -1 unknown.  mem_mode: the process's memory policy (MPOL_* of
+ * <numaif.h>: 0 default, 1 preferred, 2 bind, 3 interleave, 4 local), -1
+ * unreadable; mem_nodes its node list.  allowed_cpus: the CPUs the process
+ * was allowed before any binding; bound_cpus: the affinity trainshim set
+ * ("" when it set none).  place_node: the node pinned buffers are placed on,
+ * -1 none.  slot/slots: this rank's share of the node's CPUs (bind:split;
+ * 0/1 otherwise).  status: TS_NUMA_* bits.  Lists are cpulist strings
+ * ("0-3,8"), NUL-terminated, truncated when longer. */
+#define TS_NUMA_LIST_LEN 256
+#define TS_NUMA_NO_NODE 0x1u       /* sysfs unreadable or no node for the GPU */
+#define TS_NUMA_NO_CPUS 0x2u       /* the node lists no CPUs */
+#define TS_NUMA_OUTSIDE 0x4u       /* none of the node's CPUs is allowed: affinity kept */
+#define TS_NUMA_BOUND 0x8u         /* the affinity was narrowed to bound_cpus */
+#define TS_NUMA_MEM_UNPLACED 0x10u /* the node is not one the kernel places memory on */
+struct ts_rec_numa {
+    struct ts_rec_hdr h;
+    int32_t device;
+    int32_t node;
+    uint32_t mode;
+    uint32_t status;
+    int32_t mem_mode;
+    int32_t place_node;
+    int32_t slot;
+    int32_t slots;
+    char pci_bus_id[TS_PCI_BUS_ID_LEN];
+    char node_cpus[TS_NUMA_LIST_LEN];
+    char allowed_cpus[TS_NUMA_LIST_LEN];
+    char bound_cpus[TS_NUMA_LIST_LEN];
+    char mem_nodes[64];
+};
+_Static_assert(sizeof(struct ts_rec_numa) == 920, "numa layout");
+
 static inline uint32_t ts_rec_align(uint32_t n) { return (n + TS_REC_ALIGN - 1) & ~(TS_REC_ALIGN - 1); }
 
 /* The per-record check: four independent multiply lanes over the record's

@@ -59,6 +59,8 @@ int emuGetFunction(void **cufunction_out, const void *host_func, const char *dev
  *                                  pages: bytes, charges, simulated ns
  *   managed.migrations.h2d  managed.migrations.d2h   (pages)
  *   kernels.launched  kernels.completed
+ *   kernels.skipped  kernels.skipped.<device name>   (EMU_UNKNOWN_KERNELS=skip)
+ *   gemm.skipped  nccl.skipped  memsets.skipped  copies.skipped   (EMU_COMPUTE=skip)
  *   nccl.<op>  cublas.gemm           (counted by those libraries)
  * Unknown names read as 0. */
 uint64_t emuGetCounter(const char *name);

@@ -36,7 +36,9 @@ static void one(const uint8_t *data, size_t size)
             if (stats_add(&total, &st) == 0)
                 text_rank_table(devnull, &log, &st, 1);
             free(total.errs);
+            free(total.statuses);
             free(st.errs);
+            free(st.statuses);
         }
     } else if (!log.error[0]) {
         abort(); /* a rejected input always says why */

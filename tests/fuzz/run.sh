@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds tests/fuzz/fuzz_logread.c with libFuzzer + ASan + UBSan (clang) and
-# runs it for SECONDS (default 60), seeded with tests/fuzz/corpus and the
-# golden logs.  New inputs go to $B/fuzz/corpus, crashes to $B/fuzz/artifacts.
+# Builds the harnesses tests/fuzz/fuzz_logread.c (the parser and the report)
+# and tests/fuzz/fuzz_logstream.c (the streaming file reader against the
+# parser) with libFuzzer + ASan + UBSan (clang) and runs each for SECONDS
+# (default 60), seeded with tests/fuzz/corpus and the golden logs.  New
+# inputs go to $B/fuzz/corpus, crashes to $B/fuzz/artifacts.
 #   tests/fuzz/run.sh [SECONDS] [extra libFuzzer flags...]
 # Exit status: 0 when no crash was found.
 set -eu
@@ -23,6 +25,11 @@ extra=$(ls tools/report/report_*.c tools/html/html_*.c tools/read/symbolize.c 2>
   -Ishim -Itools -I"${CUDA_HOME:-/usr/local/cuda}/include" -o "$out/fuzz_logread" \
   tests/fuzz/fuzz_logread.c $extra "$B/libtscore.a" -ldl -lpthread -lm -lrt \
   $(pkg-config --libs libunwind libdw 2>/dev/null || true)
+"$CLANG" -std=gnu11 -g -O1 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-function \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+  -Ishim -Itools -o "$out/fuzz_logstream" tests/fuzz/fuzz_logstream.c "$B/libtscore.a" -ldl -lpthread -lm -lrt
 cp -n tests/fuzz/corpus/* tests/golden/*.tslog "$out/corpus/" 2>/dev/null || true
-exec "$out/fuzz_logread" -max_total_time="$SECS" -max_len=65536 -timeout=10 \
-  -artifact_prefix="$out/artifacts/" -print_final_stats=1 "$@" "$out/corpus"
+for target in fuzz_logread fuzz_logstream; do
+  "$out/$target" -max_total_time="$SECS" -max_len=65536 -timeout=10 \
+    -artifact_prefix="$out/artifacts/$target-" -print_final_stats=1 "$@" "$out/corpus" || exit 1
+done

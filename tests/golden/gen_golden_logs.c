@@ -3,7 +3,8 @@
  * that `trainshim report` outputs can be compared with committed files.
  * Built and run by tests/integration/test_report_golden.sh:
  *     gen_golden_logs OUTDIR
- * writes OUTDIR/rank0.tslog, rank1.tslog, truncated.tslog.
+ * writes OUTDIR/rank0.tslog, rank1.tslog, truncated.tslog, torch_pool.tslog,
+ * queued_gemms.tslog.
  *
  * rank0 is designed so that its peak needs time ordering: thread 102's
  * records come after thread 101's in the file, but its 2 MiB allocation at
@@ -102,7 +103,7 @@ static void device(uint32_t tid, uint64_t ms, int ordinal, const char *name, uin
     snprintf(d->pci_bus_id, sizeof d->pci_bus_id, "%s", pci);
 }
 
-static void alloc(uint32_t tid, uint64_t ms, int api, uint64_t ptr, uint64_t size, int result)
+static struct ts_rec_alloc *alloc(uint32_t tid, uint64_t ms, int api, uint64_t ptr, uint64_t size, int result)
 {
     struct ts_rec_alloc *r = rec(TS_REC_ALLOC, sizeof *r, tid, ms);
     r->api = api;
@@ -110,14 +111,16 @@ static void alloc(uint32_t tid, uint64_t ms, int api, uint64_t ptr, uint64_t siz
     r->size = size;
     r->stream = 0;
     r->result = result;
+    return r;
 }
 
-static void dfree(uint32_t tid, uint64_t ms, int api, uint64_t ptr, int result)
+static struct ts_rec_free *dfree(uint32_t tid, uint64_t ms, int api, uint64_t ptr, int result)
 {
     struct ts_rec_free *r = rec(TS_REC_FREE, sizeof *r, tid, ms);
     r->api = api;
     r->ptr = ptr;
     r->result = result;
+    return r;
 }
 
 static void copy(uint32_t tid, uint64_t ms, int api, int dir, uint64_t bytes, int kind, int async,
@@ -221,6 +224,93 @@ static size_t rank1(void)
     return used;
 }
 
+/* A cuBLAS FP32 GEMM call (record time in microseconds). */
+static void gemm_us(uint64_t us, int api, int64_t m, int64_t n, int64_t k, int ta, int tb)
+{
+    struct ts_rec_gemm *g = rec(TS_REC_GEMM, sizeof *g, 301, 0);
+    g->h.time_ns = START_NS + us * 1000;
+    g->api = api;
+    g->m = m, g->n = n, g->k = k, g->batch = 1;
+    g->flops = 2ull * (uint64_t)(m * n * k);
+    g->data_type = g->out_type = 0; /* CUDA_R_32F */
+    g->compute_type = 68;           /* CUBLAS_COMPUTE_32F */
+    g->transa = (uint8_t)ta;
+    g->transb = (uint8_t)tb;
+}
+
+enum { P_MALLOC, P_FREE, P_HOSTALLOC, P_FREEHOST, P_EVENTQUERY, P_STREAMQUERY, P_GROUPEND, P_MEMCPY,
+       P_MEMCPY_ASYNC, P_GEMM };
+static const char *const pool_apis[] = { "cudaMalloc",     "cudaFree",      "cudaHostAlloc", "cudaFreeHost",
+                                         "cudaEventQuery", "cuStreamQuery", "ncclGroupEnd",  "cudaMemcpy",
+                                         "cudaMemcpyAsync", "cublasSgemm_v2" };
+
+/* A run under torch's default caching allocator, served by trainshim's pool:
+ * one 1 MiB cudaMalloc made before the pool existed (outside it), then
+ * torch's segments of 2 + 3 x 20 MiB inside it (the pool's peak reserved:
+ * 62 MiB), and 4 MiB of pinned host memory (device -1).  Peak device memory
+ * allocated is 63 MiB: reserved must read at least that (the old report
+ * summed the pinned block too, 67 MiB, against 62 MiB reserved).  Also:
+ * not-ready and in-progress statuses (not errors) beside one real error; a
+ * synchronous pageable copy whose call time includes a wait; GEMMs of one
+ * size with different transposes (512x64x512 NT twice, NN once), never
+ * timed. */
+static size_t torch_pool(void)
+{
+    static const char cmd[] = "python\0train.py";
+    begin(3000, -1, -1, -1, "node-b", cmd, sizeof cmd - 1, pool_apis, 10);
+    device(301, 1, 0, "NVIDIA H100 80GB HBM3", 85520809984ull, 9, 0, 132, "0000:3b:00.0");
+    alloc(301, 5, P_MALLOC, 0x7a0000000000ull, 1 * MiB, 0);
+    alloc(301, 10, P_MALLOC, 0x7b0000000000ull, 2 * MiB, 0);
+    for (int i = 0; i < 3; i++)
+        alloc(301, 11 + (uint64_t)i, P_MALLOC, 0x7b0000200000ull + (uint64_t)i * 20 * MiB, 20 * MiB, 0);
+    alloc(301, 14, P_HOSTALLOC, 0x7c0000000000ull, 4 * MiB, 0)->device = -1;
+    gemm_us(20000, P_GEMM, 512, 64, 512, 0, 1);
+    gemm_us(21000, P_GEMM, 512, 64, 512, 0, 0);
+    gemm_us(22000, P_GEMM, 512, 64, 512, 0, 1);
+    for (int i = 0; i < 3; i++)
+        error(301, 30, P_EVENTQUERY, 600); /* cudaErrorNotReady */
+    error(301, 31, P_STREAMQUERY, 600);    /* CUDA_ERROR_NOT_READY */
+    error(301, 32, P_GROUPEND, 7);         /* ncclInProgress */
+    alloc(301, 33, P_MALLOC, 0, 80ull << 30, 2);
+    error(301, 33, P_MALLOC, 2); /* cudaErrorMemoryAllocation: an error */
+    copy(301, 40, P_MEMCPY_ASYNC, TS_D2H, 4 * MiB, TS_HOST_PINNED, 1, 1000000, 0);
+    copy(301, 45, P_MEMCPY, TS_H2D, 8 * MiB, TS_HOST_PAGEABLE, 0, 30000000, 0);
+    dfree(301, 50, P_FREEHOST, 0x7c0000000000ull, 0)->device = -1;
+    dfree(301, 51, P_FREE, 0x7a0000000000ull, 0);
+    dfree(301, 52, P_FREE, 0x7b0000000000ull, 0);
+    struct ts_rec_pool_stats *p = rec(TS_REC_POOL_STATS, sizeof *p, 301, 60);
+    p->device = 0;
+    p->mode = 0; /* expandable */
+    p->reason = TS_POOL_REASON_SHUTDOWN;
+    p->peak_reserved_bytes = p->peak_allocated_bytes = p->allocated_at_reserved_peak = 62 * MiB;
+    p->reserved_bytes = 60 * MiB;
+    p->allocated_bytes = 60 * MiB;
+    p->driver_calls = 31;
+    p->allocs = 4;
+    p->frees = 1;
+    end(301, 70);
+    seal_all();
+    return used;
+}
+
+/* matrixMulCUBLAS's timing loop: 31 SGEMMs of 1024^3 queued 10 us apart
+ * with no sync between them, then the result copied back synchronously at
+ * 40 ms.  Each GEMM is 2.147 GFLOP, 32 us at the H100's 67 TFLOP/s FP32: the
+ * launch gaps made a 320% MFU; from the first GEMM (10 ms) to the copy
+ * that waited for the last one (40 ms) it is 31 x 32.04 us / 30 ms = 3.31%. */
+static size_t queued_gemms(void)
+{
+    static const char cmd[] = "./matrixMulCUBLAS";
+    begin(3100, -1, -1, -1, "node-b", cmd, sizeof cmd - 1, pool_apis, 10);
+    device(301, 1, 0, "NVIDIA H100 80GB HBM3", 85520809984ull, 9, 0, 132, "0000:3b:00.0");
+    for (uint64_t i = 0; i < 31; i++)
+        gemm_us(10000 + 10 * i, P_GEMM, 1024, 1024, 1024, 0, 0);
+    copy(301, 40, P_MEMCPY, TS_D2H, 4 * MiB, TS_HOST_PAGEABLE, 0, 29000000, 0);
+    end(301, 41);
+    seal_all();
+    return used;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -231,5 +321,7 @@ int main(int argc, char **argv)
     bad |= save(argv[1], "rank0.tslog", rank0(0));
     bad |= save(argv[1], "rank1.tslog", rank1());
     bad |= save(argv[1], "truncated.tslog", rank0(1));
+    bad |= save(argv[1], "torch_pool.tslog", torch_pool());
+    bad |= save(argv[1], "queued_gemms.tslog", queued_gemms());
     return bad;
 }

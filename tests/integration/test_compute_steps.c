@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../../shim/core/rates.c" /* the report parses peaks with it */
+#include "../../tools/read/logread.c"
 #include "../../tools/report/report_compute.c"
 /* report_compute.c reads a log's CUPTI kernels for its GEMM times
  * (tools/report/report_gpu.c); the period finder tested here never gets there:

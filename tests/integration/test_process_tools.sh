@@ -36,8 +36,13 @@ check "run: not executable is 126 (got $rc)" [ $rc = 126 ]
 check "run: no command is a usage error (got $rc)" [ $rc = 2 ]
 "$TS" run --bogus -- true 2>/dev/null; rc=$?
 check "run: unknown option is a usage error (got $rc)" [ $rc = 2 ]
+"$TS" run --log 2>err; rc=$?
+check "run --log without a value: usage error (got $rc)" [ $rc = 2 ]
+check "run --log without a value says the value is missing: $(cat err)" grep -q -- '--log needs a value' err
+check "run --log without a value is not an unknown option: $(cat err)" sh -c '! grep -q "unknown option" err'
 "$TS" run --log 'x.%d.log' -- true 2>err; rc=$?
-check "run: a bad --log template is refused (got $rc): $(cat err)" [ $rc = 2 ] && grep -q 'escape' err
+check "run: a bad --log template is refused (got $rc): $(cat err)" [ $rc = 2 ]
+check "run: a bad --log template says why: $(cat err)" grep -q 'escape' err
 "$TS" run -- sh -c 'kill -TERM $$' 2>/dev/null; rc=$?
 check "run: a child killed by SIGTERM ends trainshim the same way (got $rc)" [ $rc = 143 ]
 "$TS" run -- sh -c 'kill -SEGV $$' 2>/dev/null; rc=$?

@@ -21,7 +21,7 @@ ${CC:-cc} -std=gnu11 -O1 -Wall -Wextra -Werror -Ishim -o "$T/gen" "$G/gen_golden
 mkdir -p "$T/logs"
 "$T/gen" "$T/logs" || exit 1
 
-LOGS="rank0 rank1 truncated"
+LOGS="rank0 rank1 truncated torch_pool queued_gemms"
 # name | arguments
 CASES=(
   "report_rank0.txt|$G/rank0.tslog"
@@ -30,6 +30,10 @@ CASES=(
   "report_ranks.json|--format=json $G/rank0.tslog $G/rank1.tslog"
   "report_truncated.txt|$G/truncated.tslog"
   "report_truncated.json|--format json $G/truncated.tslog"
+  "report_torch_pool.txt|$G/torch_pool.tslog"
+  "report_torch_pool.json|--format json $G/torch_pool.tslog"
+  "report_queued_gemms.txt|$G/queued_gemms.tslog"
+  "report_queued_gemms.json|--format json $G/queued_gemms.tslog"
 )
 
 if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
@@ -117,6 +121,40 @@ eq("truncated.truncated", rt["run"]["truncated"], True)
 if not (rt["run"]["note"] or "").startswith("truncated at offset %d" % rt["run"]["stopped_at_offset"]):
     errs.append("truncated note: %r" % rt["run"]["note"])
 eq("truncated: free of the cut record not seen", rt["memory"]["free_calls"], 3)
+
+# torch's default allocator on trainshim's pool: reserved never below
+# allocated; pinned host memory apart; statuses apart from errors
+tp = json.load(open(f"{t}/report_torch_pool.json", encoding="utf-8"))
+m = tp["memory"]
+eq("pool: peak allocated (device only)", m["peak_allocated_bytes"], 63 * MiB)
+eq("pool: pool's own peak reserved", m["pool_peak_reserved_bytes"], 62 * MiB)
+if m["peak_reserved_bytes"] < m["peak_allocated_bytes"]:
+    errs.append(f"peak reserved {m['peak_reserved_bytes']} below peak allocated {m['peak_allocated_bytes']}")
+eq("pool: pinned host bytes", m["pinned_host_alloc_bytes"], 4 * MiB)
+eq("pool: device allocations", m["alloc_calls"], 5 + 1)
+eq("pool: errors", [(e["api"], e["code"], e["count"]) for e in tp["errors"]], [("cudaMalloc", 2, 1)])
+eq("pool: statuses", [(e["api"], e["code"], e["count"]) for e in tp["statuses"]],
+   [("cudaEventQuery", 600, 3), ("cuStreamQuery", 600, 1), ("ncclGroupEnd", 7, 1)])
+eq("pool: copy time flagged", tp["copies"]["host_time_includes_waits"], True)
+shapes = [(s["m"], s["n"], s["k"], s["transa"], s["transb"], s["timed_calls"]) for s in tp["compute"]["shapes"]]
+eq("pool: shapes apart by transposes", shapes, [(512, 64, 512, 0, 1, 0), (512, 64, 512, 0, 0, 0)])
+tt = open(f"{t}/report_torch_pool.txt", encoding="utf-8").read()
+for want in ("512x64x512 NT", "512x64x512 NN"):
+    if want not in tt:
+        errs.append(f"text top shapes lack {want!r}")
+rows = [l for l in tt.splitlines() if l.startswith("  512x64x512")]
+if len(rows) != 2 or not all(l.rstrip().endswith("n/a") for l in rows):
+    errs.append(f"untimed shapes must show n/a: {rows}")
+if "cudaEventQuery" in tt.split("statuses, not errors")[0]:
+    errs.append("cudaEventQuery's not-ready status is listed among the errors")
+
+# 31 GEMMs queued without a sync: no steps, MFU on the copy that waited (3.31%), never above 100%
+qg = json.load(open(f"{t}/report_queued_gemms.json", encoding="utf-8"))["compute"]
+eq("queued: steps", qg["steps"], 0)
+eq("queued: mfu basis", qg["mfu_basis"], "first_gemm_to_wait")
+ideal_ns = 31 * 2 * 1024**3 / 67e3
+if qg["mfu"] is None or abs(qg["mfu"] - ideal_ns / 30e6) > 1e-6:
+    errs.append(f"queued: mfu {qg['mfu']}, want {ideal_ns / 30e6}")
 for e in errs:
     print("FAIL:", e)
 sys.exit(1 if errs else 0)

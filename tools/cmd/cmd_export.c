@@ -43,6 +43,53 @@ static int usage(void)
     return 2;
 }
 
+typedef int (*export_writer)(FILE *, const struct export_input *);
+
+/* Writes the export into a temporary file renamed over out once whole ("-":
+ * standard output); 0 when written. */
+static int write_output(const char *out, export_writer writer, const struct export_input *in)
+{
+    size_t tl = strlen(out) + 32;
+    char *tmp = malloc(tl);
+    FILE *f = NULL;
+    int rc = 0;
+    if (tmp) {
+        snprintf(tmp, tl, "%s.tmp.%d", out, (int)getpid());
+        f = !strcmp(out, "-") ? stdout : fopen(tmp, "wb");
+    }
+    if (!f) {
+        fprintf(stderr, "trainshim: error: cannot create %s\n", out);
+        free(tmp);
+        return 1;
+    }
+    rc = writer(f, in);
+    if (fflush(f) != 0 || ferror(f))
+        rc = 1;
+    if (f != stdout) {
+        if (fclose(f) != 0)
+            rc = 1;
+        if (!rc && rename(tmp, out) != 0)
+            rc = 1;
+        if (rc) {
+            unlink(tmp);
+            fprintf(stderr, "trainshim: error: cannot write %s\n", out);
+        }
+    }
+    free(tmp);
+    return rc;
+}
+
+static export_writer writer_of(const char *type)
+{
+    if (type && !strcmp(type, "chrome-trace"))
+        return export_chrome;
+    if (type && !strcmp(type, "memory-snapshot"))
+        return export_snapshot;
+    if (type && !strcmp(type, "svg"))
+        return export_svg;
+    return NULL;
+}
+
 int cmd_export(int argc, char **argv)
 {
     const char *type = NULL, *out = NULL;
@@ -72,13 +119,7 @@ int cmd_export(int argc, char **argv)
             files[n++] = argv[i];
         }
     }
-    int (*writer)(FILE *, const struct export_input *) = NULL;
-    if (type && !strcmp(type, "chrome-trace"))
-        writer = export_chrome;
-    else if (type && !strcmp(type, "memory-snapshot"))
-        writer = export_snapshot;
-    else if (type && !strcmp(type, "svg"))
-        writer = export_svg;
+    export_writer writer = writer_of(type);
     if (!writer || !out || n == 0) {
         if (type && !writer)
             fprintf(stderr, "trainshim: error: unknown export type '%s'\n", type);
@@ -99,34 +140,8 @@ int cmd_export(int argc, char **argv)
         } else if (in.logs[i].note[0])
             fprintf(stderr, "trainshim: warning: %s: %s\n", in.logs[i].file, in.logs[i].note);
     }
-    if (!rc) {
-        size_t tl = strlen(out) + 32;
-        char *tmp = malloc(tl);
-        FILE *f = NULL;
-        if (tmp) {
-            snprintf(tmp, tl, "%s.tmp.%d", out, (int)getpid());
-            f = !strcmp(out, "-") ? stdout : fopen(tmp, "wb");
-        }
-        if (!f) {
-            fprintf(stderr, "trainshim: error: cannot create %s\n", out);
-            rc = 1;
-        } else {
-            rc = writer(f, &in);
-            if (fflush(f) != 0 || ferror(f))
-                rc = 1;
-            if (f != stdout) {
-                if (fclose(f) != 0)
-                    rc = 1;
-                if (!rc && rename(tmp, out) != 0)
-                    rc = 1;
-                if (rc) {
-                    unlink(tmp);
-                    fprintf(stderr, "trainshim: error: cannot write %s\n", out);
-                }
-            }
-        }
-        free(tmp);
-    }
+    if (!rc)
+        rc = write_output(out, writer, &in);
     for (int i = 0; i < n && in.logs; i++)
         tslog_free(&in.logs[i]);
     free(in.logs);

@@ -6,6 +6,7 @@
  * output is stable (golden-tested); JSON output is a contract
  * (docs/log-format.md). */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "report/report_acct.h"
 #include "report/report_gpu.h"
 #include "report/report_json.h"
+#include "report/report_numa.h"
 #include "report/report_offload.h"
 #include "report/report_sites.h"
 #include "report/report_stats.h"
@@ -73,13 +75,16 @@ static void text_run(FILE *f, const struct tslog *log)
         print_sanitized(f, d->pci_bus_id);
         fputc('\n', f);
     }
+    numa_report_text(f, log); /* the GPU's NUMA node and the process's CPUs */
 }
 
 /* Peak reserved: the pools' own when they logged it, else the peak of the
- * logged allocations (all a run without pools can tell). */
+ * logged allocations (all a run without pools can tell).  Never below peak
+ * allocated: device memory allocated outside the pools (before they existed,
+ * or through APIs they do not serve) was reserved too, by CUDA itself. */
 static uint64_t peak_reserved(const struct stats *s)
 {
-    return s->pool_records ? s->pool_peak_reserved : s->peak_alloc;
+    return s->pool_records && s->pool_peak_reserved > s->peak_alloc ? s->pool_peak_reserved : s->peak_alloc;
 }
 
 /* 1 - allocated/reserved at the reserved peak */
@@ -90,14 +95,80 @@ static double pool_fragmentation(const struct stats *s)
     return 1.0 - (double)s->pool_alloc_at_peak / (double)s->pool_peak_reserved;
 }
 
+static void text_counts(FILE *f, const struct err_count *list, size_t n, const struct tslog *names)
+{
+    for (size_t i = 0; i < n; i++) {
+        char nb[32];
+        const char *name = list[i].name;
+        if (!name || !*name)
+            name = names ? tslog_api_name(names, list[i].api, nb, sizeof nb)
+                         : (snprintf(nb, sizeof nb, "api#%d", list[i].api), nb);
+        fprintf(f, "%-32s %8d %10llu\n", name, list[i].code, (unsigned long long)list[i].count);
+    }
+}
+
+/* ERRORS, then the statuses (not ready, in progress) that are not errors. */
+static void text_errors(FILE *f, const struct stats *s, const struct tslog *names)
+{
+    fprintf(f, "\n== ERRORS ==\n");
+    if (!s->n_errs)
+        fprintf(f, "none\n");
+    else
+        fprintf(f, "%-32s %8s %10s\n", "api", "code", "count");
+    text_counts(f, s->errs, s->n_errs, names);
+    if (s->n_statuses) {
+        fprintf(f, "statuses, not errors (not ready / in progress):\n");
+        text_counts(f, s->statuses, s->n_statuses, names);
+    }
+}
+
+/* COPIES: by direction, the pageable share, and where the time went. */
+static void text_copies(FILE *f, const struct stats *s, const struct tslog *names)
+{
+    char b1[32], b2[32];
+    fprintf(f, "\n== COPIES ==\n");
+    fprintf(f, "%-10s %10s %22s %22s\n", "direction", "calls", "bytes", "pageable");
+    for (int d = 0; d < DIRS; d++) {
+        if (!s->copy_calls[d])
+            continue;
+        char pg[40] = "-";
+        uint64_t p = d == TS_H2D ? s->h2d_pageable : d == TS_D2H ? s->d2h_pageable : 0;
+        if (d == TS_H2D || d == TS_D2H)
+            snprintf(pg, sizeof pg, "%s (%.1f%%)", tslog_human_bytes(p, b2, sizeof b2),
+                     s->copy_bytes[d] ? 100.0 * (double)p / (double)s->copy_bytes[d] : 0.0);
+        fprintf(f, "%-10s %10llu %22s %22s\n", dir_names[d], (unsigned long long)s->copy_calls[d],
+                tslog_human_bytes(s->copy_bytes[d], b1, sizeof b1), pg);
+    }
+    fprintf(f, "failed copies       %llu\n", (unsigned long long)s->copy_failed);
+    fprintf(f,
+            "host time in copies %.3f ms (in the copy calls, summed over threads: includes waits for earlier "
+            "stream work)\n",
+            (double)s->copy_ns / 1e6);
+    uint64_t gpu_ns, gpu_n;
+    if (names && gpu_copy_time(names, &gpu_ns, &gpu_n))
+        fprintf(
+            f,
+            "GPU time in copies  %.3f ms (%llu transfers, CUPTI: the transfers alone, without the waits)\n",
+            (double)gpu_ns / 1e6, (unsigned long long)gpu_n);
+    if (s->converted_calls) {
+        fprintf(f, "converted to pinned %s in %llu calls (host blocked %.3f ms, staging wait %.3f ms)\n",
+                tslog_human_bytes(s->converted_bytes, b1, sizeof b1), (unsigned long long)s->converted_calls,
+                (double)s->converted_blocked_ns / 1e6, (double)s->staging_wait_ns / 1e6);
+    }
+}
+
 static void text_stats(FILE *f, const struct stats *s, const struct tslog *names)
 {
     char b1[32], b2[32];
     fprintf(f, "\n== DEVICE MEMORY ==\n");
     fprintf(f, "peak allocated      %s (%llu B)\n", tslog_human_bytes(s->peak_alloc, b1, sizeof b1),
             (unsigned long long)s->peak_alloc);
-    fprintf(f, "peak reserved       %s (%llu B)\n", tslog_human_bytes(peak_reserved(s), b1, sizeof b1),
+    fprintf(f, "peak reserved       %s (%llu B)", tslog_human_bytes(peak_reserved(s), b1, sizeof b1),
             (unsigned long long)peak_reserved(s));
+    if (s->pool_records && s->pool_peak_reserved < s->peak_alloc)
+        fprintf(f, " at least: trainshim's pool reserved %s at its peak; the rest was allocated outside it",
+                tslog_human_bytes(s->pool_peak_reserved, b2, sizeof b2));
+    fputc('\n', f);
     if (s->pool_records) {
         fprintf(f, "allocator           %s\n", ts_alloc_mode_name(s->pool_mode));
         fprintf(f, "fragmentation       %.4f (1 - allocated/reserved at the reserved peak)\n",
@@ -113,6 +184,11 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
             (unsigned long long)s->free_unknown);
     fprintf(f, "live at end         %llu blocks, %s\n", (unsigned long long)s->live_blocks,
             tslog_human_bytes(s->live_bytes, b1, sizeof b1));
+    if (s->host_alloc_calls)
+        fprintf(f, "pinned host         %llu allocations, %s, %llu frees (host memory: not counted above)\n",
+                (unsigned long long)s->host_alloc_calls,
+                tslog_human_bytes(s->host_alloc_bytes, b1, sizeof b1),
+                (unsigned long long)s->host_free_calls);
     fprintf(f, "allocation sizes\n");
     for (int i = 0; i < HIST_BUCKETS; i++) {
         if (!s->hist[i])
@@ -131,40 +207,8 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
         }
     }
 
-    fprintf(f, "\n== COPIES ==\n");
-    fprintf(f, "%-10s %10s %22s %22s\n", "direction", "calls", "bytes", "pageable");
-    for (int d = 0; d < DIRS; d++) {
-        if (!s->copy_calls[d])
-            continue;
-        char pg[40] = "-";
-        uint64_t p = d == TS_H2D ? s->h2d_pageable : d == TS_D2H ? s->d2h_pageable : 0;
-        if (d == TS_H2D || d == TS_D2H)
-            snprintf(pg, sizeof pg, "%s (%.1f%%)", tslog_human_bytes(p, b2, sizeof b2),
-                     s->copy_bytes[d] ? 100.0 * (double)p / (double)s->copy_bytes[d] : 0.0);
-        fprintf(f, "%-10s %10llu %22s %22s\n", dir_names[d], (unsigned long long)s->copy_calls[d],
-                tslog_human_bytes(s->copy_bytes[d], b1, sizeof b1), pg);
-    }
-    fprintf(f, "failed copies       %llu\n", (unsigned long long)s->copy_failed);
-    fprintf(f, "host time in copies %.3f ms\n", (double)s->copy_ns / 1e6);
-    if (s->converted_calls) {
-        fprintf(f, "converted to pinned %s in %llu calls (host blocked %.3f ms, staging wait %.3f ms)\n",
-                tslog_human_bytes(s->converted_bytes, b1, sizeof b1), (unsigned long long)s->converted_calls,
-                (double)s->converted_blocked_ns / 1e6, (double)s->staging_wait_ns / 1e6);
-    }
-
-    fprintf(f, "\n== ERRORS ==\n");
-    if (!s->n_errs)
-        fprintf(f, "none\n");
-    else
-        fprintf(f, "%-32s %8s %10s\n", "api", "code", "count");
-    for (size_t i = 0; i < s->n_errs; i++) {
-        char nb[32];
-        const char *name = s->errs[i].name;
-        if (!name || !*name)
-            name = names ? tslog_api_name(names, s->errs[i].api, nb, sizeof nb)
-                         : (snprintf(nb, sizeof nb, "api#%d", s->errs[i].api), nb);
-        fprintf(f, "%-32s %8d %10llu\n", name, s->errs[i].code, (unsigned long long)s->errs[i].count);
-    }
+    text_copies(f, s, names);
+    text_errors(f, s, names);
 }
 
 static void text_rank_table(FILE *f, struct tslog *logs, const struct stats *st, int n)
@@ -203,20 +247,14 @@ static void text_rank_table(FILE *f, struct tslog *logs, const struct stats *st,
  * lines, sizes in bytes, booleans 0/1), as a number; false if absent. */
 static bool run_option(const struct tslog *log, const char *name, uint64_t *out)
 {
-    size_t l = strlen(name);
-    for (const char *p = log ? log->config : NULL; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        if (!strncmp(p, name, l) && p[l] == '=') {
-            char *end;
-            unsigned long long v = strtoull(p + l + 1, &end, 10);
-            if (end == p + l + 1)
-                return false;
-            *out = v;
-            return true;
-        }
-        p = nl ? nl + 1 : p + strlen(p);
-    }
-    return false;
+    char v[32], *end;
+    if (!log || !tslog_config_value(log, name, v, sizeof v))
+        return false;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (end == v)
+        return false;
+    *out = x;
+    return true;
 }
 
 /* The COPIES figures plus what the pinned copy engine did: its records'
@@ -289,37 +327,18 @@ static void json_run(struct json *j, const struct tslog *log)
         j_i64(j, "ordinal", d->ordinal);
         j_str(j, "name", d->name);
         j_u64(j, "total_memory_bytes", d->total_mem);
-        j_i64(j, "cc_major", d->cc_major);
-        j_i64(j, "cc_minor", d->cc_minor);
-        j_i64(j, "sm_count", d->sm_count);
+        const char *const keys[] = { "cc_major", "cc_minor", "sm_count" };
+        const int32_t vals[] = { d->cc_major, d->cc_minor, d->sm_count };
+        for (int k = 0; k < 3; k++)
+            j_i64(j, keys[k], vals[k]);
         j_str(j, "pci_bus_id", d->pci_bus_id);
         j_close(j, '}');
     }
     j_close(j, ']');
 }
 
-static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_peak, bool total)
+static void json_size_histogram(struct json *j, const struct stats *s)
 {
-    j_open(j, "memory", '{');
-    j_u64(j, "peak_allocated_bytes", s->peak_alloc);
-    j_u64(j, "peak_reserved_bytes", peak_reserved(s));
-    if (s->pool_records) {
-        j_str(j, "allocator_mode", ts_alloc_mode_name(s->pool_mode));
-        j_num(j, "fragmentation", pool_fragmentation(s));
-        j_u64(j, "driver_calls", s->pool_driver_calls);
-        j_u64(j, "cache_hits", s->pool_cache_hits);
-        j_u64(j, "ooms", s->pool_ooms);
-    }
-    if (total)
-        j_u64(j, "max_rank_peak_allocated_bytes", max_rank_peak);
-    j_u64(j, "alloc_calls", s->alloc_calls);
-    j_u64(j, "alloc_failed", s->alloc_failed);
-    j_u64(j, "alloc_requested_bytes", s->alloc_requested);
-    j_u64(j, "free_calls", s->free_calls);
-    j_u64(j, "free_failed", s->free_failed);
-    j_u64(j, "free_unknown_pointer", s->free_unknown);
-    j_u64(j, "live_at_end_blocks", s->live_blocks);
-    j_u64(j, "live_at_end_bytes", s->live_bytes);
     j_open(j, "size_histogram", '[');
     for (int i = 0; i < HIST_BUCKETS; i++) {
         if (!s->hist[i])
@@ -337,12 +356,56 @@ static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_
         j_close(j, '}');
     }
     j_close(j, ']');
+}
+
+static void json_memory(struct json *j, const struct stats *s, uint64_t max_rank_peak, bool total)
+{
+    j_open(j, "memory", '{');
+    j_u64(j, "peak_allocated_bytes", s->peak_alloc);
+    j_u64(j, "peak_reserved_bytes", peak_reserved(s));
+    if (s->pool_records) {
+        j_u64(j, "pool_peak_reserved_bytes", s->pool_peak_reserved);
+        j_str(j, "allocator_mode", ts_alloc_mode_name(s->pool_mode));
+        j_num(j, "fragmentation", pool_fragmentation(s));
+        j_u64(j, "driver_calls", s->pool_driver_calls);
+        j_u64(j, "cache_hits", s->pool_cache_hits);
+        j_u64(j, "ooms", s->pool_ooms);
+    }
+    if (total)
+        j_u64(j, "max_rank_peak_allocated_bytes", max_rank_peak);
+    static const struct {
+        const char *key;
+        size_t offset;
+    } counts[] = {
+        { "alloc_calls", offsetof(struct stats, alloc_calls) },
+        { "alloc_failed", offsetof(struct stats, alloc_failed) },
+        { "alloc_requested_bytes", offsetof(struct stats, alloc_requested) },
+        { "free_calls", offsetof(struct stats, free_calls) },
+        { "free_failed", offsetof(struct stats, free_failed) },
+        { "free_unknown_pointer", offsetof(struct stats, free_unknown) },
+        { "live_at_end_blocks", offsetof(struct stats, live_blocks) },
+        { "live_at_end_bytes", offsetof(struct stats, live_bytes) },
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)s + counts[i].offset, sizeof v);
+        j_u64(j, counts[i].key, v);
+    }
+    if (s->host_alloc_calls) {
+        j_u64(j, "pinned_host_alloc_calls", s->host_alloc_calls);
+        j_u64(j, "pinned_host_alloc_bytes", s->host_alloc_bytes);
+        j_u64(j, "pinned_host_free_calls", s->host_free_calls);
+    }
+    json_size_histogram(j, s);
     if (s->log) {
         struct acct_json aj = acct_json_of(j);
         sites_json(&aj, s->log); /* memory.top_sites when the run recorded stacks */
     }
     j_close(j, '}');
+}
 
+static void json_copies(struct json *j, const struct stats *s)
+{
     j_open(j, "copies", '{');
     for (int d = 1; d < DIRS; d++) {
         char k[32];
@@ -360,6 +423,10 @@ static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_
           s->copy_bytes[TS_D2H] ? (double)s->d2h_pageable / (double)s->copy_bytes[TS_D2H] : 0);
     j_u64(j, "failed_calls", s->copy_failed);
     j_u64(j, "host_time_ns", s->copy_ns);
+    j_bool(j, "host_time_includes_waits", true);
+    uint64_t gpu_ns, gpu_n;
+    if (s->log && gpu_copy_time(s->log, &gpu_ns, &gpu_n))
+        j_u64(j, "gpu_transfer_ns", gpu_ns);
     if (s->converted_calls) { /* absent from logs of runs without the pinned copy engine */
         j_u64(j, "converted_calls", s->converted_calls);
         j_u64(j, "converted_bytes", s->converted_bytes);
@@ -368,23 +435,40 @@ static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_
         j_u64(j, "staging_wait_ns", s->staging_wait_ns);
     }
     j_close(j, '}');
+}
 
-    j_open(j, "errors", '[');
-    for (size_t i = 0; i < s->n_errs; i++) {
+static void json_counts(struct json *j, const char *key, const struct err_count *list, size_t n)
+{
+    j_open(j, key, '[');
+    for (size_t i = 0; i < n; i++) {
         char nb[32];
         j_open(j, NULL, '{');
-        if (s->errs[i].name && s->errs[i].name[0])
-            j_str(j, "api", s->errs[i].name);
+        if (list[i].name && list[i].name[0])
+            j_str(j, "api", list[i].name);
         else {
-            snprintf(nb, sizeof nb, "api#%d", s->errs[i].api);
+            snprintf(nb, sizeof nb, "api#%d", list[i].api);
             j_str(j, "api", nb);
         }
-        j_i64(j, "api_id", s->errs[i].api);
-        j_i64(j, "code", s->errs[i].code);
-        j_u64(j, "count", s->errs[i].count);
+        j_i64(j, "api_id", list[i].api);
+        j_i64(j, "code", list[i].code);
+        j_u64(j, "count", list[i].count);
         j_close(j, '}');
     }
     j_close(j, ']');
+}
+
+static void json_errors(struct json *j, const struct stats *s)
+{
+    json_counts(j, "errors", s->errs, s->n_errs);
+    if (s->n_statuses)
+        json_counts(j, "statuses", s->statuses, s->n_statuses);
+}
+
+static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_peak, bool total)
+{
+    json_memory(j, s, max_rank_peak, total);
+    json_copies(j, s);
+    json_errors(j, s);
 }
 
 /* ------------------------------------------------------------ command */
@@ -394,152 +478,203 @@ static int usage(void)
     return 2;
 }
 
-int cmd_report(int argc, char **argv)
+/* Index of the first log argument, or -1 with *rc the exit status. */
+static int parse_args(int argc, char **argv, bool *json, const char **html, int *rc)
 {
-    bool json = false;
-    const char *html = NULL; /* --html FILE: the page instead of the report */
-    int first = argc;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--format") || !strncmp(argv[i], "--format=", 9)) {
             const char *v = argv[i][8] == '=' ? argv[i] + 9 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || (strcmp(v, "text") && strcmp(v, "json"))) {
                 fprintf(stderr, "trainshim: error: --format takes text or json\n");
-                return usage();
+                *rc = usage();
+                return -1;
             }
-            json = !strcmp(v, "json");
+            *json = !strcmp(v, "json");
         } else if (!strcmp(argv[i], "--html") || !strncmp(argv[i], "--html=", 7)) {
-            if (!(html = argv[i][6] == '=' ? argv[i] + 7 : (i + 1 < argc ? argv[++i] : NULL)) || !*html)
-                return usage();
+            *html = argv[i][6] == '=' ? argv[i] + 7 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!*html || !**html) {
+                fprintf(stderr, "trainshim: error: --html needs a file\n");
+                *rc = usage();
+                return -1;
+            }
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage();
-            return 0;
+            *rc = 0;
+            return -1;
         } else if (!strcmp(argv[i], "--")) {
-            first = i + 1;
-            break;
+            return i + 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "trainshim: error: unknown option '%s'\n", argv[i]);
-            return usage();
+            *rc = usage();
+            return -1;
         } else {
-            first = i;
-            break;
+            return i;
         }
     }
-    int n = argc - first;
-    if (n <= 0)
-        return usage();
-    struct tslog *logs = calloc((size_t)n, sizeof *logs);
-    struct stats *st = calloc((size_t)n + 1, sizeof *st);
-    struct acct_log *acct = calloc((size_t)n, sizeof *acct);
-    if (!logs || !st || !acct) {
-        fprintf(stderr, "trainshim: error: out of memory\n");
+    return argc;
+}
+
+/* The logs, each with its statistics and accounting, and their total. */
+struct report_input {
+    int n;
+    struct tslog *logs;
+    struct stats *st; /* n + 1: the total last */
+    struct acct_log *acct;
+    uint64_t max_peak;
+};
+
+/* Reads and analyzes one log; nonzero when the report cannot be made. */
+static int load_log(struct report_input *in, int i, const char *path)
+{
+    struct tslog *log = &in->logs[i];
+    if (tslog_read_file(path, log) != 0) {
+        fprintf(stderr, "trainshim: error: %s\n", log->error);
         return 1;
     }
+    if (log->note[0])
+        fprintf(stderr, "trainshim: warning: %s: %s\n", log->file, log->note);
     int rc = 0;
-    for (int i = 0; i < n; i++) {
-        if (tslog_read_file(argv[first + i], &logs[i]) != 0) {
-            fprintf(stderr, "trainshim: error: %s\n", logs[i].error);
-            rc = 1;
-            continue;
-        }
-        if (logs[i].note[0])
-            fprintf(stderr, "trainshim: warning: %s: %s\n", logs[i].file, logs[i].note);
-        if (stats_analyze(&logs[i], &st[i])) {
-            fprintf(stderr, "trainshim: error: %s: out of memory\n", logs[i].file);
-            rc = 1;
-        }
-        if (acct_log_analyze(&logs[i], &acct[i])) {
-            fprintf(stderr, "trainshim: error: %s: out of memory\n", logs[i].file);
-            rc = 1;
-        }
-        gpu_log_advice(&logs[i], acct[i].gpu_advice, sizeof acct[i].gpu_advice);
-    }
-    if (rc)
-        goto out;
-    struct stats *total = &st[n];
-    uint64_t max_peak = 0;
-    for (int i = 0; i < n; i++) {
-        if (stats_add(total, &st[i])) {
-            fprintf(stderr, "trainshim: error: out of memory\n");
-            rc = 1;
-            goto out;
-        }
-        if (st[i].peak_alloc > max_peak)
-            max_peak = st[i].peak_alloc;
-    }
-    if (html) {
-        struct html_input hi = { logs, st, acct, acct_copy_facts_of, n };
-        rc = html_report_write(html, &hi) ? 1 : 0;
-    } else if (json) {
-        struct json j = { .f = stdout };
-        j_open(&j, NULL, '{');
-        j_str(&j, "report", "trainshim");
-        j_u64(&j, "version", 1);
-        if (n == 1) {
-            json_run(&j, &logs[0]);
-            json_stats(&j, &st[0], 0, false);
-            struct acct_json aj = acct_json_of(&j);
-            struct acct_copy_facts cf = acct_copy_facts_of(&st[0]);
-            acct_log_json(&aj, &acct[0], &cf, duration_ns(&logs[0]));
-            gpu_report_json(&aj, &logs[0]); /* GPU TIMELINE (tools/report/report_gpu.c) */
-        } else {
-            j_open(&j, "ranks", '[');
-            for (int i = 0; i < n; i++) {
-                j_open(&j, NULL, '{');
-                json_run(&j, &logs[i]);
-                json_stats(&j, &st[i], 0, false);
-                struct acct_json aj = acct_json_of(&j);
-                struct acct_copy_facts cf = acct_copy_facts_of(&st[i]);
-                acct_log_json(&aj, &acct[i], &cf, duration_ns(&logs[i]));
-                gpu_report_json(&aj, &logs[i]);
-                j_close(&j, '}');
-            }
-            j_close(&j, ']');
-            j_open(&j, "total", '{');
-            j_u64(&j, "logs", (uint64_t)n);
-            json_stats(&j, total, max_peak, true);
-            struct acct_json aj = acct_json_of(&j);
-            acct_logs_json(&aj, logs, acct, n);
-            j_close(&j, '}');
-        }
-        j_close(&j, '}');
-    } else if (n == 1) {
-        text_run(stdout, &logs[0]);
-        text_stats(stdout, &st[0], &logs[0]);
-        sites_text(stdout, &logs[0]); /* TOP ALLOCATION SITES, MEMORY TIMELINE: with stacks only */
-        acct_log_text(stdout, &acct[0]);
-        gpu_report_text(stdout, logs, 1);      /* GPU TIMELINE (tools/report/report_gpu.c) */
-        offload_report_text(stdout, &logs[0]); /* OFFLOAD (tools/report/report_offload.c) */
-        struct acct_copy_facts cf = acct_copy_facts_of(&st[0]);
-        acct_advice_text(stdout, &acct[0], &cf, duration_ns(&logs[0]));
-    } else {
-        text_rank_table(stdout, logs, st, n);
-        printf(
-            "\n== TOTAL (%d logs; peak allocated is the sum of the ranks' peaks, the largest is %llu B) ==\n",
-            n, (unsigned long long)max_peak);
-        text_stats(stdout, total, NULL);
-        for (int i = 0; i < n; i++) {
-            printf("\n== RANK %d ==", logs[i].rank >= 0 ? logs[i].rank : i);
-            sites_text(stdout, &logs[i]); /* with stacks only */
-            acct_log_text(stdout, &acct[i]);
-            struct acct_copy_facts cf = acct_copy_facts_of(&st[i]);
-            acct_advice_text(stdout, &acct[i], &cf, duration_ns(&logs[i]));
-        }
-        acct_logs_text(stdout, logs, acct, n);
-        gpu_report_text(stdout, logs, n); /* GPU TIMELINE, per rank */
-    }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "trainshim: error: cannot write the report\n");
+    if (stats_analyze(log, &in->st[i])) {
+        fprintf(stderr, "trainshim: error: %s: out of memory\n", log->file);
         rc = 1;
     }
-out:
-    for (int i = 0; i <= n; i++)
-        free(st[i].errs);
-    for (int i = 0; i < n; i++)
-        tslog_free(&logs[i]);
-    free(st);
-    for (int i = 0; acct && i < n; i++)
-        acct_log_free(&acct[i]);
-    free(acct);
-    free(logs);
+    if (acct_log_analyze(log, &in->acct[i])) {
+        fprintf(stderr, "trainshim: error: %s: out of memory\n", log->file);
+        rc = 1;
+    }
+    gpu_log_advice(log, in->acct[i].gpu_advice, sizeof in->acct[i].gpu_advice);
+    numa_log_advice(log, in->acct[i].numa_advice, sizeof in->acct[i].numa_advice);
+    return rc;
+}
+
+static int sum_total(struct report_input *in)
+{
+    for (int i = 0; i < in->n; i++) {
+        if (stats_add(&in->st[in->n], &in->st[i])) {
+            fprintf(stderr, "trainshim: error: out of memory\n");
+            return 1;
+        }
+        if (in->st[i].peak_alloc > in->max_peak)
+            in->max_peak = in->st[i].peak_alloc;
+    }
+    return 0;
+}
+
+/* One log's RUN, memory, copies, errors, accounting and GPU parts. */
+static void json_log(struct json *j, const struct report_input *in, int i)
+{
+    json_run(j, &in->logs[i]);
+    numa_report_json(j, &in->logs[i]);
+    json_stats(j, &in->st[i], 0, false);
+    struct acct_json aj = acct_json_of(j);
+    struct acct_copy_facts cf = acct_copy_facts_of(&in->st[i]);
+    acct_log_json(&aj, &in->acct[i], &cf, duration_ns(&in->logs[i]));
+    gpu_report_json(&aj, &in->logs[i]); /* GPU TIMELINE (tools/report/report_gpu.c) */
+}
+
+static void print_json(const struct report_input *in)
+{
+    struct json j = { .f = stdout };
+    j_open(&j, NULL, '{');
+    j_str(&j, "report", "trainshim");
+    j_u64(&j, "version", 1);
+    if (in->n == 1) {
+        json_log(&j, in, 0);
+    } else {
+        j_open(&j, "ranks", '[');
+        for (int i = 0; i < in->n; i++) {
+            j_open(&j, NULL, '{');
+            json_log(&j, in, i);
+            j_close(&j, '}');
+        }
+        j_close(&j, ']');
+        j_open(&j, "total", '{');
+        j_u64(&j, "logs", (uint64_t)in->n);
+        json_stats(&j, &in->st[in->n], in->max_peak, true);
+        struct acct_json aj = acct_json_of(&j);
+        acct_logs_json(&aj, in->logs, in->acct, in->n);
+        j_close(&j, '}');
+    }
+    j_close(&j, '}');
+}
+
+static void print_text(const struct report_input *in)
+{
+    int n = in->n;
+    if (n == 1) {
+        text_run(stdout, &in->logs[0]);
+        text_stats(stdout, &in->st[0], &in->logs[0]);
+        sites_text(stdout, &in->logs[0]); /* TOP ALLOCATION SITES, MEMORY TIMELINE: with stacks only */
+        acct_log_text(stdout, &in->acct[0]);
+        gpu_report_text(stdout, in->logs, 1);      /* GPU TIMELINE (tools/report/report_gpu.c) */
+        offload_report_text(stdout, &in->logs[0]); /* OFFLOAD (tools/report/report_offload.c) */
+        struct acct_copy_facts cf = acct_copy_facts_of(&in->st[0]);
+        acct_advice_text(stdout, &in->acct[0], &cf, duration_ns(&in->logs[0]));
+        return;
+    }
+    text_rank_table(stdout, in->logs, in->st, n);
+    printf("\n== TOTAL (%d logs; peak allocated is the sum of the ranks' peaks, the largest is %llu B) ==\n",
+           n, (unsigned long long)in->max_peak);
+    text_stats(stdout, &in->st[n], NULL);
+    for (int i = 0; i < n; i++) {
+        printf("\n== RANK %d ==", in->logs[i].rank >= 0 ? in->logs[i].rank : i);
+        numa_text_rank(stdout, &in->logs[i]);
+        sites_text(stdout, &in->logs[i]); /* with stacks only */
+        acct_log_text(stdout, &in->acct[i]);
+        struct acct_copy_facts cf = acct_copy_facts_of(&in->st[i]);
+        acct_advice_text(stdout, &in->acct[i], &cf, duration_ns(&in->logs[i]));
+    }
+    acct_logs_text(stdout, in->logs, in->acct, n);
+    gpu_report_text(stdout, in->logs, n); /* GPU TIMELINE, per rank */
+}
+
+static void free_input(struct report_input *in)
+{
+    for (int i = 0; in->st && i <= in->n; i++)
+        free(in->st[i].errs), free(in->st[i].statuses);
+    for (int i = 0; in->logs && i < in->n; i++)
+        tslog_free(&in->logs[i]);
+    for (int i = 0; in->acct && i < in->n; i++)
+        acct_log_free(&in->acct[i]);
+    free(in->st);
+    free(in->acct);
+    free(in->logs);
+}
+
+int cmd_report(int argc, char **argv)
+{
+    bool json = false;
+    const char *html = NULL; /* --html FILE: the page instead of the report */
+    int rc = 0;
+    int first = parse_args(argc, argv, &json, &html, &rc);
+    if (first < 0)
+        return rc;
+    struct report_input in = { .n = argc - first };
+    if (in.n <= 0)
+        return usage();
+    in.logs = calloc((size_t)in.n, sizeof *in.logs);
+    in.st = calloc((size_t)in.n + 1, sizeof *in.st);
+    in.acct = calloc((size_t)in.n, sizeof *in.acct);
+    if (!in.logs || !in.st || !in.acct) {
+        fprintf(stderr, "trainshim: error: out of memory\n");
+        free_input(&in);
+        return 1;
+    }
+    for (int i = 0; i < in.n; i++)
+        rc |= load_log(&in, i, argv[first + i]);
+    if (!rc && !(rc = sum_total(&in))) {
+        if (html) {
+            struct html_input hi = { in.logs, in.st, in.acct, acct_copy_facts_of, in.n };
+            rc = html_report_write(html, &hi) ? 1 : 0;
+        } else if (json)
+            print_json(&in);
+        else
+            print_text(&in);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "trainshim: error: cannot write the report\n");
+            rc = 1;
+        }
+    }
+    free_input(&in);
     return rc;
 }

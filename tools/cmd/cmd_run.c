@@ -307,54 +307,67 @@ static int die_like(int sig)
     return 128 + sig;
 }
 
-int cmd_run(int argc, char **argv)
+/* Index of the command's first word, or -1 with *rc the exit status. */
+/* The value of option argv[*i] ("--name VALUE" or "--name=VALUE"), or NULL
+ * after saying it is missing. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, const char *what)
 {
-    const char *log_template = NULL, *html = NULL;
+    size_t len = strlen(name);
+    if (argv[*i][len] == '=')
+        return argv[*i] + len + 1;
+    if (*i + 1 < argc)
+        return argv[++*i];
+    fprintf(stderr, "trainshim: error: run: %s needs a value (%s)\n", name, what);
+    usage();
+    return NULL;
+}
+
+static int parse_args(int argc, char **argv, const char **log_template, const char **html, int *rc)
+{
     int i = 1;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
             i++;
             break;
         }
-        if (!strcmp(argv[i], "--log") && i + 1 < argc)
-            log_template = argv[++i];
-        else if (!strncmp(argv[i], "--log=", 6))
-            log_template = argv[i] + 6;
-        else if (!strcmp(argv[i], "--html") && i + 1 < argc)
-            html = argv[++i];
-        else if (!strncmp(argv[i], "--html=", 7))
-            html = argv[i] + 7;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        if (!strcmp(argv[i], "--log") || !strncmp(argv[i], "--log=", 6)) {
+            if (!(*log_template = option_value(argc, argv, &i, "--log", "a log path template"))) {
+                *rc = 2;
+                return -1;
+            }
+        } else if (!strcmp(argv[i], "--html") || !strncmp(argv[i], "--html=", 7)) {
+            if (!(*html = option_value(argc, argv, &i, "--html", "the HTML report's file"))) {
+                *rc = 2;
+                return -1;
+            }
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage();
-            return 0;
+            *rc = 0;
+            return -1;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "trainshim: error: run: unknown option '%s'\n", argv[i]);
             usage();
-            return 2;
+            *rc = 2;
+            return -1;
         } else
             break;
     }
     if (i >= argc) {
         usage();
-        return 2;
+        *rc = 2;
+        return -1;
     }
-    char **cmd = argv + i;
-    if (log_template) {
-        const char *why = ts_check_template(log_template);
-        if (why) {
-            fprintf(stderr, "trainshim: error: run: --log %s: %s\n", log_template, why);
-            return 2;
-        }
-        setenv("TRAINSHIM_LOG", log_template, 1);
-    }
-    char lib[PATH_MAX];
-    if (find_library(lib, sizeof lib) != 0 || set_preload(lib) != 0)
-        return 1;
+    return i;
+}
 
-    /* the template the child will use: TRAINSHIM_LOG, else TRAINSHIM_CONF's, else the default */
+/* The log path template the child will use: TRAINSHIM_LOG, else
+ * TRAINSHIM_CONF's, else the default (read quietly: the child prints its own
+ * configuration warnings). */
+static const char *child_log_template(void)
+{
     static struct ts_config cfg;
     int saved_err = dup(STDERR_FILENO), devnull = open("/dev/null", O_WRONLY);
-    if (devnull >= 0) /* the child prints its own configuration warnings */
+    if (devnull >= 0)
         dup2(devnull, STDERR_FILENO);
     ts_config_load(&cfg, environ, false);
     if (saved_err >= 0)
@@ -363,34 +376,41 @@ int cmd_run(int argc, char **argv)
         close(devnull);
     if (saved_err >= 0)
         close(saved_err);
-    char exact[PATH_MAX * 2], variants[PATH_MAX * 2];
-    template_patterns(cfg.log, exact, variants, sizeof exact);
-    const char *patterns[] = { exact, variants };
-    struct seen before;
-    collect(patterns, 2, &before);
+    return cfg.log;
+}
 
-    int errpipe[2];
-    if (pipe2(errpipe, O_CLOEXEC) != 0) {
-        perror("trainshim: error: run: pipe");
-        return 1;
-    }
-    struct sigaction sa = { 0 }, old_int, old_term;
+/* Signals sent to us alone go on to the child; an ignored signal (a
+ * background job's SIGINT) stays ignored, for us and, through exec, for the
+ * child. */
+static void forward_signals(struct sigaction *old_int, struct sigaction *old_term)
+{
+    struct sigaction sa = { 0 };
     sa.sa_sigaction = forward_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, NULL, &old_int);
-    sigaction(SIGTERM, NULL, &old_term);
-    /* an ignored signal (a background job's SIGINT) stays ignored, for us
-     * and, through exec, for the child */
-    if (old_int.sa_handler != SIG_IGN)
+    sigaction(SIGINT, NULL, old_int);
+    sigaction(SIGTERM, NULL, old_term);
+    if (old_int->sa_handler != SIG_IGN)
         sigaction(SIGINT, &sa, NULL);
-    if (old_term.sa_handler != SIG_IGN)
+    if (old_term->sa_handler != SIG_IGN)
         sigaction(SIGTERM, &sa, NULL);
+}
 
+/* Runs cmd to its end (*pid, *status); the exec's errno when it could not
+ * start, 0 when it ran, -1 when no child could be made. */
+static int run_child(char **cmd, pid_t *pid_out, int *status)
+{
+    int errpipe[2];
+    if (pipe2(errpipe, O_CLOEXEC) != 0) {
+        perror("trainshim: error: run: pipe");
+        return -1;
+    }
+    struct sigaction old_int, old_term;
+    forward_signals(&old_int, &old_term);
     pid_t pid = fork();
     if (pid < 0) {
         perror("trainshim: error: run: fork");
-        return 1;
+        return -1;
     }
     if (pid == 0) {
         sigaction(SIGINT, &old_int, NULL);
@@ -402,7 +422,7 @@ int cmd_run(int argc, char **argv)
             _exit(127);
         _exit(e == ENOENT ? 127 : 126);
     }
-    child_pid = pid;
+    child_pid = *pid_out = pid;
     close(errpipe[1]);
     int exec_errno = 0;
     ssize_t got;
@@ -410,12 +430,41 @@ int cmd_run(int argc, char **argv)
         got = read(errpipe[0], &exec_errno, sizeof exec_errno);
     while (got < 0 && errno == EINTR);
     close(errpipe[0]);
-
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
         ;
     child_pid = 0;
-    if (got == (ssize_t)sizeof exec_errno) {
+    return got == (ssize_t)sizeof exec_errno ? exec_errno : 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    const char *log_template = NULL, *html = NULL;
+    int rc = 0, first = parse_args(argc, argv, &log_template, &html, &rc);
+    if (first < 0)
+        return rc;
+    char **cmd = argv + first;
+    if (log_template) {
+        const char *why = ts_check_template(log_template);
+        if (why) {
+            fprintf(stderr, "trainshim: error: run: --log %s: %s\n", log_template, why);
+            return 2;
+        }
+        setenv("TRAINSHIM_LOG", log_template, 1);
+    }
+    char lib[PATH_MAX];
+    if (find_library(lib, sizeof lib) != 0 || set_preload(lib) != 0)
+        return 1;
+    char exact[PATH_MAX * 2], variants[PATH_MAX * 2];
+    template_patterns(child_log_template(), exact, variants, sizeof exact);
+    const char *patterns[] = { exact, variants };
+    struct seen before;
+    collect(patterns, 2, &before);
+    int status = 0;
+    pid_t pid = 0;
+    int exec_errno = run_child(cmd, &pid, &status);
+    if (exec_errno < 0)
+        return 1;
+    if (exec_errno > 0) {
         fprintf(stderr, "trainshim: error: run: %s: %s\n", cmd[0],
                 exec_errno == ENOENT ? "command not found" : strerror(exec_errno));
         free_seen(&before);

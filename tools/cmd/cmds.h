@@ -1,4 +1,5 @@
-/* The trainshim command's subcommands, one file each (tools/cmd_<name>.c). */
+/* The trainshim command's subcommands, one file each (tools/cmd/cmd_<name>.c;
+ * replay: tools/replay/cmd_replay.c). */
 #ifndef TRAINSHIM_CMDS_H
 #define TRAINSHIM_CMDS_H
 int cmd_run(int argc, char **argv);

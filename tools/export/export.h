@@ -23,6 +23,12 @@ uint64_t export_wall_ns(const struct tslog *log, uint64_t mono_ns);
 /* Writes s as a JSON string (quotes included). */
 void export_json_string(FILE *f, const char *s);
 
+/* Calls fn at each change of a device's allocated bytes, in time order
+ * (time_ns on the log's monotonic clock); stops at fn's first nonzero value
+ * and returns it, -1 when out of memory, else 0. */
+typedef int (*export_allocated_fn)(void *arg, uint64_t time_ns, int device, uint64_t allocated);
+int export_allocated_walk(const struct tslog *log, export_allocated_fn fn, void *arg);
+
 int export_chrome(FILE *f, const struct export_input *in);
 int export_snapshot(FILE *f, const struct export_input *in);
 int export_svg(FILE *f, const struct export_input *in);

@@ -128,12 +128,9 @@ static void write_gpu(struct writer *w, const struct tslog *log, int pid)
     gpu_free(&d);
 }
 
-static void write_log(struct writer *w, const struct tslog *log, int pid)
+static void write_process(struct writer *w, const struct tslog *log, int pid)
 {
-    struct stream_map *sm = calloc(1, sizeof *sm);
-    if (!sm)
-        return;
-    char name[160], api[64];
+    char name[160];
     if (log->rank >= 0)
         snprintf(name, sizeof name, "rank %d (pid %d)", log->rank, log->pid);
     else
@@ -144,7 +141,11 @@ static void write_log(struct writer *w, const struct tslog *log, int pid)
         w->f,
         "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}",
         pid, pid);
+}
 
+static void write_copies(struct writer *w, const struct tslog *log, int pid, struct stream_map *sm)
+{
+    char api[64];
     for (size_t i = 0; i < log->n_events; i++) {
         const struct tslog_event *e = &log->events[i];
         if (e->type != TS_REC_COPY)
@@ -159,6 +160,11 @@ static void write_log(struct writer *w, const struct tslog *log, int pid)
         export_json_string(w->f, tslog_api_name(log, e->api, api, sizeof api));
         fprintf(w->f, ",\"result\":%d}}", e->result);
     }
+}
+
+static void write_gemms(struct writer *w, const struct tslog *log, int pid, struct stream_map *sm)
+{
+    char api[64];
     for (size_t i = 0; i < log->n_gemms; i++) {
         const struct tslog_gemm *g = &log->gemms[i];
         int tid = stream_tid(sm, g->stream);
@@ -172,6 +178,10 @@ static void write_log(struct writer *w, const struct tslog *log, int pid)
         export_json_string(w->f, tslog_api_name(log, g->api, api, sizeof api));
         fputs("}}", w->f);
     }
+}
+
+static void write_collectives(struct writer *w, const struct tslog *log, int pid, struct stream_map *sm)
+{
     for (size_t i = 0; i < log->n_nccls; i++) {
         const struct tslog_nccl *c = &log->nccls[i];
         if (!ts_nccl_op_moves_data(c->op))
@@ -184,6 +194,34 @@ static void write_log(struct writer *w, const struct tslog *log, int pid)
                 "\"gpu_time\":\"%s\"}}",
                 c->bytes, c->count, c->comm_size, c->rank, c->gpu_ns ? "sampled" : "not timed");
     }
+}
+
+struct counter_state {
+    struct writer *w;
+    const struct tslog *log;
+    int pid;
+};
+
+static int allocated_counter(void *arg, uint64_t time_ns, int dev, uint64_t allocated)
+{
+    struct counter_state *cs = arg;
+    begin(cs->w);
+    fprintf(cs->w->f,
+            "{\"ph\":\"C\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"name\":\"allocated (device %d)\","
+            "\"args\":{\"bytes\":%" PRIu64 "}}",
+            cs->pid, us(cs->w, export_wall_ns(cs->log, time_ns)), dev, allocated);
+    return 0;
+}
+
+static void write_log(struct writer *w, const struct tslog *log, int pid)
+{
+    struct stream_map *sm = calloc(1, sizeof *sm);
+    if (!sm)
+        return;
+    write_process(w, log, pid);
+    write_copies(w, log, pid, sm);
+    write_gemms(w, log, pid, sm);
+    write_collectives(w, log, pid, sm);
     for (int i = 0; i < sm->n; i++) {
         char tn[64];
         if (sm->ids[i] == 0)
@@ -193,51 +231,9 @@ static void write_log(struct writer *w, const struct tslog *log, int pid)
         meta(w, pid, i + 1, "thread_name", tn);
     }
     write_gpu(w, log, pid);
-
     /* allocated bytes per device, one counter sample per change */
-    size_t n = 0;
-    const struct tslog_event **ev = sites_sorted_events(log, &n);
-    size_t cap = 2;
-    while (cap < n * 2 + 2)
-        cap *= 2;
-    struct {
-        uint64_t ptr, size;
-        int dev;
-    } *live = calloc(cap, sizeof *live);
-    if (ev && live) {
-        uint64_t cur[64] = { 0 };
-        for (size_t i = 0; i < n; i++) {
-            const struct tslog_event *e = ev[i];
-            size_t s = (size_t)ts_rec_mix64(e->ptr) & (cap - 1);
-            /* deletion leaves the slot's pointer 1 (a tombstone): simple, and
-             * the table is sized for every pointer ever allocated */
-            while (live[s].ptr && live[s].ptr != e->ptr)
-                s = (s + 1) & (cap - 1);
-            int dev;
-            if (e->type == TS_REC_ALLOC) {
-                if (live[s].ptr == e->ptr && live[s].size)
-                    cur[live[s].dev] -= live[s].size;
-                dev = e->device >= 0 && e->device < 64 ? e->device : 0;
-                live[s].ptr = e->ptr;
-                live[s].size = e->bytes;
-                live[s].dev = dev;
-                cur[dev] += e->bytes;
-            } else {
-                if (live[s].ptr != e->ptr || !live[s].size)
-                    continue;
-                dev = live[s].dev;
-                cur[dev] -= live[s].size;
-                live[s].size = 0;
-            }
-            begin(w);
-            fprintf(w->f,
-                    "{\"ph\":\"C\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"name\":\"allocated (device %d)\","
-                    "\"args\":{\"bytes\":%" PRIu64 "}}",
-                    pid, us(w, export_wall_ns(log, e->time_ns)), dev, cur[dev]);
-        }
-    }
-    free(live);
-    free(ev);
+    struct counter_state cs = { w, log, pid };
+    export_allocated_walk(log, allocated_counter, &cs);
     free(sm);
 }
 

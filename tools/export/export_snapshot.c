@@ -121,121 +121,133 @@ struct block {
     int live;
 };
 
-int export_snapshot(FILE *f, const struct export_input *in)
-{
-    const struct tslog *log = &in->logs[0];
+/* The export's state: the log's events in time order and a table of blocks by
+ * pointer (freed slots keep the pointer). */
+struct snap {
+    FILE *f;
+    const struct tslog *log;
     struct sites_data d;
-    if (sites_load(log->file, &d) != 0) {
-        sites_free(&d);
-        memset(&d, 0, sizeof d);
-        d.sym = sym_new();
-    }
-    size_t n = 0;
-    const struct tslog_event **ev = sites_sorted_events(log, &n);
-    size_t cap = 2;
-    while (cap < n * 2 + 2)
-        cap *= 2;
-    struct block *blocks = calloc(cap, sizeof *blocks); /* by pointer; freed slots keep the pointer */
-    if (!ev || !blocks || !d.sym) {
-        free(ev);
-        free(blocks);
-        sites_free(&d);
-        return 1;
-    }
-    int ndev = 1;
-    for (size_t i = 0; i < n; i++)
-        if (ev[i]->type == TS_REC_ALLOC && ev[i]->device >= ndev && ev[i]->device < 64)
-            ndev = ev[i]->device + 1;
+    const struct tslog_event **ev;
+    size_t n;
+    struct block *blocks;
+    size_t cap;
+};
 
+static struct block *block_of(struct snap *sn, uint64_t ptr)
+{
+    size_t s = (size_t)ts_rec_mix64(ptr) & (sn->cap - 1);
+    while (sn->blocks[s].ptr && sn->blocks[s].ptr != ptr)
+        s = (s + 1) & (sn->cap - 1);
+    return &sn->blocks[s];
+}
+
+static int device_of(const struct tslog_event *e) { return e->device >= 0 && e->device < 64 ? e->device : 0; }
+
+static void trace_block(struct snap *sn, const char *action, const struct block *b, uint64_t t_us)
+{
+    p_trace_entry(sn->f, action, b->ptr, b->size, b->stream, t_us, &sn->d, b->stack);
+}
+
+/* One device's trace: its allocations and frees replayed in time order. */
+static void device_trace(struct snap *sn, int dev)
+{
+    p_list_begin(sn->f);
+    for (size_t i = 0; i < sn->n; i++) {
+        const struct tslog_event *e = sn->ev[i];
+        struct block *b = block_of(sn, e->ptr);
+        uint64_t t_us = export_wall_ns(sn->log, e->time_ns) / 1000;
+        if (e->type == TS_REC_ALLOC) {
+            if (b->live && b->device == dev) {
+                /* handed out again without a free we saw: close the old block */
+                trace_block(sn, "free_completed", b, t_us);
+                trace_block(sn, "segment_free", b, t_us);
+            }
+            *b =
+                (struct block){ e->ptr,       e->bytes, e->stream, sites_stack_of(&sn->d, e->ptr, e->time_ns),
+                                device_of(e), 1 };
+            if (b->device != dev)
+                continue;
+            trace_block(sn, "segment_alloc", b, t_us);
+            trace_block(sn, "alloc", b, t_us);
+        } else if (b->ptr == e->ptr && b->live) {
+            b->live = 0;
+            if (b->device != dev)
+                continue;
+            trace_block(sn, "free_requested", b, t_us);
+            trace_block(sn, "free_completed", b, t_us);
+            trace_block(sn, "segment_free", b, t_us);
+        }
+    }
+    p_list_end(sn->f);
+}
+
+/* The blocks live at the end, over all devices. */
+static void replay_end_state(struct snap *sn)
+{
+    memset(sn->blocks, 0, sn->cap * sizeof *sn->blocks);
+    for (size_t i = 0; i < sn->n; i++) {
+        const struct tslog_event *e = sn->ev[i];
+        struct block *b = block_of(sn, e->ptr);
+        if (e->type == TS_REC_ALLOC)
+            *b =
+                (struct block){ e->ptr,       e->bytes, e->stream, sites_stack_of(&sn->d, e->ptr, e->time_ns),
+                                device_of(e), 1 };
+        else if (b->ptr == e->ptr)
+            b->live = 0;
+    }
+}
+
+/* A live block as a segment of its own with one active block. */
+static void write_segment(struct snap *sn, const struct block *b)
+{
+    FILE *f = sn->f;
+    p_dict_begin(f);
+    p_key_uint(f, "device", (uint64_t)b->device);
+    p_key_uint(f, "address", b->ptr);
+    /* a segment of one block: every size is the block's */
+    static const char *const sizes[] = { "total_size", "allocated_size", "active_size", "requested_size" };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        p_key_uint(f, sizes[i], b->size);
+    p_key_uint(f, "stream", b->stream);
+    p_key_str(f, "segment_type", b->size < (1u << 20) ? "small" : "large");
+    p_str(f, "is_expandable");
+    p_byte(f, 0x89); /* NEWFALSE */
+    p_str(f, "blocks");
+    p_list_begin(f);
+    p_dict_begin(f);
+    p_key_uint(f, "address", b->ptr);
+    p_key_uint(f, "size", b->size);
+    p_key_uint(f, "requested_size", b->size);
+    p_key_str(f, "state", "active_allocated");
+    p_str(f, "frames");
+    p_frames(f, &sn->d, b->stack);
+    p_dict_end(f);
+    p_list_end(f);
+    p_dict_end(f);
+}
+
+static void write_pickle(struct snap *sn)
+{
+    FILE *f = sn->f;
+    int ndev = 1;
+    for (size_t i = 0; i < sn->n; i++)
+        if (sn->ev[i]->type == TS_REC_ALLOC && sn->ev[i]->device >= ndev && sn->ev[i]->device < 64)
+            ndev = sn->ev[i]->device + 1;
     fputs("\x80\x02", f); /* PROTO 2 */
     p_dict_begin(f);
-    /* device_traces first: it fills the table of blocks live at the end */
     p_str(f, "device_traces");
     p_list_begin(f);
     for (int dev = 0; dev < ndev; dev++) {
-        p_list_begin(f);
-        for (size_t i = 0; i < n; i++) {
-            const struct tslog_event *e = ev[i];
-            size_t s = (size_t)ts_rec_mix64(e->ptr) & (cap - 1);
-            while (blocks[s].ptr && blocks[s].ptr != e->ptr)
-                s = (s + 1) & (cap - 1);
-            struct block *b = &blocks[s];
-            uint64_t t_us = export_wall_ns(log, e->time_ns) / 1000;
-            if (e->type == TS_REC_ALLOC) {
-                int edev = e->device >= 0 && e->device < 64 ? e->device : 0;
-                if (b->live && b->device == dev) {
-                    /* handed out again without a free we saw: close the old block */
-                    p_trace_entry(f, "free_completed", b->ptr, b->size, b->stream, t_us, &d, b->stack);
-                    p_trace_entry(f, "segment_free", b->ptr, b->size, b->stream, t_us, &d, b->stack);
-                }
-                *b = (struct block){ e->ptr, e->bytes, e->stream, sites_stack_of(&d, e->ptr, e->time_ns),
-                                     edev,   1 };
-                if (edev != dev)
-                    continue;
-                p_trace_entry(f, "segment_alloc", b->ptr, b->size, b->stream, t_us, &d, b->stack);
-                p_trace_entry(f, "alloc", b->ptr, b->size, b->stream, t_us, &d, b->stack);
-            } else if (b->ptr == e->ptr && b->live) {
-                b->live = 0;
-                if (b->device != dev)
-                    continue;
-                p_trace_entry(f, "free_requested", b->ptr, b->size, b->stream, t_us, &d, b->stack);
-                p_trace_entry(f, "free_completed", b->ptr, b->size, b->stream, t_us, &d, b->stack);
-                p_trace_entry(f, "segment_free", b->ptr, b->size, b->stream, t_us, &d, b->stack);
-            }
-        }
-        p_list_end(f);
-        if (dev + 1 < ndev)
-            memset(blocks, 0, cap * sizeof *blocks); /* replay again for the next device */
+        memset(sn->blocks, 0, sn->cap * sizeof *sn->blocks); /* each device replays from the start */
+        device_trace(sn, dev);
     }
     p_list_end(f);
-    /* after the last device's replay the table holds the end state of that
-     * device only: replay once more over all devices for the segments */
-    memset(blocks, 0, cap * sizeof *blocks);
-    for (size_t i = 0; i < n; i++) {
-        const struct tslog_event *e = ev[i];
-        size_t s = (size_t)ts_rec_mix64(e->ptr) & (cap - 1);
-        while (blocks[s].ptr && blocks[s].ptr != e->ptr)
-            s = (s + 1) & (cap - 1);
-        if (e->type == TS_REC_ALLOC)
-            blocks[s] = (struct block){ e->ptr,
-                                        e->bytes,
-                                        e->stream,
-                                        sites_stack_of(&d, e->ptr, e->time_ns),
-                                        e->device >= 0 && e->device < 64 ? e->device : 0,
-                                        1 };
-        else if (blocks[s].ptr == e->ptr)
-            blocks[s].live = 0;
-    }
+    replay_end_state(sn);
     p_str(f, "segments");
     p_list_begin(f);
-    for (size_t s = 0; s < cap; s++) {
-        const struct block *b = &blocks[s];
-        if (!b->live)
-            continue;
-        p_dict_begin(f);
-        p_key_uint(f, "device", (uint64_t)b->device);
-        p_key_uint(f, "address", b->ptr);
-        p_key_uint(f, "total_size", b->size);
-        p_key_uint(f, "allocated_size", b->size);
-        p_key_uint(f, "active_size", b->size);
-        p_key_uint(f, "requested_size", b->size);
-        p_key_uint(f, "stream", b->stream);
-        p_key_str(f, "segment_type", b->size < (1u << 20) ? "small" : "large");
-        p_str(f, "is_expandable");
-        p_byte(f, 0x89); /* NEWFALSE */
-        p_str(f, "blocks");
-        p_list_begin(f);
-        p_dict_begin(f);
-        p_key_uint(f, "address", b->ptr);
-        p_key_uint(f, "size", b->size);
-        p_key_uint(f, "requested_size", b->size);
-        p_key_str(f, "state", "active_allocated");
-        p_str(f, "frames");
-        p_frames(f, &d, b->stack);
-        p_dict_end(f);
-        p_list_end(f);
-        p_dict_end(f);
-    }
+    for (size_t s = 0; s < sn->cap; s++)
+        if (sn->blocks[s].live)
+            write_segment(sn, &sn->blocks[s]);
     p_list_end(f);
     p_str(f, "allocator_settings");
     p_dict_begin(f);
@@ -246,8 +258,28 @@ int export_snapshot(FILE *f, const struct export_input *in)
     p_list_end(f);
     p_dict_end(f);
     p_byte(f, '.'); /* STOP */
-    free(ev);
-    free(blocks);
-    sites_free(&d);
-    return 0;
+}
+
+int export_snapshot(FILE *f, const struct export_input *in)
+{
+    struct snap sn = { .f = f, .log = &in->logs[0] };
+    if (sites_load(sn.log, &sn.d) != 0) {
+        sites_free(&sn.d);
+        memset(&sn.d, 0, sizeof sn.d);
+        sn.d.sym = sym_new();
+    }
+    sn.ev = sites_sorted_events(sn.log, &sn.n);
+    sn.cap = 2;
+    while (sn.cap < sn.n * 2 + 2)
+        sn.cap *= 2;
+    sn.blocks = calloc(sn.cap, sizeof *sn.blocks);
+    int rc = 1;
+    if (sn.ev && sn.blocks && sn.d.sym) {
+        write_pickle(&sn);
+        rc = 0;
+    }
+    free(sn.ev);
+    free(sn.blocks);
+    sites_free(&sn.d);
+    return rc;
 }

@@ -29,15 +29,10 @@ struct series {
 
 static int add_point(struct series *s, uint64_t t, uint64_t v)
 {
-    if (s->n == s->cap) {
-        size_t c = s->cap ? s->cap * 2 : 256;
-        struct point *p = realloc(s->pts, c * sizeof *p);
-        if (!p)
-            return -1;
-        s->pts = p;
-        s->cap = c;
-    }
-    s->pts[s->n++] = (struct point){ t, v };
+    struct point *p = tslog_push_item((void **)&s->pts, &s->n, &s->cap, sizeof *p);
+    if (!p)
+        return -1;
+    *p = (struct point){ t, v };
     if (v > s->peak)
         s->peak = v;
     return 0;
@@ -54,48 +49,25 @@ static struct series *series_of(struct series *all, int *n, int log, int device)
     return &all[(*n)++];
 }
 
+struct collect_state {
+    const struct tslog *log;
+    int li;
+    struct series *all;
+    int *ns;
+};
+
+static int collect_point(void *arg, uint64_t time_ns, int dev, uint64_t allocated)
+{
+    struct collect_state *st = arg;
+    struct series *se = series_of(st->all, st->ns, st->li, dev);
+    return se ? add_point(se, export_wall_ns(st->log, time_ns), allocated) : 0;
+}
+
 /* Replays one log's allocations into per-device series (wall ns). */
 static int collect(const struct tslog *log, int li, struct series *all, int *ns)
 {
-    size_t n = 0;
-    const struct tslog_event **ev = sites_sorted_events(log, &n);
-    size_t cap = 2;
-    while (cap < n * 2 + 2)
-        cap *= 2;
-    struct {
-        uint64_t ptr, size;
-        int dev;
-    } *live = calloc(cap, sizeof *live);
-    int rc = ev && live ? 0 : -1;
-    uint64_t cur[64] = { 0 };
-    for (size_t i = 0; i < n && !rc; i++) {
-        const struct tslog_event *e = ev[i];
-        size_t s = (size_t)ts_rec_mix64(e->ptr) & (cap - 1);
-        while (live[s].ptr && live[s].ptr != e->ptr)
-            s = (s + 1) & (cap - 1);
-        int dev;
-        if (e->type == TS_REC_ALLOC) {
-            dev = e->device >= 0 && e->device < 64 ? e->device : 0;
-            if (live[s].ptr == e->ptr && live[s].size)
-                cur[live[s].dev] -= live[s].size;
-            live[s].ptr = e->ptr;
-            live[s].size = e->bytes;
-            live[s].dev = dev;
-            cur[dev] += e->bytes;
-        } else {
-            if (live[s].ptr != e->ptr || !live[s].size)
-                continue;
-            dev = live[s].dev;
-            cur[dev] -= live[s].size;
-            live[s].size = 0;
-        }
-        struct series *se = series_of(all, ns, li, dev);
-        if (se)
-            rc = add_point(se, export_wall_ns(log, e->time_ns), cur[dev]);
-    }
-    free(live);
-    free(ev);
-    return rc;
+    struct collect_state st = { log, li, all, ns };
+    return export_allocated_walk(log, collect_point, &st) ? -1 : 0;
 }
 
 static const char *human(double b, char *buf, size_t n)
@@ -126,14 +98,27 @@ static double nice_step(double span, int ticks)
     return 10 * p;
 }
 
-int export_svg(FILE *f, const struct export_input *in)
+/* The picture's frame: time from t0 to t1 (wall ns), bytes up to ymax. */
+struct frame {
+    uint64_t t0, t1, peak;
+    double span_s, ymax;
+    int pw, ph;
+};
+
+static double frame_x(const struct frame *fr, uint64_t t)
 {
-    struct series all[MAX_SERIES];
-    int ns = 0;
+    return LEFT + (double)(t - fr->t0) / (double)(fr->t1 - fr->t0) * fr->pw;
+}
+
+static double frame_y(const struct frame *fr, double v) { return TOP + fr->ph - v / fr->ymax * fr->ph; }
+
+/* Collects every log's series and the time span of the runs; -1 when out of memory. */
+static int collect_all(const struct export_input *in, struct series *all, int *ns, struct frame *fr)
+{
     uint64_t t0 = UINT64_MAX, t1 = 0, peak = 0;
     for (int i = 0; i < in->n; i++) {
-        if (collect(&in->logs[i], i, all, &ns))
-            goto fail;
+        if (collect(&in->logs[i], i, all, ns))
+            return -1;
         const struct tslog *log = &in->logs[i];
         uint64_t start = log->have_header ? log->start_realtime_ns : export_wall_ns(log, log->first_time_ns);
         uint64_t end = export_wall_ns(log, log->complete ? log->end_time_ns : log->last_time_ns);
@@ -142,18 +127,28 @@ int export_svg(FILE *f, const struct export_input *in)
         if (end > t1)
             t1 = end;
     }
-    for (int i = 0; i < ns; i++)
+    for (int i = 0; i < *ns; i++)
         if (all[i].peak > peak)
             peak = all[i].peak;
     if (t0 == UINT64_MAX)
         t0 = t1 = 0;
     if (t1 <= t0)
         t1 = t0 + 1000000;
-    double span_s = (double)(t1 - t0) / 1e9, ymax = peak ? (double)peak * 1.1 : 1024.0;
-    int pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
-#define X(t) (LEFT + (double)((t)-t0) / (double)(t1 - t0) * pw)
-#define Y(v) (TOP + ph - (double)(v) / ymax * ph)
+    *fr = (struct frame){ .t0 = t0,
+                          .t1 = t1,
+                          .peak = peak,
+                          .span_s = (double)(t1 - t0) / 1e9,
+                          .ymax = peak ? (double)peak * 1.1 : 1024.0,
+                          .pw = W - LEFT - RIGHT,
+                          .ph = H - TOP - BOTTOM };
+    return 0;
+}
+
+/* The title, gridlines, axes and their labels. */
+static void write_axes(FILE *f, const struct frame *fr)
+{
     char b1[32];
+    int pw = fr->pw, ph = fr->ph;
     fprintf(f,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
@@ -161,22 +156,21 @@ int export_svg(FILE *f, const struct export_input *in)
             "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n"
             "<text x=\"%d\" y=\"28\" font-size=\"16\" font-weight=\"bold\">Device memory allocated over time "
             "(peak %s)</text>\n",
-            W, H, W, H, W, H, LEFT, human((double)peak, b1, sizeof b1));
-    /* grid and axes */
+            W, H, W, H, W, H, LEFT, human((double)fr->peak, b1, sizeof b1));
     /* byte ticks at round numbers of the unit they are labelled in */
     double unit = 1;
-    while (ymax / unit >= 1024)
+    while (fr->ymax / unit >= 1024)
         unit *= 1024;
-    double ystep = nice_step(ymax / unit, 5) * unit;
-    for (double v = 0; v <= ymax; v += ystep) {
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", LEFT, Y(v),
-                LEFT + pw, Y(v));
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", LEFT - 6, Y(v) + 4,
+    double ystep = nice_step(fr->ymax / unit, 5) * unit;
+    for (double v = 0; v <= fr->ymax; v += ystep) {
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", LEFT,
+                frame_y(fr, v), LEFT + pw, frame_y(fr, v));
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", LEFT - 6, frame_y(fr, v) + 4,
                 human(v, b1, sizeof b1));
     }
-    double xstep = nice_step(span_s, 8);
-    for (double s = 0; s <= span_s + 1e-12; s += xstep) {
-        double x = LEFT + s / span_s * pw;
+    double xstep = nice_step(fr->span_s, 8);
+    for (double s = 0; s <= fr->span_s + 1e-12; s += xstep) {
+        double x = LEFT + s / fr->span_s * pw;
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>\n", x, TOP, x,
                 TOP + ph);
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.3g</text>\n", x, TOP + ph + 18, s);
@@ -186,53 +180,62 @@ int export_svg(FILE *f, const struct export_input *in)
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", LEFT, TOP, LEFT,
             TOP + ph);
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time (s)</text>\n", LEFT + pw / 2, H - 15);
-    /* series: a step line, reduced per pixel column */
-    for (int i = 0; i < ns; i++) {
-        const struct series *s = &all[i];
-        const char *col = colors[i % 10];
-        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%.1f,%.1f", col,
-                X(t0), Y(0));
-        uint64_t prev = 0;
-        long col_x = -1;
-        for (size_t k = 0; k < s->n; k++) {
-            long px = (long)X(s->pts[k].t);
-            if (px == col_x && k + 1 < s->n && (long)X(s->pts[k + 1].t) == px) {
-                /* same pixel: keep only its highest value */
-                if (s->pts[k].v > prev) {
-                    fprintf(f, " %.1f,%.1f", X(s->pts[k].t), Y(s->pts[k].v));
-                    prev = s->pts[k].v;
-                }
-                continue;
+}
+
+/* One series: a step line reduced per pixel column, and its legend entry. */
+static void write_series(FILE *f, const struct frame *fr, const struct series *s, int i,
+                         const struct tslog *log)
+{
+    const char *col = colors[i % 10];
+    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%.1f,%.1f", col,
+            frame_x(fr, fr->t0), frame_y(fr, 0));
+    uint64_t prev = 0;
+    long col_x = -1;
+    for (size_t k = 0; k < s->n; k++) {
+        double x = frame_x(fr, s->pts[k].t);
+        long px = (long)x;
+        if (px == col_x && k + 1 < s->n && (long)frame_x(fr, s->pts[k + 1].t) == px) {
+            /* same pixel: keep only its highest value */
+            if (s->pts[k].v > prev) {
+                fprintf(f, " %.1f,%.1f", x, frame_y(fr, (double)s->pts[k].v));
+                prev = s->pts[k].v;
             }
-            col_x = px;
-            fprintf(f, " %.1f,%.1f %.1f,%.1f", X(s->pts[k].t), Y(prev), X(s->pts[k].t), Y(s->pts[k].v));
-            prev = s->pts[k].v;
+            continue;
         }
-        fprintf(f, " %.1f,%.1f\"/>\n", X(t1), Y(prev));
-        const struct tslog *log = &in->logs[s->log];
-        char label[96];
-        if (log->rank >= 0)
-            snprintf(label, sizeof label, "rank %d device %d", log->rank, s->device);
-        else
-            snprintf(label, sizeof label, "pid %d device %d", log->pid, s->device);
-        int ly = TOP + 10 + 36 * i;
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"4\" fill=\"%s\"/>\n", LEFT + pw + 16, ly,
-                col);
-        fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n", LEFT + pw + 36, ly + 6, label);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#555\">peak %s</text>\n", LEFT + pw + 36, ly + 22,
-                human((double)s->peak, b1, sizeof b1));
+        col_x = px;
+        fprintf(f, " %.1f,%.1f %.1f,%.1f", x, frame_y(fr, (double)prev), x, frame_y(fr, (double)s->pts[k].v));
+        prev = s->pts[k].v;
     }
-    if (!ns)
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no device allocations in the log</text>\n",
-                LEFT + pw / 2, TOP + ph / 2);
-    fputs("</svg>\n", f);
-#undef X
-#undef Y
+    fprintf(f, " %.1f,%.1f\"/>\n", frame_x(fr, fr->t1), frame_y(fr, (double)prev));
+    char label[96], b1[32];
+    if (log->rank >= 0)
+        snprintf(label, sizeof label, "rank %d device %d", log->rank, s->device);
+    else
+        snprintf(label, sizeof label, "pid %d device %d", log->pid, s->device);
+    int ly = TOP + 10 + 36 * i, lx = LEFT + fr->pw;
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"4\" fill=\"%s\"/>\n", lx + 16, ly, col);
+    fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n", lx + 36, ly + 6, label);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#555\">peak %s</text>\n", lx + 36, ly + 22,
+            human((double)s->peak, b1, sizeof b1));
+}
+
+int export_svg(FILE *f, const struct export_input *in)
+{
+    struct series all[MAX_SERIES];
+    int ns = 0;
+    struct frame fr;
+    int rc = collect_all(in, all, &ns, &fr) ? 1 : 0;
+    if (!rc) {
+        write_axes(f, &fr);
+        for (int i = 0; i < ns; i++)
+            write_series(f, &fr, &all[i], i, &in->logs[all[i].log]);
+        if (!ns)
+            fprintf(
+                f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no device allocations in the log</text>\n",
+                LEFT + fr.pw / 2, TOP + fr.ph / 2);
+        fputs("</svg>\n", f);
+    }
     for (int i = 0; i < ns; i++)
         free(all[i].pts);
-    return 0;
-fail:
-    for (int i = 0; i < ns; i++)
-        free(all[i].pts);
-    return 1;
+    return rc;
 }

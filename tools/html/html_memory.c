@@ -358,7 +358,7 @@ int html_memory_series(struct json *j, const struct tslog *log, const struct htm
         goto out;
     replay_snaps(ev, n, a.t0, &m, s, ns);
     struct sites_data sd;
-    if (sites_load(log->file, &sd))
+    if (sites_load(log, &sd))
         sd.n_stacks = 0;
     j_open(j, "memory_series", '{');
     j_u64(j, "span_ns", a.span);

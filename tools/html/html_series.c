@@ -89,12 +89,9 @@ static bool pool_refused(const struct html_raw *r, const struct html_oom *o)
 void html_raw_load(const struct tslog *log, struct html_raw *r)
 {
     memset(r, 0, sizeof *r);
-    size_t size = 0;
-    unsigned char *p = tslog_read_bytes(log->file, &size);
     struct raw_walk w = { log, html_axis_of(log), r };
-    if (p)
-        tslog_walk_records(p, size, raw_one, &w);
-    free(p);
+    if (log->raw) /* the valid bytes the reader kept */
+        tslog_walk_records(log->raw, log->raw_size, raw_one, &w);
     /* failed allocation calls (a run without a pool has no OOM records) */
     for (size_t i = 0; i < log->n_events; i++) {
         const struct tslog_event *e = &log->events[i];

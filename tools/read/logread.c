@@ -41,19 +41,29 @@ static void take(void *dst, size_t dst_size, const unsigned char *rec, uint32_t 
     memcpy(dst, rec, len < dst_size ? len : dst_size);
 }
 
+void *tslog_push_item(void **arr, size_t *n, size_t *cap, size_t size)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        void *g = realloc(*arr, c * size);
+        if (!g)
+            return NULL;
+        *arr = g;
+        *cap = c;
+    }
+    return (char *)*arr + (*n)++ * size;
+}
+#define PUSH_ITEM(log, name)                                                                                 \
+    tslog_push_item((void **)&(log)->name##s, &(log)->n_##name##s, &(log)->cap_##name##s,                    \
+                    sizeof *(log)->name##s)
+
 static int push_event(struct tslog *log, const struct tslog_event *e)
 {
-    if (log->n_events == log->cap_events) {
-        size_t cap = log->cap_events ? log->cap_events * 2 : 256;
-        struct tslog_event *n = realloc(log->events, cap * sizeof *n);
-        if (!n)
-            return -1;
-        log->events = n;
-        log->cap_events = cap;
-    }
-    log->events[log->n_events] = *e;
-    log->events[log->n_events].seq = log->n_events;
-    log->n_events++;
+    struct tslog_event *slot = PUSH_ITEM(log, event);
+    if (!slot)
+        return -1;
+    *slot = *e;
+    slot->seq = log->n_events - 1;
     return 0;
 }
 
@@ -218,104 +228,116 @@ static const char *read_event(struct tslog *log, uint16_t type, const unsigned c
     return push_event(log, &e) ? "out of memory" : NULL;
 }
 
-/* Appends one element of size sz to a growing array. */
-static void *push_item(void **arr, size_t *n, size_t *cap, size_t sz)
+static const char *read_gemm(struct tslog *log, const struct ts_rec_hdr *h, const unsigned char *rec)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        void *g = realloc(*arr, c * sz);
-        if (!g)
-            return NULL;
-        *arr = g;
-        *cap = c;
-    }
-    return (char *)*arr + (*n)++ * sz;
-}
-#define PUSH_ITEM(log, name)                                                                                 \
-    push_item((void **)&(log)->name##s, &(log)->n_##name##s, &(log)->cap_##name##s, sizeof *(log)->name##s)
-
-static const char *read_accounting(struct tslog *log, uint16_t type, const unsigned char *rec, uint32_t len)
-{
-    struct ts_rec_hdr h;
-    memcpy(&h, rec, sizeof h);
-    switch (type) {
-    case TS_REC_GEMM: {
-        struct ts_rec_gemm r;
-        take(&r, sizeof r, rec, len);
-        struct tslog_gemm *g = PUSH_ITEM(log, gemm);
-        if (!g)
-            return "out of memory";
-        *g = (struct tslog_gemm){ .time_ns = h.time_ns,
-                                  .flops = r.flops,
-                                  .stream = r.stream,
-                                  .sample_id = r.sample_id,
-                                  .m = r.m,
-                                  .n = r.n,
-                                  .k = r.k,
-                                  .batch = r.batch,
-                                  .api = r.api,
-                                  .device = r.device,
-                                  .data_type = r.data_type,
-                                  .out_type = r.out_type,
-                                  .compute_type = r.compute_type,
-                                  .result = r.result,
-                                  .tid = h.tid,
-                                  .transa = r.transa,
-                                  .transb = r.transb,
-                                  .is_complex = r.is_complex };
-        break;
-    }
-    case TS_REC_NCCL: {
-        struct ts_rec_nccl r;
-        take(&r, sizeof r, rec, len);
-        struct tslog_nccl *c = PUSH_ITEM(log, nccl);
-        if (!c)
-            return "out of memory";
-        *c = (struct tslog_nccl){ .time_ns = h.time_ns,
-                                  .count = r.count,
-                                  .bytes = r.bytes,
-                                  .comm_id = r.comm_id,
-                                  .stream = r.stream,
-                                  .sample_id = r.sample_id,
-                                  .api = r.api,
-                                  .op = r.op,
-                                  .datatype = r.datatype,
-                                  .comm_size = r.comm_size,
-                                  .rank = r.rank,
-                                  .peer = r.peer,
-                                  .result = r.result,
-                                  .group_depth = r.group_depth,
-                                  .tid = h.tid };
-        break;
-    }
-    case TS_REC_COMM: {
-        struct ts_rec_comm r;
-        take(&r, sizeof r, rec, len);
-        struct tslog_comm *c = PUSH_ITEM(log, comm);
-        if (!c)
-            return "out of memory";
-        *c = (struct tslog_comm){ .time_ns = h.time_ns,
-                                  .comm_id = r.comm_id,
-                                  .parent_id = r.parent_id,
-                                  .api = r.api,
-                                  .kind = r.kind,
-                                  .comm_size = r.comm_size,
-                                  .rank = r.rank,
-                                  .color = r.color,
-                                  .result = r.result };
-        break;
-    }
-    case TS_REC_GPU_TIME: {
-        struct ts_rec_gpu_time r;
-        take(&r, sizeof r, rec, len);
-        struct tslog_gpu_time *t = PUSH_ITEM(log, gpu_time);
-        if (!t)
-            return "out of memory";
-        *t = (struct tslog_gpu_time){ .sample_id = r.sample_id, .gpu_ns = r.gpu_ns, .kind = r.kind };
-        break;
-    }
-    }
+    struct ts_rec_gemm r;
+    take(&r, sizeof r, rec, h->len);
+    struct tslog_gemm *g = PUSH_ITEM(log, gemm);
+    if (!g)
+        return "out of memory";
+    *g = (struct tslog_gemm){ .time_ns = h->time_ns,
+                              .flops = r.flops,
+                              .stream = r.stream,
+                              .sample_id = r.sample_id,
+                              .m = r.m,
+                              .n = r.n,
+                              .k = r.k,
+                              .batch = r.batch,
+                              .api = r.api,
+                              .device = r.device,
+                              .data_type = r.data_type,
+                              .out_type = r.out_type,
+                              .compute_type = r.compute_type,
+                              .result = r.result,
+                              .tid = h->tid,
+                              .transa = r.transa,
+                              .transb = r.transb,
+                              .is_complex = r.is_complex };
     return NULL;
+}
+
+static const char *read_nccl(struct tslog *log, const struct ts_rec_hdr *h, const unsigned char *rec)
+{
+    struct ts_rec_nccl r;
+    take(&r, sizeof r, rec, h->len);
+    struct tslog_nccl *c = PUSH_ITEM(log, nccl);
+    if (!c)
+        return "out of memory";
+    *c = (struct tslog_nccl){ .time_ns = h->time_ns,
+                              .count = r.count,
+                              .bytes = r.bytes,
+                              .comm_id = r.comm_id,
+                              .stream = r.stream,
+                              .sample_id = r.sample_id,
+                              .api = r.api,
+                              .op = r.op,
+                              .datatype = r.datatype,
+                              .comm_size = r.comm_size,
+                              .rank = r.rank,
+                              .peer = r.peer,
+                              .result = r.result,
+                              .group_depth = r.group_depth,
+                              .tid = h->tid };
+    return NULL;
+}
+
+static const char *read_comm(struct tslog *log, const struct ts_rec_hdr *h, const unsigned char *rec)
+{
+    struct ts_rec_comm r;
+    take(&r, sizeof r, rec, h->len);
+    struct tslog_comm *c = PUSH_ITEM(log, comm);
+    if (!c)
+        return "out of memory";
+    *c = (struct tslog_comm){ .time_ns = h->time_ns,
+                              .comm_id = r.comm_id,
+                              .parent_id = r.parent_id,
+                              .api = r.api,
+                              .kind = r.kind,
+                              .comm_size = r.comm_size,
+                              .rank = r.rank,
+                              .color = r.color,
+                              .result = r.result };
+    return NULL;
+}
+
+static const char *read_gpu_time(struct tslog *log, const struct ts_rec_hdr *h, const unsigned char *rec)
+{
+    struct ts_rec_gpu_time r;
+    take(&r, sizeof r, rec, h->len);
+    struct tslog_gpu_time *t = PUSH_ITEM(log, gpu_time);
+    if (!t)
+        return "out of memory";
+    *t = (struct tslog_gpu_time){ .sample_id = r.sample_id, .gpu_ns = r.gpu_ns, .kind = r.kind };
+    return NULL;
+}
+
+static void read_copy_convert(struct tslog *log, const struct ts_rec_hdr *h, const unsigned char *rec)
+{
+    struct ts_rec_copy_convert c;
+    take(&c, sizeof c, rec, h->len);
+    log->n_copy_converts++;
+    log->copy_converted_bytes += c.bytes;
+    log->copy_converted_chunks += c.chunks;
+    log->copy_converted_blocked_ns += c.host_blocked_ns;
+    log->copy_staging_wait_ns += c.staging_wait_ns;
+}
+
+static void read_pinned_alloc(struct tslog *log, const struct ts_rec_hdr *h, const unsigned char *rec)
+{
+    struct ts_rec_pinned_alloc a;
+    take(&a, sizeof a, rec, h->len);
+    log->n_pinned_allocs++;
+    log->n_pinned_cache_hits += a.cache_hit != 0;
+}
+
+static void read_end(struct tslog *log, const struct ts_rec_hdr *h, const unsigned char *rec)
+{
+    struct ts_rec_end e;
+    take(&e, sizeof e, rec, h->len);
+    log->complete = true;
+    log->end_time_ns = h->time_ns;
+    log->end_records_written = e.records_written;
+    log->end_records_dropped = e.records_dropped;
 }
 
 static int by_sample_id(const void *a, const void *b)
@@ -353,14 +375,18 @@ static void join_gpu_times(struct tslog *log)
             log->nccls[i].gpu_ns = find_gpu_time(log, log->nccls[i].sample_id, TS_REC_NCCL);
 }
 
-int tslog_parse(const void *data, size_t size, const char *name, struct tslog *log)
+static void init_log(struct tslog *log, const char *name)
 {
-    const unsigned char *d = data;
     memset(log, 0, sizeof *log);
     log->file = dup_bytes(name, strlen(name));
-    log->file_size = size;
     log->pid = log->rank = log->local_rank = log->world_size = -1;
-    if (size < sizeof(struct ts_log_preamble)) {
+}
+
+/* 0 when the size bytes at d start with a readable preamble; else the error is set. */
+static int check_preamble(struct tslog *log, const unsigned char *d, size_t size, const char *name)
+{
+    struct ts_log_preamble pre;
+    if (size < sizeof pre) {
         if (size == 0)
             set_msg(log->error, sizeof log->error, "%s: empty file (offset 0)", name);
         else if (memcmp(d, TS_LOG_MAGIC, size < 8 ? size : 8) != 0)
@@ -368,10 +394,9 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
         else
             set_msg(log->error, sizeof log->error,
                     "%s: truncated at offset %zu: shorter than the %zu-byte preamble", name, size,
-                    sizeof(struct ts_log_preamble));
+                    sizeof pre);
         return -1;
     }
-    struct ts_log_preamble pre;
     memcpy(&pre, d, sizeof pre);
     if (memcmp(pre.magic, TS_LOG_MAGIC, 8) != 0) {
         set_msg(log->error, sizeof log->error, "%s: not a trainshim log (bad magic at offset 0)", name);
@@ -391,106 +416,113 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
     }
     log->version_major = pre.version_major;
     log->version_minor = pre.version_minor;
+    return 0;
+}
 
-    size_t off = sizeof pre;
-    while (off < size) {
-        struct ts_rec_hdr h;
-        const char *bad = NULL;
-        if (size - off < sizeof h) {
-            set_msg(log->note, sizeof log->note,
-                    "truncated at offset %zu: incomplete record header (%zu of %zu bytes)", off, size - off,
-                    sizeof h);
-            break;
-        }
-        memcpy(&h, d + off, sizeof h);
-        if (h.len < sizeof h || h.len % TS_REC_ALIGN || h.len > TS_REC_MAX_LEN) {
-            set_msg(log->note, sizeof log->note, "corrupt record at offset %zu: invalid length %u", off,
-                    h.len);
-            break;
-        }
-        if (h.len > size - off) {
-            set_msg(log->note, sizeof log->note, "truncated at offset %zu: record of %u bytes, %zu present",
-                    off, h.len, size - off);
-            break;
-        }
-        if (ts_rec_check(d + off, h.len) != h.check) {
-            set_msg(log->note, sizeof log->note, "corrupt record at offset %zu: check mismatch", off);
-            break;
-        }
-        if (log->complete) {
-            set_msg(log->note, sizeof log->note, "data after the end record at offset %zu", off);
-            break;
-        }
-        if (!log->have_header && h.type != TS_REC_HEADER) {
-            set_msg(log->note, sizeof log->note,
-                    "corrupt log at offset %zu: first record is type %u, not the header", off, h.type);
-            break;
-        }
-        const unsigned char *rec = d + off;
-        switch (h.type) {
-        case TS_REC_HEADER: bad = read_header(log, rec, h.len); break;
-        case TS_REC_API_NAMES: bad = read_api_names(log, rec, h.len); break;
-        case TS_REC_DEVICE: bad = read_device(log, rec, h.len); break;
-        case TS_REC_ALLOC:
-        case TS_REC_FREE:
-        case TS_REC_COPY:
-        case TS_REC_ERROR: bad = read_event(log, h.type, rec, h.len); break;
-        case TS_REC_GEMM:
-        case TS_REC_NCCL:
-        case TS_REC_COMM:
-        case TS_REC_GPU_TIME: bad = read_accounting(log, h.type, rec, h.len); break;
-        case TS_REC_COPY_CONVERT: {
-            struct ts_rec_copy_convert c;
-            take(&c, sizeof c, rec, h.len);
-            log->n_copy_converts++;
-            log->copy_converted_bytes += c.bytes;
-            log->copy_converted_chunks += c.chunks;
-            log->copy_converted_blocked_ns += c.host_blocked_ns;
-            log->copy_staging_wait_ns += c.staging_wait_ns;
-            break;
-        }
-        case TS_REC_PINNED_ALLOC: {
-            struct ts_rec_pinned_alloc a;
-            take(&a, sizeof a, rec, h.len);
-            log->n_pinned_allocs++;
-            log->n_pinned_cache_hits += a.cache_hit != 0;
-            break;
-        }
-        case TS_REC_POOL_STATS: read_pool_stats(log, rec, h.len); break;
-        case TS_REC_POOL_OOM: log->n_pool_oom_records++; break;
-        /* CUPTI activity: read by tools/report/report_gpu.c from the file itself */
-        case TS_REC_GPU_KERNEL:
-        case TS_REC_GPU_MEMCPY:
-        case TS_REC_GPU_NAME:
-        case TS_REC_GPU_CLOCK:
-        case TS_REC_GPU_STATUS: break;
-        case TS_REC_END: {
-            struct ts_rec_end e;
-            take(&e, sizeof e, rec, h.len);
-            log->complete = true;
-            log->end_time_ns = h.time_ns;
-            log->end_records_written = e.records_written;
-            log->end_records_dropped = e.records_dropped;
-            break;
-        }
-        default: log->n_unknown++; break;
-        }
-        if (bad) {
-            set_msg(log->note, sizeof log->note, "corrupt record at offset %zu: %s", off, bad);
-            break;
-        }
-        if (h.type < TS_REC_TYPE_COUNT_V1)
-            log->n_by_type[h.type]++;
-        if (!log->n_records || h.time_ns < log->first_time_ns)
-            log->first_time_ns = h.time_ns;
-        if (h.time_ns > log->last_time_ns)
-            log->last_time_ns = h.time_ns;
-        log->n_records++;
-        off += h.len;
+/* Whether the avail bytes at off start with a whole record header of a valid
+ * length (into *h); else the note says why reading stops there. */
+static bool header_ok(struct tslog *log, const unsigned char *p, size_t avail, size_t off,
+                      struct ts_rec_hdr *h)
+{
+    if (avail < sizeof *h) {
+        set_msg(log->note, sizeof log->note,
+                "truncated at offset %zu: incomplete record header (%zu of %zu bytes)", off, avail,
+                sizeof *h);
+        return false;
     }
+    memcpy(h, p, sizeof *h);
+    if (h->len < sizeof *h || h->len % TS_REC_ALIGN || h->len > TS_REC_MAX_LEN) {
+        set_msg(log->note, sizeof log->note, "corrupt record at offset %zu: invalid length %u", off, h->len);
+        return false;
+    }
+    return true;
+}
+
+/* Whether all of the record at off is among the avail bytes present there. */
+static bool body_present(struct tslog *log, const struct ts_rec_hdr *h, size_t off, size_t avail)
+{
+    if (h->len <= avail)
+        return true;
+    set_msg(log->note, sizeof log->note, "truncated at offset %zu: record of %u bytes, %zu present", off,
+            h->len, avail);
+    return false;
+}
+
+/* Whether a whole record may be read here: its check matches and it stands
+ * where the format allows it. */
+static bool record_allowed(struct tslog *log, const unsigned char *rec, const struct ts_rec_hdr *h,
+                           size_t off)
+{
+    if (ts_rec_check(rec, h->len) != h->check)
+        set_msg(log->note, sizeof log->note, "corrupt record at offset %zu: check mismatch", off);
+    else if (log->complete)
+        set_msg(log->note, sizeof log->note, "data after the end record at offset %zu", off);
+    else if (!log->have_header && h->type != TS_REC_HEADER)
+        set_msg(log->note, sizeof log->note,
+                "corrupt log at offset %zu: first record is type %u, not the header", off, h->type);
+    else
+        return true;
+    return false;
+}
+
+/* Reads one record by its type; NULL when fine, else why it is corrupt. */
+static const char *dispatch_record(struct tslog *log, const unsigned char *rec, const struct ts_rec_hdr *h)
+{
+    switch (h->type) {
+    case TS_REC_HEADER: return read_header(log, rec, h->len);
+    case TS_REC_API_NAMES: return read_api_names(log, rec, h->len);
+    case TS_REC_DEVICE: return read_device(log, rec, h->len);
+    case TS_REC_ALLOC:
+    case TS_REC_FREE:
+    case TS_REC_COPY:
+    case TS_REC_ERROR: return read_event(log, h->type, rec, h->len);
+    case TS_REC_GEMM: return read_gemm(log, h, rec);
+    case TS_REC_NCCL: return read_nccl(log, h, rec);
+    case TS_REC_COMM: return read_comm(log, h, rec);
+    case TS_REC_GPU_TIME: return read_gpu_time(log, h, rec);
+    case TS_REC_COPY_CONVERT: read_copy_convert(log, h, rec); break;
+    case TS_REC_PINNED_ALLOC: read_pinned_alloc(log, h, rec); break;
+    case TS_REC_POOL_STATS: read_pool_stats(log, rec, h->len); break;
+    case TS_REC_POOL_OOM: log->n_pool_oom_records++; break;
+    /* CUPTI activity: read by tools/report/report_gpu.c from the log's bytes */
+    case TS_REC_GPU_KERNEL:
+    case TS_REC_GPU_MEMCPY:
+    case TS_REC_GPU_NAME:
+    case TS_REC_GPU_CLOCK:
+    case TS_REC_GPU_STATUS: break;
+    case TS_REC_NUMA: break; /* read by tools/report/report_numa.c */
+    case TS_REC_END: read_end(log, h, rec); break;
+    default: log->n_unknown++; break;
+    }
+    return NULL;
+}
+
+/* Reads the whole record at off; false when reading stops there (note set). */
+static bool read_record(struct tslog *log, const unsigned char *rec, const struct ts_rec_hdr *h, size_t off)
+{
+    if (!record_allowed(log, rec, h, off))
+        return false;
+    const char *bad = dispatch_record(log, rec, h);
+    if (bad) {
+        set_msg(log->note, sizeof log->note, "corrupt record at offset %zu: %s", off, bad);
+        return false;
+    }
+    if (h->type < TS_REC_TYPE_COUNT_V1)
+        log->n_by_type[h->type]++;
+    if (!log->n_records || h->time_ns < log->first_time_ns)
+        log->first_time_ns = h->time_ns;
+    if (h->time_ns > log->last_time_ns)
+        log->last_time_ns = h->time_ns;
+    log->n_records++;
+    return true;
+}
+
+/* After the last record read (reading stopped at off; more: bytes remained). */
+static void finish_log(struct tslog *log, size_t off, bool more)
+{
     join_gpu_times(log);
     log->stop_offset = off;
-    log->truncated = off < size;
+    log->truncated = more;
     if (!log->truncated && !log->complete)
         set_msg(log->note, sizeof log->note,
                 "incomplete: no end record (log ends at offset %zu; the process did not exit cleanly)", off);
@@ -498,54 +530,156 @@ int tslog_parse(const void *data, size_t size, const char *name, struct tslog *l
         set_msg(log->note, sizeof log->note,
                 "inconsistent: the end record counts %llu records, %llu were read",
                 (unsigned long long)log->end_records_written, (unsigned long long)(log->n_records - 1));
+}
+
+int tslog_parse(const void *data, size_t size, const char *name, struct tslog *log)
+{
+    const unsigned char *d = data;
+    init_log(log, name);
+    log->file_size = size;
+    if (check_preamble(log, d, size, name))
+        return -1;
+    size_t off = sizeof(struct ts_log_preamble);
+    while (off < size) {
+        struct ts_rec_hdr h;
+        if (!header_ok(log, d + off, size - off, off, &h) || !body_present(log, &h, off, size - off)
+            || !read_record(log, d + off, &h, off))
+            break;
+        off += h.len;
+    }
+    finish_log(log, off, off < size);
+    log->raw = (unsigned char *)dup_bytes(d, off);
+    log->raw_size = log->raw ? off : 0;
     return 0;
+}
+
+/* Reads up to want bytes (fewer only at the end of the input); -1 on an error. */
+static ssize_t read_full(int fd, void *p, size_t want)
+{
+    size_t n = 0;
+    while (n < want) {
+        ssize_t r = read(fd, (char *)p + n, want - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    return (ssize_t)n;
+}
+
+/* The valid bytes read so far, and room for the record being read. */
+struct stream_buf {
+    unsigned char *p;
+    size_t n, cap;
+};
+
+static unsigned char *room_for(struct stream_buf *b, size_t more)
+{
+    if (b->cap - b->n < more) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap - b->n < more)
+            cap *= 2;
+        unsigned char *g = realloc(b->p, cap);
+        if (!g)
+            return NULL;
+        b->p = g;
+        b->cap = cap;
+    }
+    return b->p + b->n;
+}
+
+/* Reads records from fd one at a time, keeping only the valid ones, until the
+ * end of the input or the first record that cannot be read (*more: bytes
+ * remained there).  -1 on a read error (errno), -2 out of memory. */
+static int stream_records(int fd, struct tslog *log, struct stream_buf *b, bool *more)
+{
+    for (;;) {
+        struct ts_rec_hdr h;
+        unsigned char *rec = room_for(b, sizeof h);
+        if (!rec)
+            return -2;
+        ssize_t got = read_full(fd, rec, sizeof h);
+        if (got <= 0) {
+            *more = false;
+            return (int)got;
+        }
+        *more = true;
+        if (!header_ok(log, rec, (size_t)got, b->n, &h))
+            return 0;
+        if (!(rec = room_for(b, h.len)))
+            return -2;
+        ssize_t body = read_full(fd, rec + sizeof h, h.len - sizeof h);
+        if (body < 0)
+            return -1;
+        if (!body_present(log, &h, b->n, sizeof h + (size_t)body) || !read_record(log, rec, &h, b->n))
+            return 0;
+        b->n += h.len;
+    }
+}
+
+/* Bytes not read from a regular file past the stopping point count in the file size. */
+static uint64_t input_size(int fd, uint64_t read_up_to)
+{
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > read_up_to)
+        return (uint64_t)st.st_size;
+    return read_up_to;
 }
 
 int tslog_read_file(const char *path, struct tslog *log)
 {
     int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
+    init_log(log, path);
     if (fd < 0) {
-        memset(log, 0, sizeof *log);
         set_msg(log->error, sizeof log->error, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    size_t cap = 1 << 16, n = 0;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-        cap = (size_t)st.st_size + 1;
-    char *buf = malloc(cap);
-    ssize_t r = 0;
-    while (buf) {
-        if (n == cap) {
-            char *g = realloc(buf, cap * 2);
-            if (!g) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = g;
-            cap *= 2;
-        }
-        r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
+    struct stream_buf b = { 0 };
+    bool more = false;
+    ssize_t got = room_for(&b, sizeof(struct ts_log_preamble))
+                      ? read_full(fd, b.p, sizeof(struct ts_log_preamble))
+                      : -2;
+    int rc = got < 0 ? (int)got : check_preamble(log, b.p, (size_t)got, path) ? 1 : 0;
+    if (rc == 0) {
+        b.n = (size_t)got;
+        rc = stream_records(fd, log, &b, &more);
     }
-    int err = errno;
+    const char *why = rc == -2 ? "out of memory" : rc == -1 ? strerror(errno) : NULL;
+    log->file_size = input_size(fd, b.n);
     if (fd)
         close(fd);
-    if (!buf || r < 0) {
-        free(buf);
-        memset(log, 0, sizeof *log);
-        set_msg(log->error, sizeof log->error, "%s: cannot read: %s", path,
-                buf ? strerror(err) : "out of memory");
+    if (rc) {
+        free(b.p);
+        if (why) {
+            tslog_free(log);
+            set_msg(log->error, sizeof log->error, "%s: cannot read: %s", path, why);
+        }
         return -1;
     }
-    int rc = tslog_parse(buf, n, path, log);
-    free(buf);
-    return rc;
+    finish_log(log, b.n, more);
+    log->raw = b.p;
+    log->raw_size = b.n;
+    return 0;
+}
+
+bool tslog_config_value(const struct tslog *log, const char *name, char *buf, size_t n)
+{
+    size_t l = strlen(name);
+    for (const char *p = log->config; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > l && !strncmp(p, name, l) && p[l] == '=') {
+            size_t v = len - l - 1 < n - 1 ? len - l - 1 : n - 1;
+            memcpy(buf, p + l + 1, v);
+            buf[v] = 0;
+            return true;
+        }
+        p = nl ? nl + 1 : p + len;
+    }
+    return false;
 }
 
 void tslog_free(struct tslog *log)
@@ -564,6 +698,7 @@ void tslog_free(struct tslog *log)
     free(log->nccls);
     free(log->comms);
     free(log->gpu_times);
+    free(log->raw);
     memset(log, 0, sizeof *log);
 }
 
@@ -573,29 +708,6 @@ const char *tslog_api_name(const struct tslog *log, int api, char *buf, size_t n
         return log->api_names[api];
     snprintf(buf, n, "api#%d", api);
     return buf;
-}
-
-unsigned char *tslog_read_bytes(const char *path, size_t *size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return NULL;
-    }
-    size_t cap = (size_t)st.st_size, n = 0;
-    unsigned char *p = malloc(cap ? cap : 1);
-    while (p && n < cap) {
-        ssize_t r = read(fd, p + n, cap - n);
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    *size = n;
-    return p;
 }
 
 int tslog_walk_records(const unsigned char *p, size_t size,

@@ -110,6 +110,8 @@ struct tslog {
     uint64_t stop_offset; /* first byte not read as a whole valid record */
     char note[320];       /* why reading stopped early, "" if it did not */
     char error[320];      /* fatal: not a (readable) log; "" if none */
+    unsigned char *raw;   /* the valid bytes read (preamble and whole records), raw_size of them */
+    size_t raw_size;
 
     /* compute and communication accounting (TS_REC_GEMM/_NCCL/_COMM; the
      * sampled TS_REC_GPU_TIME records are joined into gpu_ns by sample id) */
@@ -147,15 +149,19 @@ void tslog_free(struct tslog *log);
 /* Name of an API id: its registered name, or "api#<id>" in buf. */
 const char *tslog_api_name(const struct tslog *log, int api, char *buf, size_t n);
 
-/* For report parts that read their own record types from the log's bytes
- * (report_sites.c, report_gpu.c): the bytes of a regular file (NULL if it
- * cannot be read; free() them), and a walk over its valid records in order.
- * The walk stops at the first record whose length or check is bad, or when
- * fn returns nonzero (that value is returned); -1 when the bytes are not a
- * trainshim log of this major version, else 0. */
-unsigned char *tslog_read_bytes(const char *path, size_t *size);
+/* For report parts that read their own record types from the log's valid
+ * bytes (log->raw: report_sites.c, report_gpu.c): a walk over its records in
+ * order.  The walk stops at the first record whose length or check is bad,
+ * or when fn returns nonzero (that value is returned); -1 when the bytes are
+ * not a trainshim log of this major version, else 0. */
 int tslog_walk_records(const unsigned char *p, size_t size,
                        int (*fn)(void *arg, const struct ts_rec_hdr *h, const unsigned char *rec), void *arg);
+/* The run's value of a TRAINSHIM_* option, from the configuration its header
+ * logged ("NAME=value" lines), cut to n - 1 bytes; false if absent. */
+bool tslog_config_value(const struct tslog *log, const char *name, char *buf, size_t n);
+/* Appends one zeroed-or-not element of size bytes to a growing array (*n of
+ * *cap used); its address, or NULL when out of memory. */
+void *tslog_push_item(void **arr, size_t *n, size_t *cap, size_t size);
 /* A byte count as the report prints it: "123 B", "1.50 MiB". */
 const char *tslog_human_bytes(uint64_t b, char *buf, size_t n);
 #endif

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "alloc/alloc.h"
 #include "devmem/cuda_provider.h"
+#include "core/config.h"
 #include "cmd/cmds.h"
 #include "replay/replay_offload.h"
 
@@ -42,38 +43,6 @@ static void usage(FILE *f)
                "                        [--mode expandable|caching|off] [--limit BYTES]\n"
                "                        [--provider auto|cuda|fake] [--json]\n"
                "                        [--device-memory BYTES [--offload]]\n");
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
-        return -1;
-    uint64_t m = 1;
-    if (*end) {
-        switch (*end) {
-        case 'K':
-        case 'k': m = 1ull << 10; break;
-        case 'M':
-        case 'm': m = 1ull << 20; break;
-        case 'G':
-        case 'g': m = 1ull << 30; break;
-        case 'T':
-        case 't': m = 1ull << 40; break;
-        default: return -1;
-        }
-        end++;
-        if (*end == 'i')
-            end++;
-        if (*end == 'B')
-            end++;
-        if (*end)
-            return -1;
-    }
-    *out = (uint64_t)(v * (double)m);
-    return 0;
 }
 
 static int find_script(char *out, size_t n)
@@ -328,227 +297,311 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int cmd_replay(int argc, char **argv)
+/* A size option: the units of the TRAINSHIM_* size options (ts_parse_size). */
+static int size_arg(const char *name, const char *v, uint64_t *out)
 {
-    rp_opts o = { .level = "tensor", .mode = "expandable", .provider = "auto" };
+    const char *err = ts_parse_size(v, out);
+    if (err)
+        fprintf(stderr, "trainshim: error: bad %s '%s': %s\n", name, v, err);
+    return err ? -1 : 0;
+}
+
+/* 0: options parsed; else the exit status (help printed: 0 is returned as -1). */
+static int parse_args(int argc, char **argv, rp_opts *o)
+{
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
-            return 0;
+            return -1;
         } else if (!strcmp(a, "--json")) {
-            o.json = 1;
+            o->json = 1;
         } else if (!strcmp(a, "--level") && v) {
-            o.level = v, i++;
+            o->level = v, i++;
         } else if (!strcmp(a, "--mode") && v) {
-            o.mode = v, i++;
+            o->mode = v, i++;
         } else if (!strcmp(a, "--provider") && v) {
-            o.provider = v, i++;
+            o->provider = v, i++;
         } else if (!strcmp(a, "--device") && v) {
-            o.device = atoi(v), i++;
+            o->device = atoi(v), i++;
         } else if (!strcmp(a, "--capacity") && v) {
-            if (parse_size(v, &o.capacity)) {
-                fprintf(stderr, "trainshim: error: bad --capacity '%s'\n", v);
+            if (size_arg("--capacity", v, &o->capacity))
                 return 2;
-            }
             i++;
         } else if (!strcmp(a, "--offload")) {
-            o.offload = 1;
+            o->offload = 1;
         } else if (!strcmp(a, "--device-memory") && v) {
-            if (parse_size(v, &o.device_memory) || !o.device_memory) {
-                fprintf(stderr, "trainshim: error: bad --device-memory '%s'\n", v);
+            if (size_arg("--device-memory", v, &o->device_memory))
+                return 2;
+            if (!o->device_memory) {
+                fprintf(stderr, "trainshim: error: bad --device-memory '%s': must be above 0\n", v);
                 return 2;
             }
             i++;
         } else if (!strcmp(a, "--limit") && v) {
-            if (parse_size(v, &o.limit)) {
-                fprintf(stderr, "trainshim: error: bad --limit '%s'\n", v);
+            if (size_arg("--limit", v, &o->limit))
                 return 2;
-            }
             i++;
-        } else if (a[0] != '-' && !o.file) {
-            o.file = a;
+        } else if (a[0] != '-' && !o->file) {
+            o->file = a;
         } else {
             fprintf(stderr, "trainshim: error: replay: unexpected argument '%s'\n", a);
             usage(stderr);
             return 2;
         }
     }
-    int mode = mode_of(o.mode);
-    if (!o.file || mode < 0 || (strcmp(o.level, "tensor") && strcmp(o.level, "segment"))
-        || (strcmp(o.provider, "auto") && strcmp(o.provider, "cuda") && strcmp(o.provider, "fake"))) {
+    if (!o->file || mode_of(o->mode) < 0 || (strcmp(o->level, "tensor") && strcmp(o->level, "segment"))
+        || (strcmp(o->provider, "auto") && strcmp(o->provider, "cuda") && strcmp(o->provider, "fake"))) {
         usage(stderr);
         return 2;
     }
-    if (access(o.file, R_OK)) {
-        fprintf(stderr, "trainshim: error: cannot read %s: %s\n", o.file, strerror(errno));
-        return 1;
-    }
-    rp_event *ev = NULL;
-    size_t nev = 0, ninit = 0;
-    uint64_t rec_res = 0, rec_alloc = 0;
-    if (load_events(&o, &ev, &nev, &ninit, &rec_res, &rec_alloc))
-        return 1;
+    return 0;
+}
 
-    /* the provider */
+/* The pages: the CUDA driver's unless --provider fake or none answers. */
+typedef struct {
     rp_cuda cu;
-    ts_fake_provider *fake = NULL;
-    const ts_page_provider *prov = NULL;
-    const char *prov_name = "fake";
-    uint64_t capacity = o.capacity;
-    if (strcmp(o.provider, "fake")) {
+    ts_fake_provider *fake;
+    const ts_page_provider *table;
+    const char *name;
+    uint64_t capacity;
+    uint64_t device_memory; /* --device-memory: the table is wrapped by dm */
+    rp_offload dm;
+} rp_provider;
+
+static int open_provider(const rp_opts *o, rp_provider *p)
+{
+    p->fake = NULL;
+    p->table = NULL;
+    p->device_memory = 0;
+    p->name = "fake";
+    p->capacity = o->capacity;
+    if (strcmp(o->provider, "fake")) {
         uint64_t total = 0;
-        if (open_cuda(&cu, o.device, &total) == 0) {
-            prov = ts_cuda_provider_table(cu.prov);
-            prov_name = "cuda";
-            if (!capacity)
-                capacity = total;
-        } else if (!strcmp(o.provider, "cuda")) {
+        if (open_cuda(&p->cu, o->device, &total) == 0) {
+            p->table = ts_cuda_provider_table(p->cu.prov);
+            p->name = "cuda";
+            if (!p->capacity)
+                p->capacity = total;
+        } else if (!strcmp(o->provider, "cuda")) {
             fprintf(stderr, "trainshim: error: no usable CUDA driver VMM API (libcuda.so.1)\n");
-            free(ev);
-            return 1;
+            return -1;
         } else {
-            close_cuda(&cu);
-            if (!o.json)
+            close_cuda(&p->cu);
+            if (!o->json)
                 fprintf(stderr, "trainshim: no usable CUDA driver VMM API; replaying on the fake provider\n");
         }
     }
-    if (!capacity)
-        capacity = 80ull << 30;
-    if (!prov) {
-        fake = ts_fake_create(capacity, 2ull << 20);
+    if (!p->capacity)
+        p->capacity = 80ull << 30;
+    if (!p->table) {
+        p->fake = ts_fake_create(p->capacity, 2ull << 20);
         /* fences that finish only when waited for: the slowest device */
         if (getenv("TRAINSHIM_REPLAY_SLOW_FENCES"))
-            ts_fake_set_manual_fences(fake, 1);
-        prov = ts_fake_provider_table(fake);
+            ts_fake_set_manual_fences(p->fake, 1);
+        p->table = ts_fake_provider_table(p->fake);
     }
-    rp_offload dm; /* --device-memory: the device's pages, and with --offload the host's beyond them */
-    if (o.device_memory)
-        prov = rp_offload_wrap(&dm, prov, o.device_memory, o.offload);
-    ts_pool_config cfg = { .mode = mode, .device = o.device, .capacity = capacity, .memory_limit = o.limit };
-    int st;
-    ts_pool *pool = ts_pool_create(&cfg, prov, &st);
-    if (!pool) {
-        fprintf(stderr, "trainshim: error: cannot create the %s pool (status %d)\n", o.mode, st);
-        free(ev);
-        return 1;
+    /* --device-memory: the device's pages, and with --offload the host's beyond them */
+    if (o->device_memory) {
+        p->table = rp_offload_wrap(&p->dm, p->table, o->device_memory, o->offload);
+        p->device_memory = o->device_memory;
     }
-    ts_pool_stream_add(pool, 0);
+    return 0;
+}
 
+static void close_provider(rp_provider *p)
+{
+    if (p->device_memory)
+        rp_offload_free(&p->dm);
+    if (p->fake)
+        ts_fake_destroy(p->fake);
+    else
+        close_cuda(&p->cu);
+}
+
+/* What the replay counted beside the pool's own statistics. */
+typedef struct {
+    uint64_t ooms, first_oom, unknown_frees, ops;
+    double secs;
+} rp_result;
+
+static int replay_alloc(ts_pool *pool, addr_map *am, const rp_event *e, size_t i, rp_result *r)
+{
+    uint64_t old, ptr = 0;
+    if (am_take(am, e->addr, &old)) { /* inconsistent trace: drop the older */
+        ts_pool_free(pool, old, 0, 0);
+        r->ops++;
+    }
+    int rc = ts_pool_alloc(pool, e->size, 0, 0, &ptr);
+    r->ops++;
+    if (rc == TS_ALLOC_OOM) {
+        if (!r->ooms++)
+            r->first_oom = i;
+        return 0;
+    }
+    if (rc) {
+        fprintf(stderr, "trainshim: error: allocation failed with status %d at event %zu\n", rc, i);
+        return -1;
+    }
+    am_put(am, e->addr, ptr);
+    return 0;
+}
+
+static void replay_free(ts_pool *pool, addr_map *am, const rp_event *e, rp_result *r)
+{
+    uint64_t ptr;
+    if (!am_take(am, e->addr, &ptr)) {
+        r->unknown_frees++;
+        return;
+    }
+    ts_pool_free(pool, ptr, 0, 0);
+    r->ops++;
+}
+
+/* Plays the events on the pool; -1 when an allocation failed other than by OOM. */
+static int replay_events(ts_pool *pool, const rp_event *ev, size_t nev, rp_result *r)
+{
     addr_map am = { 0 };
     am.cap = 1;
     while (am.cap < nev * 2 + 64)
         am.cap <<= 1;
     am.k = calloc(am.cap, sizeof *am.k);
     am.v = calloc(am.cap, sizeof *am.v);
-    uint64_t ooms = 0, first_oom = 0, unknown_frees = 0, ops = 0, cur = 0, peak_live = 0;
     int fail = 0;
     double t0 = now_s();
-    for (size_t i = 0; i < nev && am.k && am.v; i++) {
-        rp_event *e = &ev[i];
-        uint64_t ptr = 0;
-        if (e->op == 'I' || e->op == 'A') {
-            uint64_t old;
-            if (am_take(&am, e->addr, &old)) { /* inconsistent trace: drop the older */
-                ts_pool_free(pool, old, 0, 0);
-                ops++;
-            }
-            int rc = ts_pool_alloc(pool, e->size, 0, 0, &ptr);
-            ops++;
-            if (rc == TS_ALLOC_OOM) {
-                if (!ooms++)
-                    first_oom = i;
-                continue;
-            }
-            if (rc) {
-                fprintf(stderr, "trainshim: error: allocation failed with status %d at event %zu\n", rc, i);
-                fail = 1;
-                break;
-            }
-            am_put(&am, e->addr, ptr);
-            cur += ts_round_up(e->size, TS_ALLOC_ALIGN);
-            if (cur > peak_live)
-                peak_live = cur;
-        } else if (e->op == 'F') {
-            if (!am_take(&am, e->addr, &ptr)) {
-                unknown_frees++;
-                continue;
-            }
-            uint64_t base = 0, size = 0;
-            ts_pool_lookup(pool, ptr, &base, &size);
-            cur -= size;
-            ts_pool_free(pool, ptr, 0, 0);
-            ops++;
-        }
+    for (size_t i = 0; i < nev && am.k && am.v && !fail; i++) {
+        if (ev[i].op == 'I' || ev[i].op == 'A')
+            fail = replay_alloc(pool, &am, &ev[i], i, r);
+        else if (ev[i].op == 'F')
+            replay_free(pool, &am, &ev[i], r);
     }
-    double secs = now_s() - t0;
-    ts_alloc_stats s;
-    ts_pool_stats(pool, &s);
-    ts_oom_report oom;
-    ts_pool_last_oom(pool, &oom);
-    double ratio =
-        s.peak_allocated_bytes ? (double)s.peak_reserved_bytes / (double)s.peak_allocated_bytes : 0;
-    double rec_ratio = rec_alloc ? (double)rec_res / (double)rec_alloc : 0;
-    double ns_op = ops ? secs * 1e9 / (double)ops : 0;
-    const double G = 1073741824.0;
-    if (o.json) {
-        printf("{\"file\": ");
-        json_str(o.file);
-        printf(
-            ", \"level\": \"%s\", \"mode\": \"%s\", \"provider\": \"%s\", "
-            "\"capacity_bytes\": %" PRIu64
-            ", \"events\": %zu, \"initial_blocks\": %zu, \"operations\": %" PRIu64 ", "
-            "\"peak_reserved_bytes\": %" PRIu64 ", \"peak_allocated_bytes\": %" PRIu64 ", "
-            "\"ratio\": %.6f, \"fragmentation\": %.6f, \"ooms\": %" PRIu64 ", \"first_oom_event\": %" PRId64
-            ", "
-            "\"driver_calls\": %" PRIu64 ", \"page_moves\": %" PRIu64 ", \"cache_hits\": %" PRIu64 ", "
-            "\"ns_per_op\": %.1f, \"unknown_frees\": %" PRIu64 ", "
-            "\"recorded_peak_reserved_bytes\": %" PRIu64 ", \"recorded_peak_allocated_bytes\": %" PRIu64 ", "
-            "\"recorded_ratio\": %.6f",
-            o.level, o.mode, prov_name, capacity, nev, ninit, ops, s.peak_reserved_bytes,
-            s.peak_allocated_bytes, ratio, s.fragmentation, ooms, ooms ? (int64_t)first_oom : (int64_t)-1,
-            s.driver_calls, s.page_moves, s.cache_hits, ns_op, unknown_frees, rec_res, rec_alloc, rec_ratio);
-        if (o.device_memory)
-            printf(", \"device_memory_bytes\": %" PRIu64 ", \"offload\": %s, \"peak_host_bytes\": %" PRIu64
-                   ", \"host_pages\": %" PRIu64,
-                   o.device_memory, o.offload ? "true" : "false", dm.peak_host_bytes, dm.host_pages);
-        printf("}\n");
-    } else {
-        printf(
-            "replay %s (%s level, %zu events, %zu live at start) mode %s, provider %s, capacity %.2f GiB\n",
-            o.file, o.level, nev, ninit, o.mode, prov_name, capacity / G);
-        printf("  trainshim: peak reserved %.2f GiB, peak allocated %.2f GiB, reserved/allocated %.4f, "
-               "fragmentation %.4f\n",
-               s.peak_reserved_bytes / G, s.peak_allocated_bytes / G, ratio, s.fragmentation);
-        printf("  PyTorch (recorded): peak reserved %.2f GiB, peak allocated %.2f GiB, reserved/allocated "
-               "%.4f\n",
-               rec_res / G, rec_alloc / G, rec_ratio);
-        printf("  OOMs %" PRIu64, ooms);
-        if (ooms)
-            printf(" (first at event %" PRIu64 ": %.2f GiB requested, %.2f GiB reserved, %.2f GiB allocated)",
-                   first_oom, oom.requested / G, oom.reserved / G, oom.allocated / G);
-        printf(", driver calls %" PRIu64 " (page moves %" PRIu64 "), cache hits %" PRIu64 " of %" PRIu64
-               " allocations, %.0f ns per operation\n",
-               s.driver_calls, s.page_moves, s.cache_hits, s.allocs, ns_op);
-        if (o.device_memory)
-            printf("  device memory %.2f GiB%s: peak %.2f GiB would have lived on the host (%" PRIu64
-                   " pages backed by it)\n",
-                   o.device_memory / G, o.offload ? ", offload on" : "", dm.peak_host_bytes / G,
-                   dm.host_pages);
-        if (unknown_frees)
-            printf("  %" PRIu64
-                   " frees skipped: their address was never allocated (or its allocation failed)\n",
-                   unknown_frees);
-    }
+    r->secs = now_s() - t0;
     free(am.k);
     free(am.v);
+    return fail;
+}
+
+/* What the summary prints: the run, the pool's figures and the recorded ones. */
+typedef struct {
+    const rp_opts *o;
+    const rp_provider *prov;
+    size_t nev, ninit;
+    uint64_t rec_res, rec_alloc;
+    const rp_result *r;
+    ts_alloc_stats s;
+    ts_oom_report oom;
+    double ratio, rec_ratio, ns_op;
+} rp_summary;
+
+static void print_json(const rp_summary *m)
+{
+    const ts_alloc_stats *s = &m->s;
+    const rp_result *r = m->r;
+    printf("{\"file\": ");
+    json_str(m->o->file);
+    printf(", \"level\": \"%s\", \"mode\": \"%s\", \"provider\": \"%s\", "
+           "\"capacity_bytes\": %" PRIu64
+           ", \"events\": %zu, \"initial_blocks\": %zu, \"operations\": %" PRIu64 ", "
+           "\"peak_reserved_bytes\": %" PRIu64 ", \"peak_allocated_bytes\": %" PRIu64 ", "
+           "\"ratio\": %.6f, \"fragmentation\": %.6f, \"ooms\": %" PRIu64 ", \"first_oom_event\": %" PRId64
+           ", "
+           "\"driver_calls\": %" PRIu64 ", \"page_moves\": %" PRIu64 ", \"cache_hits\": %" PRIu64 ", "
+           "\"ns_per_op\": %.1f, \"unknown_frees\": %" PRIu64 ", "
+           "\"recorded_peak_reserved_bytes\": %" PRIu64 ", \"recorded_peak_allocated_bytes\": %" PRIu64 ", "
+           "\"recorded_ratio\": %.6f",
+           m->o->level, m->o->mode, m->prov->name, m->prov->capacity, m->nev, m->ninit, r->ops,
+           s->peak_reserved_bytes, s->peak_allocated_bytes, m->ratio, s->fragmentation, r->ooms,
+           r->ooms ? (int64_t)r->first_oom : (int64_t)-1, s->driver_calls, s->page_moves, s->cache_hits,
+           m->ns_op, r->unknown_frees, m->rec_res, m->rec_alloc, m->rec_ratio);
+    if (m->prov->device_memory)
+        printf(", \"device_memory_bytes\": %" PRIu64 ", \"offload\": %s, \"peak_host_bytes\": %" PRIu64
+               ", \"host_pages\": %" PRIu64,
+               m->prov->device_memory, m->o->offload ? "true" : "false", m->prov->dm.peak_host_bytes,
+               m->prov->dm.host_pages);
+    printf("}\n");
+}
+
+static void print_text(const rp_summary *m)
+{
+    const double G = 1073741824.0;
+    const ts_alloc_stats *s = &m->s;
+    const rp_result *r = m->r;
+    printf("replay %s (%s level, %zu events, %zu live at start) mode %s, provider %s, capacity %.2f GiB\n",
+           m->o->file, m->o->level, m->nev, m->ninit, m->o->mode, m->prov->name, m->prov->capacity / G);
+    printf("  trainshim: peak reserved %.2f GiB, peak allocated %.2f GiB, reserved/allocated %.4f, "
+           "fragmentation %.4f\n",
+           s->peak_reserved_bytes / G, s->peak_allocated_bytes / G, m->ratio, s->fragmentation);
+    printf("  PyTorch (recorded): peak reserved %.2f GiB, peak allocated %.2f GiB, reserved/allocated "
+           "%.4f\n",
+           m->rec_res / G, m->rec_alloc / G, m->rec_ratio);
+    printf("  OOMs %" PRIu64, r->ooms);
+    if (r->ooms)
+        printf(" (first at event %" PRIu64 ": %.2f GiB requested, %.2f GiB reserved, %.2f GiB allocated)",
+               r->first_oom, m->oom.requested / G, m->oom.reserved / G, m->oom.allocated / G);
+    printf(", driver calls %" PRIu64 " (page moves %" PRIu64 "), cache hits %" PRIu64 " of %" PRIu64
+           " allocations, %.0f ns per operation\n",
+           s->driver_calls, s->page_moves, s->cache_hits, s->allocs, m->ns_op);
+    if (m->prov->device_memory)
+        printf("  device memory %.2f GiB%s: peak %.2f GiB would have lived on the host (%" PRIu64
+               " pages backed by it)\n",
+               m->prov->device_memory / G, m->o->offload ? ", offload on" : "",
+               m->prov->dm.peak_host_bytes / G, m->prov->dm.host_pages);
+    if (r->unknown_frees)
+        printf("  %" PRIu64 " frees skipped: their address was never allocated (or its allocation failed)\n",
+               r->unknown_frees);
+}
+
+static void summarize(rp_summary *m, ts_pool *pool)
+{
+    ts_pool_stats(pool, &m->s);
+    ts_pool_last_oom(pool, &m->oom);
+    m->ratio =
+        m->s.peak_allocated_bytes ? (double)m->s.peak_reserved_bytes / (double)m->s.peak_allocated_bytes : 0;
+    m->rec_ratio = m->rec_alloc ? (double)m->rec_res / (double)m->rec_alloc : 0;
+    m->ns_op = m->r->ops ? m->r->secs * 1e9 / (double)m->r->ops : 0;
+    if (m->o->json)
+        print_json(m);
+    else
+        print_text(m);
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    rp_opts o = { .level = "tensor", .mode = "expandable", .provider = "auto" };
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (access(o.file, R_OK)) {
+        fprintf(stderr, "trainshim: error: cannot read %s: %s\n", o.file, strerror(errno));
+        return 1;
+    }
+    rp_event *ev = NULL;
+    rp_summary m = { .o = &o };
+    if (load_events(&o, &ev, &m.nev, &m.ninit, &m.rec_res, &m.rec_alloc))
+        return 1;
+    rp_provider prov;
+    if (open_provider(&o, &prov)) {
+        free(ev);
+        return 1;
+    }
+    ts_pool_config cfg = {
+        .mode = mode_of(o.mode), .device = o.device, .capacity = prov.capacity, .memory_limit = o.limit
+    };
+    int st;
+    ts_pool *pool = ts_pool_create(&cfg, prov.table, &st);
+    if (!pool) {
+        fprintf(stderr, "trainshim: error: cannot create the %s pool (status %d)\n", o.mode, st);
+        free(ev);
+        return 1;
+    }
+    ts_pool_stream_add(pool, 0);
+    rp_result r = { 0 };
+    int fail = replay_events(pool, ev, m.nev, &r);
+    m.prov = &prov;
+    m.r = &r;
+    summarize(&m, pool);
     free(ev);
     ts_pool_destroy(pool);
-    if (o.device_memory)
-        rp_offload_free(&dm);
-    if (fake)
-        ts_fake_destroy(fake);
-    else
-        close_cuda(&cu);
+    close_provider(&prov);
     return fail ? 1 : 0;
 }

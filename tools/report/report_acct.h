@@ -39,9 +39,11 @@ struct acct_shape {
 struct acct_step {
     uint64_t first_gemm, gemms; /* index range in the time-sorted GEMMs */
     uint64_t start_ns;
-    uint64_t time_ns; /* 0: unknown (the last step) */
+    uint64_t time_ns; /* wall time to the next step's first GEMM; 0: unknown (the last step) */
     uint64_t flops;
     double ideal_ns; /* flops at the device's peak */
+    double gpu_ns;   /* GPU time of its GEMMs; NaN: not all were timed */
+    bool waits;      /* a copy between it and the next step waited for the GPU */
 };
 
 struct acct_compute {
@@ -63,7 +65,10 @@ struct acct_compute {
     struct acct_step *steps;
     size_t n_steps;
     uint64_t prefix_gemms; /* GEMMs before the first step */
+    bool single_gemm_loop; /* the GEMMs repeat one shape: no steps */
     uint64_t first_gemm_ns, last_gemm_ns;
+    uint64_t wait_after_ns; /* the first copy after the last GEMM that waited for the GPU; 0: none */
+    bool ideal_known;
     /* Where the GPU times come from: the log's CUPTI kernels matched to the
      * calls (every GEMM can be timed) or TRAINSHIM_FLOP_SAMPLE events. */
     enum { ACCT_GPU_SAMPLED, ACCT_GPU_CUPTI } gpu_source;
@@ -79,12 +84,18 @@ int acct_compute_analyze(const struct tslog *log, const char *peak_override, str
 void acct_compute_free(struct acct_compute *c);
 void acct_compute_text(FILE *f, const struct acct_compute *c);
 void acct_compute_json(const struct acct_json *j, const struct acct_compute *c);
-/* Steady-state MFU: GEMM FLOPs at peak over the wall time of the steps after
- * the first (warm-up); NaN when unknown. */
+/* A step's time on a basis that covers the GPU's work (see report_compute.c);
+ * NaN when unknown (the last step) or when there is none. */
+double acct_step_time_ns(const struct acct_step *st);
+/* Steady-state MFU: GEMM FLOPs at peak over the time of the steps after the
+ * first (warm-up); NaN when unknown.  Never above 100%. */
 double acct_steady_mfu(const struct acct_compute *c);
-/* MFU as reported: steady-state when steps were found, else over the span
- * from the first to the last GEMM; NaN when no peak is known. */
+/* MFU as reported: steady-state when steps were found, else from the first
+ * GEMM to the first copy after the last one that waited for the GPU; NaN
+ * when there is no honest basis (acct_mfu_basis says why). */
 double acct_mfu(const struct acct_compute *c);
+/* The basis of acct_mfu, or why it is n/a. */
+const char *acct_mfu_basis(const struct acct_compute *c);
 
 /* The smallest period p of seq (the shape sequence of the GEMMs) whose
  * longest periodic stretch holds at least two periods and half the sequence;
@@ -151,6 +162,8 @@ struct acct_log {
     /* an ADVICE line measured elsewhere (the GPU TIMELINE's idle gaps,
      * tools/report/report_gpu.c), empty when none; the caller fills it */
     char gpu_advice[256];
+    /* the NUMA placement's ADVICE line (tools/report/report_numa.c), "" when none */
+    char numa_advice[256];
 };
 /* Analyzes once (peaks from TRAINSHIM_PEAK_TFLOPS in the report's
  * environment, else the run's, else the device table).  0 or -1 (memory). */

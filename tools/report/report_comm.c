@@ -458,6 +458,8 @@ static int log_advice(const struct acct_log *a, const struct acct_copy_facts *cp
     int n = acct_advice(a->has_gemm ? &a->c : NULL, a->has_nccl ? &a->m : NULL, cp, run_ns, lines);
     if (a->gpu_advice[0] && n < ACCT_MAX_ADVICE)
         snprintf(lines[n++], 256, "%s", a->gpu_advice);
+    if (a->numa_advice[0] && n < ACCT_MAX_ADVICE)
+        snprintf(lines[n++], 256, "%s", a->numa_advice);
     return n;
 }
 
@@ -522,24 +524,28 @@ static int split_summaries(const struct acct_log *a, int n, struct acct_compute 
     return 0;
 }
 
-void acct_logs_text(FILE *f, const struct tslog *logs, const struct acct_log *a, int n)
+/* The ranks' table as text (f) or JSON (j). */
+static void logs_out(FILE *f, const struct acct_json *j, const struct tslog *logs, const struct acct_log *a,
+                     int n)
 {
     struct acct_compute *cs;
     struct acct_comm *ms;
     if (!any_accounting(a, n) || split_summaries(a, n, &cs, &ms))
         return;
-    acct_ranks_text(f, logs, cs, ms, n);
+    if (f)
+        acct_ranks_text(f, logs, cs, ms, n);
+    else
+        acct_ranks_json(j, logs, cs, ms, n);
     free(cs);
     free(ms);
 }
 
+void acct_logs_text(FILE *f, const struct tslog *logs, const struct acct_log *a, int n)
+{
+    logs_out(f, NULL, logs, a, n);
+}
+
 void acct_logs_json(const struct acct_json *j, const struct tslog *logs, const struct acct_log *a, int n)
 {
-    struct acct_compute *cs;
-    struct acct_comm *ms;
-    if (!any_accounting(a, n) || split_summaries(a, n, &cs, &ms))
-        return;
-    acct_ranks_json(j, logs, cs, ms, n);
-    free(cs);
-    free(ms);
+    logs_out(NULL, j, logs, a, n);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/core.h"
 #include "report/report_acct.h"
 #include "report/report_gpu.h"
 
@@ -63,24 +64,6 @@ static bool parse_peak(const char *s, double out[TS_PREC_COUNT])
     return ts_parse_rates(s, TS_PEAK_PRECISIONS, out, TS_PREC_COUNT) == NULL;
 }
 
-/* The run's own TRAINSHIM_PEAK_TFLOPS, from the configuration it logged. */
-static bool config_value(const char *config, const char *name, char *buf, size_t n)
-{
-    size_t l = strlen(name);
-    for (const char *p = config; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (len > l && !strncmp(p, name, l) && p[l] == '=') {
-            size_t v = len - l - 1 < n - 1 ? len - l - 1 : n - 1;
-            memcpy(buf, p + l + 1, v);
-            buf[v] = 0;
-            return true;
-        }
-        p = nl ? nl + 1 : p + len;
-    }
-    return false;
-}
-
 static void choose_peaks(const struct tslog *log, int device, const char *override, struct acct_compute *c)
 {
     const char *name = "";
@@ -99,7 +82,7 @@ static void choose_peaks(const struct tslog *log, int device, const char *overri
                 "trainshim: warning: TRAINSHIM_PEAK_TFLOPS=%s is not a number or type=number list; ignored\n",
                 override);
     }
-    if (config_value(log->config, "TRAINSHIM_PEAK_TFLOPS", conf, sizeof conf) && conf[0]
+    if (tslog_config_value(log, "TRAINSHIM_PEAK_TFLOPS", conf, sizeof conf) && conf[0]
         && parse_peak(conf, c->peak_tflops)) {
         snprintf(c->peak_source, sizeof c->peak_source, "TRAINSHIM_PEAK_TFLOPS=%.100s (run)", conf);
         return;
@@ -205,8 +188,55 @@ static double ideal_ns_of(const struct acct_compute *c, uint64_t flops, int prec
     return pk > 0 ? (double)flops / (pk * 1e3) : NAN;
 }
 
+/* Whether the host waited for the GPU in this copy: a synchronous copy, or
+ * one into pageable host memory (it returns once the data arrived). */
+static bool copy_waits(const struct tslog_event *e)
+{
+    return e->type == TS_REC_COPY && !e->result
+           && (!e->async || (e->dir == TS_D2H && e->host_kind == TS_HOST_PAGEABLE));
+}
+
+/* Whether a copy that waited for the GPU ended in [from, to). */
+static bool waited_between(const struct tslog *log, uint64_t from, uint64_t to)
+{
+    for (size_t i = 0; i < log->n_events; i++)
+        if (copy_waits(&log->events[i]) && log->events[i].time_ns >= from && log->events[i].time_ns < to)
+            return true;
+    return false;
+}
+
+static void fill_step(struct acct_compute *c, const struct tslog *log, const struct gemm_ref *order,
+                      struct acct_step *st, const uint64_t *cupti_ns)
+{
+    st->start_ns = order[st->first_gemm].time_ns;
+    for (size_t i = st->first_gemm; i < st->first_gemm + st->gemms; i++) {
+        const struct tslog_gemm *g = &log->gemms[order[i].idx];
+        uint64_t t = cupti_ns ? cupti_ns[order[i].idx] : g->gpu_ns;
+        st->flops += g->flops;
+        st->ideal_ns += ideal_ns_of(c, g->flops, ts_gemm_prec(g->data_type, g->compute_type));
+        st->gpu_ns += t ? (double)t : NAN;
+    }
+}
+
+/* Whether other work (collectives, copies, allocations) happened between
+ * the GEMMs from..to, at least once per step on average: what makes one
+ * GEMM per iteration a training step rather than a GEMM loop. */
+static bool work_between(const struct tslog *log, uint64_t from, uint64_t to, size_t nsteps)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < log->n_nccls; i++)
+        n += log->nccls[i].time_ns > from && log->nccls[i].time_ns < to;
+    for (size_t i = 0; i < log->n_events; i++)
+        n += log->events[i].type != TS_REC_ERROR && log->events[i].time_ns > from
+             && log->events[i].time_ns < to;
+    return n + 1 >= nsteps;
+}
+
+/* Steps: the repeating sequence of GEMM shapes.  One GEMM shape repeated
+ * with nothing else between is a GEMM loop (a benchmark), not a training
+ * step. */
 static void find_steps(struct acct_compute *c, const struct tslog *log, const struct gemm_ref *order,
-                       size_t n)
+                       size_t n, const uint64_t *cupti_ns)
 {
     uint64_t *seq = malloc((n ? n : 1) * sizeof *seq);
     if (!seq)
@@ -218,6 +248,10 @@ static void find_steps(struct acct_compute *c, const struct tslog *log, const st
     size_t nsteps = p ? (e - a) / p : 0;
     if (nsteps < 2)
         return;
+    if (p == 1 && !work_between(log, order[e - nsteps].time_ns, order[e - 1].time_ns, nsteps)) {
+        c->single_gemm_loop = true;
+        return;
+    }
     c->steps = calloc(nsteps, sizeof *c->steps);
     if (!c->steps)
         return;
@@ -227,19 +261,15 @@ static void find_steps(struct acct_compute *c, const struct tslog *log, const st
     size_t first = e - nsteps * p;
     c->prefix_gemms = first;
     for (size_t s = 0; s < nsteps; s++) {
-        struct acct_step *st = &c->steps[s];
-        st->first_gemm = first + s * p;
-        st->gemms = p;
-        st->start_ns = order[st->first_gemm].time_ns;
-        st->ideal_ns = 0;
-        for (size_t i = st->first_gemm; i < st->first_gemm + p; i++) {
-            const struct tslog_gemm *g = &log->gemms[order[i].idx];
-            st->flops += g->flops;
-            st->ideal_ns += ideal_ns_of(c, g->flops, ts_gemm_prec(g->data_type, g->compute_type));
-        }
+        c->steps[s].first_gemm = first + s * p;
+        c->steps[s].gemms = p;
+        fill_step(c, log, order, &c->steps[s], cupti_ns);
     }
-    for (size_t s = 0; s + 1 < nsteps; s++)
-        c->steps[s].time_ns = c->steps[s + 1].start_ns - c->steps[s].start_ns;
+    for (size_t s = 0; s + 1 < nsteps; s++) {
+        struct acct_step *st = &c->steps[s];
+        st->time_ns = c->steps[s + 1].start_ns - st->start_ns;
+        st->waits = waited_between(log, st->start_ns, c->steps[s + 1].start_ns);
+    }
 }
 
 /* ---- analysis ----------------------------------------------------------------- */
@@ -264,6 +294,90 @@ static uint64_t *cupti_gemm_times(const struct tslog *log, struct acct_compute *
     return ns;
 }
 
+/* The shape row of g, a new one when there is room; NULL past ACCT_MAX_SHAPES
+ * (*oom set when a new row could not be made). */
+static struct acct_shape *shape_of(struct acct_compute *c, size_t *cap, const struct tslog_gemm *g, int prec,
+                                   bool *oom)
+{
+    /* a linear probe over the few distinct shapes of a model is cheap next
+     * to reading the log; capped so no input makes it quadratic */
+    for (size_t k = 0; k < c->n_shapes; k++)
+        if (same_shape(&c->shapes[k], g, prec))
+            return &c->shapes[k];
+    if (c->n_shapes >= ACCT_MAX_SHAPES)
+        return NULL;
+    if (c->n_shapes == *cap) {
+        struct acct_shape *ns = realloc(c->shapes, *cap * 2 * sizeof *ns);
+        if (!ns) {
+            *oom = true;
+            return NULL;
+        }
+        c->shapes = ns;
+        *cap *= 2;
+    }
+    struct acct_shape *s = &c->shapes[c->n_shapes++];
+    memset(s, 0, sizeof *s);
+    s->m = g->m, s->n = g->n, s->k = g->k, s->batch = g->batch;
+    s->dtype = g->data_type, s->prec = prec, s->transa = g->transa, s->transb = g->transb;
+    s->align = ts_gemm_align_rule(g->data_type);
+    s->misaligned = s->align && (g->m % s->align || g->n % s->align || g->k % s->align);
+    return s;
+}
+
+/* Counts one successful GEMM call (gpu_ns: its GPU time, 0 if untimed); -1 when out of memory. */
+static int count_gemm(struct acct_compute *c, size_t *cap, const struct tslog_gemm *g, uint64_t gpu_ns)
+{
+    int prec = ts_gemm_prec(g->data_type, g->compute_type);
+    c->gemm_calls++;
+    c->gemm_flops += g->flops;
+    c->prec_calls[prec]++;
+    c->prec_flops[prec] += g->flops;
+    double ideal = ideal_ns_of(c, g->flops, prec);
+    if (isnan(ideal))
+        c->ideal_known = false;
+    else
+        c->ideal_ns += ideal;
+    if (gpu_ns) {
+        c->timed_calls++;
+        c->timed_flops += g->flops;
+        c->timed_ns += gpu_ns;
+        c->timed_ideal_ns += ideal;
+    }
+    bool oom = false;
+    struct acct_shape *s = shape_of(c, cap, g, prec, &oom);
+    if (!s) {
+        c->other_shape_calls++;
+        c->other_shape_flops += g->flops;
+        return oom ? -1 : 0;
+    }
+    s->calls++;
+    s->flops += g->flops;
+    if (gpu_ns) {
+        s->timed_calls++;
+        s->timed_flops += g->flops;
+        s->timed_ns += gpu_ns;
+    }
+    if (s->misaligned) {
+        c->mis_calls++;
+        c->mis_flops += g->flops;
+        c->mis_timed_ns += gpu_ns;
+    }
+    return 0;
+}
+
+/* The end of the whole run's basis: the first copy after the last GEMM that
+ * waited for the GPU (0: none did). */
+static uint64_t first_wait_after(const struct tslog *log, uint64_t t)
+{
+    uint64_t end = 0;
+    for (size_t i = 0; i < log->n_events; i++) {
+        const struct tslog_event *e = &log->events[i];
+        if (copy_waits(e) && e->time_ns >= t && (!end || e->time_ns < end))
+            end = e->time_ns;
+    }
+    return end;
+}
+
 int acct_compute_analyze(const struct tslog *log, const char *peak_override, struct acct_compute *c)
 {
     memset(c, 0, sizeof *c);
@@ -278,77 +392,21 @@ int acct_compute_analyze(const struct tslog *log, const char *peak_override, str
         free(order);
         return -1;
     }
-    bool ideal_known = true;
+    c->ideal_known = true;
     char conf[32];
-    c->flop_sample = config_value(log->config, "TRAINSHIM_FLOP_SAMPLE", conf, sizeof conf) ? atoi(conf) : -1;
+    c->flop_sample = tslog_config_value(log, "TRAINSHIM_FLOP_SAMPLE", conf, sizeof conf) ? atoi(conf) : -1;
     uint64_t *cupti_ns = cupti_gemm_times(log, c);
-    for (size_t i = 0; i < log->n_gemms; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < log->n_gemms && !rc; i++) {
         const struct tslog_gemm *g = &log->gemms[i];
-        uint64_t gpu_ns = cupti_ns ? cupti_ns[i] : g->gpu_ns;
         if (g->result != 0) {
             c->gemm_failed++;
             continue;
         }
         order[n_ok++] = (struct gemm_ref){ g->time_ns, i };
-        int prec = ts_gemm_prec(g->data_type, g->compute_type);
-        c->gemm_calls++;
-        c->gemm_flops += g->flops;
-        c->prec_calls[prec]++;
-        c->prec_flops[prec] += g->flops;
-        double ideal = ideal_ns_of(c, g->flops, prec);
-        if (isnan(ideal))
-            ideal_known = false;
-        else
-            c->ideal_ns += ideal;
-        if (gpu_ns) {
-            c->timed_calls++;
-            c->timed_flops += g->flops;
-            c->timed_ns += gpu_ns;
-            c->timed_ideal_ns += ideal;
-        }
-        /* shapes: a linear probe over the few distinct shapes of a model is
-         * cheap next to reading the log; capped so no input makes it quadratic */
-        struct acct_shape *s = NULL;
-        for (size_t k = 0; k < c->n_shapes && !s; k++)
-            if (same_shape(&c->shapes[k], g, prec))
-                s = &c->shapes[k];
-        if (!s && c->n_shapes < ACCT_MAX_SHAPES) {
-            if (c->n_shapes == cap) {
-                struct acct_shape *ns = realloc(c->shapes, cap * 2 * sizeof *ns);
-                if (!ns) {
-                    free(order);
-                    free(cupti_ns);
-                    return -1;
-                }
-                c->shapes = ns;
-                cap *= 2;
-            }
-            s = &c->shapes[c->n_shapes++];
-            memset(s, 0, sizeof *s);
-            s->m = g->m, s->n = g->n, s->k = g->k, s->batch = g->batch;
-            s->dtype = g->data_type, s->prec = prec, s->transa = g->transa, s->transb = g->transb;
-            s->align = ts_gemm_align_rule(g->data_type);
-            s->misaligned = s->align && (g->m % s->align || g->n % s->align || g->k % s->align);
-        }
-        if (!s) {
-            c->other_shape_calls++;
-            c->other_shape_flops += g->flops;
-            continue;
-        }
-        s->calls++;
-        s->flops += g->flops;
-        if (gpu_ns) {
-            s->timed_calls++;
-            s->timed_flops += g->flops;
-            s->timed_ns += gpu_ns;
-        }
-        if (s->misaligned) {
-            c->mis_calls++;
-            c->mis_flops += g->flops;
-            c->mis_timed_ns += gpu_ns;
-        }
+        rc = count_gemm(c, &cap, g, cupti_ns ? cupti_ns[i] : g->gpu_ns);
     }
-    if (!ideal_known || !c->gemm_calls)
+    if (!c->ideal_known || !c->gemm_calls)
         c->ideal_ns = NAN;
     if (c->timed_calls && isnan(c->timed_ideal_ns))
         c->timed_ideal_ns = NAN;
@@ -358,10 +416,12 @@ int acct_compute_analyze(const struct tslog *log, const char *peak_override, str
         c->first_gemm_ns = order[0].time_ns;
         c->last_gemm_ns = order[n_ok - 1].time_ns;
     }
-    find_steps(c, log, order, n_ok);
+    c->wait_after_ns = n_ok ? first_wait_after(log, c->last_gemm_ns) : 0;
+    if (!rc)
+        find_steps(c, log, order, n_ok, cupti_ns);
     free(order);
     free(cupti_ns);
-    return 0;
+    return rc ? -1 : 0;
 }
 
 void acct_compute_free(struct acct_compute *c)
@@ -371,24 +431,82 @@ void acct_compute_free(struct acct_compute *c)
     memset(c, 0, sizeof *c);
 }
 
-double acct_steady_mfu(const struct acct_compute *c)
+/* A step's time on a basis that covers the GPU's work: the wall time from
+ * its first GEMM to the next step's when the host waited for the GPU in
+ * between (a synchronous copy); else, when all its GEMMs were timed, that
+ * wall time or their GPU time if longer (the host ran ahead of a queue);
+ * else NaN. */
+double acct_step_time_ns(const struct acct_step *st)
+{
+    if (!st->time_ns)
+        return NAN;
+    if (st->waits)
+        return (double)st->time_ns;
+    if (isnan(st->gpu_ns))
+        return NAN;
+    return (double)st->time_ns > st->gpu_ns ? (double)st->time_ns : st->gpu_ns;
+}
+
+/* An MFU figure, or NaN when above 100% (no honest basis makes it so: the
+ * peak or the time is wrong). */
+static double bounded(double mfu) { return mfu > 1.0 ? NAN : mfu; }
+
+/* GEMM FLOPs at peak over the steady steps' time; NaN without a basis. */
+static double steady_ratio(const struct acct_compute *c)
 {
     double ideal = 0, wall = 0;
-    for (size_t s = 1; s < c->n_steps; s++)
-        if (c->steps[s].time_ns) {
-            ideal += c->steps[s].ideal_ns;
-            wall += (double)c->steps[s].time_ns;
-        }
+    for (size_t s = 1; s < c->n_steps; s++) {
+        if (!c->steps[s].time_ns)
+            continue;
+        double t = acct_step_time_ns(&c->steps[s]);
+        if (isnan(t))
+            return NAN; /* a step without a basis: the sum would not cover the GPU's work */
+        ideal += c->steps[s].ideal_ns;
+        wall += t;
+    }
     return wall > 0 && !isnan(ideal) ? ideal / wall : NAN;
+}
+
+double acct_steady_mfu(const struct acct_compute *c) { return bounded(steady_ratio(c)); }
+
+/* The whole run's basis: from the first GEMM to the first copy after the last
+ * one that waited for the GPU, or, when every GEMM was timed, at least their
+ * GPU time; NaN when neither is known. */
+static double run_time_ns(const struct acct_compute *c)
+{
+    double wall = c->wait_after_ns ? (double)(c->wait_after_ns - c->first_gemm_ns) : NAN;
+    double gpu = c->timed_calls == c->gemm_calls ? (double)c->timed_ns : NAN;
+    if (isnan(wall))
+        return gpu > (double)(c->last_gemm_ns - c->first_gemm_ns) ? gpu : NAN;
+    return !isnan(gpu) && gpu > wall ? gpu : wall;
 }
 
 double acct_mfu(const struct acct_compute *c)
 {
-    double m = acct_steady_mfu(c);
-    if (!isnan(m))
-        return m;
-    uint64_t span = c->last_gemm_ns - c->first_gemm_ns;
-    return span && !isnan(c->ideal_ns) ? c->ideal_ns / (double)span : NAN;
+    if (c->n_steps)
+        return acct_steady_mfu(c);
+    double t = run_time_ns(c);
+    return t > 0 && !isnan(c->ideal_ns) ? bounded(c->ideal_ns / t) : NAN;
+}
+
+const char *acct_mfu_basis(const struct acct_compute *c)
+{
+    bool known = !isnan(acct_mfu(c));
+    if (known)
+        return c->n_steps ? "steady-state steps" : "first GEMM to the copy that waited for the last";
+    if (!c->gemm_calls)
+        return "no GEMM";
+    if (isnan(c->ideal_ns))
+        return "no peak known for the device";
+    bool steady_timed = false;
+    for (size_t s = 1; s < c->n_steps; s++)
+        steady_timed |= c->steps[s].time_ns != 0;
+    if (c->n_steps && !steady_timed)
+        return "no step after the warm-up has a known end";
+    if (c->n_steps ? isnan(steady_ratio(c)) : isnan(run_time_ns(c)))
+        return c->n_steps ? "steps neither wait for the GPU (no synchronous copy) nor have all GEMMs timed"
+                          : "no copy after the last GEMM waited for the GPU, and not every GEMM was timed";
+    return "above 100%: the peak or the time basis is wrong";
 }
 
 static double achieved_tflops(const struct acct_compute *c)
@@ -449,9 +567,20 @@ static void gpu_source_text(FILE *f, const struct acct_compute *c)
         fprintf(f, "sampled events (TRAINSHIM_FLOP_SAMPLE=%d: none)", c->flop_sample);
 }
 
-void acct_compute_text(FILE *f, const struct acct_compute *c)
+/* "512x64x512 NT x8": the dimensions, cuBLAS's operations on A and B, the batch. */
+static const char *shape_text(const struct acct_shape *s, char *b, size_t n)
 {
-    char b1[48], b2[48];
+    static const char ops[] = "NTCH";
+    int len = snprintf(b, n, "%lldx%lldx%lld %c%c", (long long)s->m, (long long)s->n, (long long)s->k,
+                       s->transa < 4 ? ops[s->transa] : '?', s->transb < 4 ? ops[s->transb] : '?');
+    if (s->batch > 1 && len > 0 && (size_t)len < n)
+        snprintf(b + len, n - (size_t)len, " x%lld", (long long)s->batch);
+    return b;
+}
+
+static void text_totals(FILE *f, const struct acct_compute *c)
+{
+    char b1[48];
     fprintf(f, "\n== COMPUTE ==\n");
     fprintf(f, "counted             %s\n", COUNTED_NOTE);
     fprintf(f, "GEMM calls          %llu (%llu failed)\n", (unsigned long long)c->gemm_calls,
@@ -480,41 +609,40 @@ void acct_compute_text(FILE *f, const struct acct_compute *c)
     fprintf(f, "GEMM efficiency     ");
     pct(f, gemm_efficiency(c));
     fprintf(f, " of peak while timed GEMMs ran\n");
+    double mfu = acct_mfu(c);
     fprintf(f, "MFU                 ");
-    pct(f, acct_mfu(c));
-    fprintf(f, " (GEMM FLOPs at peak over wall time, %s)\n",
-            isnan(acct_steady_mfu(c)) ? "first to last GEMM" : "steady-state steps");
+    pct(f, mfu);
+    fprintf(f, isnan(mfu) ? " (%s)\n" : " (GEMM FLOPs at peak over wall time, %s)\n", acct_mfu_basis(c));
     fprintf(f, "by precision       ");
     for (int p = 0; p < TS_PREC_COUNT; p++)
         if (c->prec_calls[p])
             fprintf(f, " %s: %llu calls, %s;", ts_prec_name(p), (unsigned long long)c->prec_calls[p],
                     flop_str((double)c->prec_flops[p], b1, sizeof b1));
     fputc('\n', f);
-    if (c->n_shapes) {
-        fprintf(f, "top shapes          %-28s %-5s %8s %16s %7s %12s\n", "m x n x k (x batch)", "type",
-                "calls", "FLOPs", "share", "GPU ms(timed)");
-        for (size_t i = 0; i < c->n_shapes && i < TOP_SHAPES; i++) {
-            const struct acct_shape *s = &c->shapes[i];
-            char dims[64];
-            snprintf(dims, sizeof dims, "%lldx%lldx%lld%s", (long long)s->m, (long long)s->n, (long long)s->k,
-                     s->batch > 1 ? "" : "");
-            if (s->batch > 1)
-                snprintf(dims + strlen(dims), sizeof dims - strlen(dims), " x%lld", (long long)s->batch);
-            fprintf(f, "  %-36s %-5s %8llu %16s %6.2f%% %12.3f%s\n", dims, ts_prec_name(s->prec),
-                    (unsigned long long)s->calls, flop_str((double)s->flops, b2, sizeof b2),
-                    c->gemm_flops ? 100.0 * (double)s->flops / (double)c->gemm_flops : 0.0,
-                    (double)s->timed_ns / 1e6, s->misaligned ? "  misaligned" : "");
-        }
+}
+
+static void text_shapes(FILE *f, const struct acct_compute *c)
+{
+    char b1[48], dims[80];
+    fprintf(f, "top shapes          %-28s %-5s %8s %16s %7s %12s\n", "m x n x k op (x batch)", "type",
+            "calls", "FLOPs", "share", "GPU ms(timed)");
+    for (size_t i = 0; i < c->n_shapes && i < TOP_SHAPES; i++) {
+        const struct acct_shape *s = &c->shapes[i];
+        fprintf(f, "  %-36s %-5s %8llu %16s %6.2f%% ", shape_text(s, dims, sizeof dims),
+                ts_prec_name(s->prec), (unsigned long long)s->calls,
+                flop_str((double)s->flops, b1, sizeof b1),
+                c->gemm_flops ? 100.0 * (double)s->flops / (double)c->gemm_flops : 0.0);
+        if (s->timed_calls)
+            fprintf(f, "%12.3f", (double)s->timed_ns / 1e6);
+        else
+            fprintf(f, "%12s", "n/a");
+        fprintf(f, "%s\n", s->misaligned ? "  misaligned" : "");
     }
-    fprintf(f, "misaligned GEMMs    %llu calls, ", (unsigned long long)c->mis_calls);
-    pct(f, c->gemm_flops ? (double)c->mis_flops / (double)c->gemm_flops : NAN);
-    fprintf(f, " of FLOPs, ");
-    pct(f, c->timed_ns ? (double)c->mis_timed_ns / (double)c->timed_ns : NAN);
-    fprintf(f, " of timed GPU time\n");
-    if (!c->n_steps) {
-        fprintf(f, "steps               none detected (no repeating sequence of GEMM shapes)\n");
-        return;
-    }
+}
+
+static void text_steps(FILE *f, const struct acct_compute *c)
+{
+    char b1[48];
     fprintf(f, "steps               %zu (period %zu GEMMs, %llu GEMMs before the first)\n", c->n_steps,
             c->period, (unsigned long long)c->prefix_gemms);
     fprintf(f, "  %-6s %-8s %12s %18s %8s\n", "step", "", "time ms", "FLOPs", "MFU");
@@ -531,10 +659,7 @@ void acct_compute_text(FILE *f, const struct acct_compute *c)
         else
             fprintf(f, "%12s", "n/a");
         fprintf(f, " %18s ", flop_str((double)st->flops, b1, sizeof b1));
-        if (st->time_ns)
-            pct(f, st->ideal_ns / (double)st->time_ns);
-        else
-            fputs("n/a", f);
+        pct(f, bounded(st->ideal_ns / acct_step_time_ns(st)));
         fputc('\n', f);
     }
     double wall = 0;
@@ -549,44 +674,29 @@ void acct_compute_text(FILE *f, const struct acct_compute *c)
     }
 }
 
+void acct_compute_text(FILE *f, const struct acct_compute *c)
+{
+    text_totals(f, c);
+    if (c->n_shapes)
+        text_shapes(f, c);
+    fprintf(f, "misaligned GEMMs    %llu calls, ", (unsigned long long)c->mis_calls);
+    pct(f, c->gemm_flops ? (double)c->mis_flops / (double)c->gemm_flops : NAN);
+    fprintf(f, " of FLOPs, ");
+    pct(f, c->timed_ns ? (double)c->mis_timed_ns / (double)c->timed_ns : NAN);
+    fprintf(f, " of timed GPU time\n");
+    if (c->n_steps)
+        text_steps(f, c);
+    else if (c->single_gemm_loop)
+        fprintf(f, "steps               none (one GEMM shape repeated with nothing between: a loop, not "
+                   "training steps)\n");
+    else
+        fprintf(f, "steps               none detected (no repeating sequence of GEMM shapes)\n");
+}
+
 /* ---- JSON -------------------------------------------------------------------- */
-void acct_compute_json(const struct acct_json *j, const struct acct_compute *c)
+static void json_shapes(const struct acct_json *j, const struct acct_compute *c)
 {
     void *x = j->ctx;
-    j->open(x, "compute", '{');
-    j->str(x, "counted", COUNTED_NOTE);
-    j->u64(x, "gemm_calls", c->gemm_calls);
-    j->u64(x, "gemm_failed_calls", c->gemm_failed);
-    j->u64(x, "gemm_flops", c->gemm_flops);
-    j->u64(x, "timed_calls", c->timed_calls);
-    j->u64(x, "timed_flops", c->timed_flops);
-    j->u64(x, "timed_gpu_ns", c->timed_ns);
-    if (c->has_cupti) { /* only then: logs without CUPTI report exactly as before */
-        j->str(x, "gpu_time_source", c->gpu_source == ACCT_GPU_CUPTI ? "cupti" : "sampled_events");
-        j->u64(x, "gpu_time_matched", c->cupti_matched);
-        j->num(x, "flop_sample", c->flop_sample >= 0 ? c->flop_sample : NAN);
-    }
-    j->num(x, "achieved_tflops", achieved_tflops(c));
-    j->num(x, "gemm_efficiency", gemm_efficiency(c));
-    j->num(x, "mfu", acct_mfu(c));
-    j->str(x, "mfu_basis", isnan(acct_steady_mfu(c)) ? "first_to_last_gemm" : "steady_steps");
-    j->str(x, "device", c->device_name);
-    j->str(x, "peak_source", c->peak_source[0] ? c->peak_source : NULL);
-    j->open(x, "peak_tflops", '{');
-    for (int p = 0; p < TS_PREC_COUNT; p++)
-        j->num(x, ts_prec_name(p), c->peak_tflops[p] > 0 ? c->peak_tflops[p] : NAN);
-    j->close(x, '}');
-    j->open(x, "by_precision", '[');
-    for (int p = 0; p < TS_PREC_COUNT; p++) {
-        if (!c->prec_calls[p])
-            continue;
-        j->open(x, NULL, '{');
-        j->str(x, "precision", ts_prec_name(p));
-        j->u64(x, "calls", c->prec_calls[p]);
-        j->u64(x, "flops", c->prec_flops[p]);
-        j->close(x, '}');
-    }
-    j->close(x, ']');
     j->open(x, "shapes", '[');
     for (size_t i = 0; i < c->n_shapes && i < JSON_SHAPES; i++) {
         const struct acct_shape *s = &c->shapes[i];
@@ -610,12 +720,11 @@ void acct_compute_json(const struct acct_json *j, const struct acct_compute *c)
         j->close(x, '}');
     }
     j->close(x, ']');
-    j->open(x, "misaligned", '{');
-    j->u64(x, "calls", c->mis_calls);
-    j->u64(x, "flops", c->mis_flops);
-    j->num(x, "flop_share", c->gemm_flops ? (double)c->mis_flops / (double)c->gemm_flops : NAN);
-    j->num(x, "gpu_time_share", c->timed_ns ? (double)c->mis_timed_ns / (double)c->timed_ns : NAN);
-    j->close(x, '}');
+}
+
+static void json_steps(const struct acct_json *j, const struct acct_compute *c)
+{
+    void *x = j->ctx;
     j->u64(x, "steps", c->n_steps);
     j->open(x, "step_detail", '{');
     j->u64(x, "period_gemms", c->period);
@@ -630,10 +739,62 @@ void acct_compute_json(const struct acct_json *j, const struct acct_compute *c)
         j->u64(x, "gemms", st->gemms);
         j->u64(x, "flops", st->flops);
         j->num(x, "time_ns", st->time_ns ? (double)st->time_ns : NAN);
-        j->num(x, "mfu", st->time_ns ? st->ideal_ns / (double)st->time_ns : NAN);
+        j->num(x, "basis_time_ns", acct_step_time_ns(st));
+        j->num(x, "mfu", bounded(st->ideal_ns / acct_step_time_ns(st)));
         j->close(x, '}');
     }
     j->close(x, ']');
     j->close(x, '}');
+}
+
+void acct_compute_json(const struct acct_json *j, const struct acct_compute *c)
+{
+    void *x = j->ctx;
+    j->open(x, "compute", '{');
+    j->str(x, "counted", COUNTED_NOTE);
+    const struct {
+        const char *key;
+        uint64_t v;
+    } totals[] = { { "gemm_calls", c->gemm_calls },   { "gemm_failed_calls", c->gemm_failed },
+                   { "gemm_flops", c->gemm_flops },   { "timed_calls", c->timed_calls },
+                   { "timed_flops", c->timed_flops }, { "timed_gpu_ns", c->timed_ns } };
+    for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++)
+        j->u64(x, totals[i].key, totals[i].v);
+    if (c->has_cupti) { /* only then: logs without CUPTI report exactly as before */
+        j->str(x, "gpu_time_source", c->gpu_source == ACCT_GPU_CUPTI ? "cupti" : "sampled_events");
+        j->u64(x, "gpu_time_matched", c->cupti_matched);
+        j->num(x, "flop_sample", c->flop_sample >= 0 ? c->flop_sample : NAN);
+    }
+    j->num(x, "achieved_tflops", achieved_tflops(c));
+    j->num(x, "gemm_efficiency", gemm_efficiency(c));
+    double mfu = acct_mfu(c);
+    j->num(x, "mfu", mfu);
+    j->str(x, "mfu_basis", isnan(mfu) ? "none" : c->n_steps ? "steady_steps" : "first_gemm_to_wait");
+    j->str(x, "mfu_na_reason", isnan(mfu) ? acct_mfu_basis(c) : NULL);
+    j->str(x, "device", c->device_name);
+    j->str(x, "peak_source", c->peak_source[0] ? c->peak_source : NULL);
+    j->open(x, "peak_tflops", '{');
+    for (int p = 0; p < TS_PREC_COUNT; p++)
+        j->num(x, ts_prec_name(p), c->peak_tflops[p] > 0 ? c->peak_tflops[p] : NAN);
+    j->close(x, '}');
+    j->open(x, "by_precision", '[');
+    for (int p = 0; p < TS_PREC_COUNT; p++) {
+        if (!c->prec_calls[p])
+            continue;
+        j->open(x, NULL, '{');
+        j->str(x, "precision", ts_prec_name(p));
+        j->u64(x, "calls", c->prec_calls[p]);
+        j->u64(x, "flops", c->prec_flops[p]);
+        j->close(x, '}');
+    }
+    j->close(x, ']');
+    json_shapes(j, c);
+    j->open(x, "misaligned", '{');
+    j->u64(x, "calls", c->mis_calls);
+    j->u64(x, "flops", c->mis_flops);
+    j->num(x, "flop_share", c->gemm_flops ? (double)c->mis_flops / (double)c->gemm_flops : NAN);
+    j->num(x, "gpu_time_share", c->timed_ns ? (double)c->mis_timed_ns / (double)c->timed_ns : NAN);
+    j->close(x, '}');
+    json_steps(j, c);
     j->close(x, '}');
 }

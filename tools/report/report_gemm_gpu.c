@@ -127,6 +127,31 @@ static int choose_stream(const struct tslog *log, const struct gpu_data *d, cons
     return best;
 }
 
+/* The GEMM kernels by (device, stream), each stream's in start order; -1
+ * when out of memory. */
+static int group_gemm_kernels(const struct gpu_data *d, struct kstream *ks, size_t *nks)
+{
+    char nb[32];
+    for (size_t i = 0; i < d->n_acts; i++) {
+        const struct gpu_activity *a = &d->acts[i];
+        if (a->is_copy || !a->name_id || !gpu_is_gemm_name(gpu_kernel_name(d, a->name_id, nb, sizeof nb)))
+            continue;
+        size_t s = 0;
+        while (s < *nks && (ks[s].device != a->device || ks[s].stream_id != a->stream_id))
+            s++;
+        if (s == *nks) {
+            if (*nks == MAX_STREAMS)
+                continue;
+            ks[(*nks)++] = (struct kstream){ .device = a->device, .stream_id = a->stream_id };
+        }
+        size_t *slot = tslog_push_item((void **)&ks[s].kernels, &ks[s].n, &ks[s].cap, sizeof *slot);
+        if (!slot)
+            return -1;
+        *slot = i; /* acts are sorted by start */
+    }
+    return 0;
+}
+
 long gpu_match_gemms(const struct tslog *log, const struct gpu_data *d, uint64_t *gpu_ns)
 {
     memset(gpu_ns, 0, (log->n_gemms ? log->n_gemms : 1) * sizeof *gpu_ns);
@@ -138,30 +163,8 @@ long gpu_match_gemms(const struct tslog *log, const struct gpu_data *d, uint64_t
     long matched = -1;
     if (!ks || !hm || !calls || !tl)
         goto out;
-    char nb[32];
-    for (size_t i = 0; i < d->n_acts; i++) {
-        const struct gpu_activity *a = &d->acts[i];
-        if (a->is_copy || !a->name_id || !gpu_is_gemm_name(gpu_kernel_name(d, a->name_id, nb, sizeof nb)))
-            continue;
-        size_t s = 0;
-        while (s < nks && (ks[s].device != a->device || ks[s].stream_id != a->stream_id))
-            s++;
-        if (s == nks) {
-            if (nks == MAX_STREAMS)
-                continue;
-            ks[nks++] = (struct kstream){ .device = a->device, .stream_id = a->stream_id };
-        }
-        struct kstream *k = &ks[s];
-        if (k->n == k->cap) {
-            size_t c = k->cap ? 2 * k->cap : 64;
-            size_t *p = realloc(k->kernels, c * sizeof *p);
-            if (!p)
-                goto out;
-            k->kernels = p;
-            k->cap = c;
-        }
-        k->kernels[k->n++] = i; /* acts are sorted by start */
-    }
+    if (group_gemm_kernels(d, ks, &nks))
+        goto out;
     for (size_t i = 0; i < log->n_gemms; i++)
         if (log->gemms[i].result == 0)
             calls[ncalls++] = (struct call_ref){ log->gemms[i].time_ns, i, 0 };

@@ -26,15 +26,10 @@
 /* ------------------------------------------------------------ reading */
 static int push_act(struct gpu_data *d, size_t *cap, const struct gpu_activity *a)
 {
-    if (d->n_acts == *cap) {
-        size_t c = *cap ? *cap * 2 : 1024;
-        struct gpu_activity *p = realloc(d->acts, c * sizeof *p);
-        if (!p)
-            return -1;
-        d->acts = p;
-        *cap = c;
-    }
-    d->acts[d->n_acts++] = *a;
+    struct gpu_activity *slot = tslog_push_item((void **)&d->acts, &d->n_acts, cap, sizeof *slot);
+    if (!slot)
+        return -1;
+    *slot = *a;
     return 0;
 }
 
@@ -44,23 +39,18 @@ static int push_name(struct gpu_data *d, size_t *cap, const unsigned char *rec, 
     memcpy(&r, rec, sizeof r);
     if (r.len > len - sizeof r || !r.name_id)
         return 0; /* a name longer than its record: ignored */
-    if (d->n_names == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        struct gpu_name *p = realloc(d->names, c * sizeof *p);
-        if (!p)
-            return -1;
-        d->names = p;
-        *cap = c;
-    }
     char *s = malloc(r.len + 1);
-    if (!s)
+    struct gpu_name *slot = s ? tslog_push_item((void **)&d->names, &d->n_names, cap, sizeof *slot) : NULL;
+    if (!slot) {
+        free(s);
         return -1;
+    }
     memcpy(s, rec + sizeof r, r.len);
     s[r.len] = 0;
     for (char *c = s; *c; c++) /* names go to a terminal and to JSON strings */
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = '?';
-    d->names[d->n_names++] = (struct gpu_name){ r.name_id, s };
+    *slot = (struct gpu_name){ r.name_id, s };
     return 0;
 }
 
@@ -191,13 +181,22 @@ int gpu_parse(const unsigned char *p, size_t size, struct gpu_data *d)
 int gpu_load(const struct tslog *log, struct gpu_data *d)
 {
     memset(d, 0, sizeof *d);
-    size_t size = 0;
-    unsigned char *p = log->file && strcmp(log->file, "-") ? tslog_read_bytes(log->file, &size) : NULL;
-    if (!p)
-        return -1;
-    int rc = gpu_parse(p, size, d);
-    free(p);
-    return rc;
+    return log->raw ? gpu_parse(log->raw, log->raw_size, d) : -1;
+}
+
+bool gpu_copy_time(const struct tslog *log, uint64_t *ns, uint64_t *n)
+{
+    struct gpu_data d;
+    *ns = *n = 0;
+    if (gpu_load(log, &d) != 0)
+        return false;
+    for (size_t i = 0; i < d.n_acts; i++)
+        if (d.acts[i].is_copy && d.acts[i].end_ns > d.acts[i].start_ns) {
+            *ns += d.acts[i].end_ns - d.acts[i].start_ns;
+            (*n)++;
+        }
+    gpu_free(&d);
+    return *n > 0;
 }
 
 void gpu_free(struct gpu_data *d)
@@ -211,16 +210,11 @@ void gpu_free(struct gpu_data *d)
 
 const char *gpu_kernel_name(const struct gpu_data *d, uint32_t id, char *buf, size_t n)
 {
-    size_t lo = 0, hi = d->n_names;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->names[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (id && lo < d->n_names && d->names[lo].id == id)
-        return d->names[lo].name;
+    struct gpu_name key = { id, NULL };
+    const struct gpu_name *hit =
+        id && d->n_names ? bsearch(&key, d->names, d->n_names, sizeof key, by_name_id) : NULL;
+    if (hit)
+        return hit->name;
     snprintf(buf, n, "kernel#%u", id);
     return buf;
 }
@@ -268,23 +262,6 @@ struct summary {
     int flop_sample;                                    /* the run's TRAINSHIM_FLOP_SAMPLE; -1 unknown */
 };
 
-static bool config_value(const char *config, const char *name, char *buf, size_t n)
-{
-    size_t l = strlen(name);
-    for (const char *p = config; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (len > l && !strncmp(p, name, l) && p[l] == '=') {
-            size_t v = len - l - 1 < n - 1 ? len - l - 1 : n - 1;
-            memcpy(buf, p + l + 1, v);
-            buf[v] = 0;
-            return true;
-        }
-        p = nl ? nl + 1 : p + len;
-    }
-    return false;
-}
-
 /* TRAINSHIM_IDLE_GAP_US of the report's environment, else the run's, else
  * the default. */
 static uint64_t gap_threshold_ns(const struct tslog *log)
@@ -292,7 +269,7 @@ static uint64_t gap_threshold_ns(const struct tslog *log)
     char buf[32];
     const char *v = getenv("TRAINSHIM_IDLE_GAP_US");
     if (!v || !*v)
-        v = config_value(log->config, "TRAINSHIM_IDLE_GAP_US", buf, sizeof buf) ? buf : NULL;
+        v = tslog_config_value(log, "TRAINSHIM_IDLE_GAP_US", buf, sizeof buf) ? buf : NULL;
     char *end;
     unsigned long long us = v ? strtoull(v, &end, 10) : 0;
     if (!v || end == v || *end || us > (1ull << 40))
@@ -401,7 +378,7 @@ static int analyze(const struct tslog *log, const struct gpu_data *d, struct sum
     s->threshold_ns = gap_threshold_ns(log);
     char buf[32], *e;
     s->flop_sample =
-        config_value(log->config, "TRAINSHIM_FLOP_SAMPLE", buf, sizeof buf) ? (int)strtol(buf, &e, 10) : -1;
+        tslog_config_value(log, "TRAINSHIM_FLOP_SAMPLE", buf, sizeof buf) ? (int)strtol(buf, &e, 10) : -1;
     if (busy_of(d, -1, s->threshold_ns, s->run_start_ns, &s->all))
         return -1;
     s->kernels = calloc(d->n_names + 1, sizeof *s->kernels); /* row 0: unnamed kernels */

@@ -41,9 +41,12 @@ struct gpu_data {
     uint64_t dropped;        /* records CUPTI reported lost */
 };
 
-/* Reads the GPU records of log->file.  0 (no records is not an error), or
- * -1 when the file cannot be read again (e.g. standard input). */
+/* Reads the GPU records among the log's valid bytes (log->raw).  0 (no
+ * records is not an error), or -1 when there are no bytes to read. */
 int gpu_load(const struct tslog *log, struct gpu_data *d);
+/* The time the GPU spent in copies by CUPTI's records (*n of them); false
+ * when the log has none. */
+bool gpu_copy_time(const struct tslog *log, uint64_t *ns, uint64_t *n);
 /* The same from bytes in memory (for fuzzing: robust to any input). */
 int gpu_parse(const unsigned char *data, size_t size, struct gpu_data *d);
 void gpu_free(struct gpu_data *d);

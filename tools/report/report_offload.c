@@ -51,14 +51,11 @@ static void print_events(FILE *f, const struct offload_data *d)
 
 void offload_report_text(FILE *f, const struct tslog *log)
 {
-    size_t size = 0;
-    unsigned char *p = log->file && strcmp(log->file, "-") ? tslog_read_bytes(log->file, &size) : NULL;
-    if (!p)
+    if (!log->raw)
         return;
     struct offload_data *d = calloc(1, sizeof *d);
     if (d)
-        tslog_walk_records(p, size, read_one, d);
-    free(p);
+        tslog_walk_records(log->raw, log->raw_size, read_one, d);
     if (!d || !d->n_records) {
         free(d);
         return;

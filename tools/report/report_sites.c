@@ -71,23 +71,18 @@ static int read_stack(struct sites_data *d, size_t *cap, const unsigned char *re
     memcpy(&s, rec, sizeof s);
     if (s.n_frames > (len - sizeof s) / 8)
         return -1;
-    if (d->n_stacks == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        struct sites_stack *p = realloc(d->stacks, c * sizeof *p);
-        if (!p)
-            return -1;
-        d->stacks = p;
-        *cap = c;
-    }
-    struct sites_stack *st = &d->stacks[d->n_stacks];
-    st->frames = malloc((s.n_frames ? s.n_frames : 1) * sizeof *st->frames);
-    if (!st->frames)
+    uint64_t *frames = malloc((s.n_frames ? s.n_frames : 1) * sizeof *frames);
+    struct sites_stack *st =
+        frames ? tslog_push_item((void **)&d->stacks, &d->n_stacks, cap, sizeof *st) : NULL;
+    if (!st) {
+        free(frames);
         return -1;
-    memcpy(st->frames, rec + sizeof s, (size_t)s.n_frames * 8);
+    }
+    memcpy(frames, rec + sizeof s, (size_t)s.n_frames * 8);
+    st->frames = frames;
     st->id = s.stack_id;
     st->gen = s.modules_gen;
     st->n_frames = s.n_frames;
-    d->n_stacks++;
     return 0;
 }
 
@@ -95,15 +90,10 @@ static int read_alloc_stack(struct sites_data *d, size_t *cap, const unsigned ch
 {
     struct ts_rec_alloc_stack a = { 0 };
     memcpy(&a, rec, len < sizeof a ? len : sizeof a);
-    if (d->n_allocs == *cap) {
-        size_t c = *cap ? *cap * 2 : 1024;
-        struct sites_alloc_stack *p = realloc(d->allocs, c * sizeof *p);
-        if (!p)
-            return -1;
-        d->allocs = p;
-        *cap = c;
-    }
-    d->allocs[d->n_allocs++] = (struct sites_alloc_stack){ a.ptr, a.alloc_time_ns, a.h.tid, a.stack_id };
+    struct sites_alloc_stack *slot = tslog_push_item((void **)&d->allocs, &d->n_allocs, cap, sizeof *slot);
+    if (!slot)
+        return -1;
+    *slot = (struct sites_alloc_stack){ a.ptr, a.alloc_time_ns, a.h.tid, a.stack_id };
     return 0;
 }
 
@@ -126,20 +116,15 @@ static int load_one(void *arg, const struct ts_rec_hdr *h, const unsigned char *
     return bad ? 1 : 0;
 }
 
-int sites_load(const char *path, struct sites_data *d)
+int sites_load(const struct tslog *log, struct sites_data *d)
 {
     memset(d, 0, sizeof *d);
     d->sym = sym_new();
-    size_t size = 0;
-    unsigned char *p = d->sym ? tslog_read_bytes(path, &size) : NULL;
-    if (!p)
+    if (!d->sym || !log->raw)
         return -1;
     struct load_state st = { d, 0, 0 };
-    if (tslog_walk_records(p, size, load_one, &st) < 0) { /* not a log */
-        free(p);
+    if (tslog_walk_records(log->raw, log->raw_size, load_one, &st) < 0) /* not a log */
         return -1;
-    }
-    free(p);
     if (d->n_stacks)
         qsort(d->stacks, d->n_stacks, sizeof *d->stacks, by_stack_id);
     if (d->n_allocs)
@@ -175,15 +160,8 @@ uint32_t sites_stack_of(const struct sites_data *d, uint64_t ptr, uint64_t time_
 
 const struct sites_stack *sites_stack(const struct sites_data *d, uint32_t id)
 {
-    size_t lo = 0, hi = d->n_stacks;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->stacks[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < d->n_stacks && d->stacks[lo].id == id ? &d->stacks[lo] : NULL;
+    struct sites_stack key = { .id = id };
+    return d->n_stacks ? bsearch(&key, d->stacks, d->n_stacks, sizeof key, by_stack_id) : NULL;
 }
 
 void sites_frame(struct sites_data *d, const struct sites_stack *st, uint32_t i, struct sym_frame *out)
@@ -209,7 +187,8 @@ const struct tslog_event **sites_sorted_events(const struct tslog *log, size_t *
         return NULL;
     for (size_t i = 0; i < log->n_events; i++) {
         const struct tslog_event *e = &log->events[i];
-        if ((e->type == TS_REC_ALLOC || e->type == TS_REC_FREE) && !e->result && e->ptr)
+        /* device memory only: pinned host allocations carry device -1 */
+        if ((e->type == TS_REC_FREE || (e->type == TS_REC_ALLOC && e->device >= 0)) && !e->result && e->ptr)
             v[(*n)++] = e;
     }
     qsort(v, *n, sizeof *v, ev_by_time);
@@ -369,18 +348,23 @@ void sites_result_free(struct sites_result *r)
 /* ------------------------------------------------------------ output */
 #define SITES_FRAMES_SHOWN 4
 
+/* The stacks and the sites live at the peak; -1 (nothing to free) when the
+ * run recorded no stacks or out of memory. */
+static int load_sites(const struct tslog *log, struct sites_data *d, struct sites_result *r)
+{
+    if (sites_load(log, d) || !d->n_stacks || sites_analyze(log, d, r)) {
+        sites_free(d);
+        return -1;
+    }
+    return 0;
+}
+
 void sites_text(FILE *f, const struct tslog *log)
 {
     struct sites_data d;
     struct sites_result r;
-    if (sites_load(log->file, &d) || !d.n_stacks) {
-        sites_free(&d);
+    if (load_sites(log, &d, &r))
         return;
-    }
-    if (sites_analyze(log, &d, &r)) {
-        sites_free(&d);
-        return;
-    }
     char b1[32], b2[32];
     uint64_t t0 = log->have_header ? log->start_mono_ns : log->first_time_ns;
     fprintf(f, "\n== TOP ALLOCATION SITES (live at the peak of %s, t=%.3f s; %zu distinct stacks) ==\n",
@@ -416,14 +400,8 @@ void sites_json(const struct acct_json *j, const struct tslog *log)
 {
     struct sites_data d;
     struct sites_result r;
-    if (sites_load(log->file, &d) || !d.n_stacks) {
-        sites_free(&d);
+    if (load_sites(log, &d, &r))
         return;
-    }
-    if (sites_analyze(log, &d, &r)) {
-        sites_free(&d);
-        return;
-    }
     j->u64(j->ctx, "top_sites_peak_bytes", r.peak_bytes);
     j->open(j->ctx, "top_sites", '[');
     for (size_t i = 0; i < r.n_rows && i < SITES_TOP; i++) {

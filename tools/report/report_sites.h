@@ -33,10 +33,9 @@ struct sites_data {
     struct symbolizer *sym;
 };
 
-/* Reads the stack records of the log file path (robust to any input, like
- * tools/read/logread.c: a bad record ends the reading).  0, or -1 when the file
- * cannot be read or is not a log. */
-int sites_load(const char *path, struct sites_data *d);
+/* Reads the stack records among the log's valid bytes (log->raw, as
+ * tools/read/logread.c kept them).  0, or -1 when there are none to read. */
+int sites_load(const struct tslog *log, struct sites_data *d);
 void sites_free(struct sites_data *d);
 /* The stack id of the allocation (ptr, time_ns), 0 if none was logged. */
 uint32_t sites_stack_of(const struct sites_data *d, uint64_t ptr, uint64_t time_ns);
@@ -44,7 +43,8 @@ const struct sites_stack *sites_stack(const struct sites_data *d, uint32_t id);
 /* Symbolized frame i of stack st. */
 void sites_frame(struct sites_data *d, const struct sites_stack *st, uint32_t i, struct sym_frame *out);
 
-/* The alloc/free events of a log in time order (pointers into log->events). */
+/* The device alloc/free events of a log in time order (pointers into
+ * log->events); pinned host allocations (device -1) are left out. */
 const struct tslog_event **sites_sorted_events(const struct tslog *log, size_t *n);
 
 #define SITES_TOP 10

@@ -86,19 +86,38 @@ static int by_time(const void *a, const void *b)
 
 static int hist_bucket(uint64_t size) { return size ? 64 - __builtin_clzll(size) : 0; }
 
-static int add_error(struct stats *s, int32_t api, int32_t code, uint64_t count, const char *name)
+static int add_count(struct err_count **list, size_t *n, int32_t api, int32_t code, uint64_t count,
+                     const char *name)
 {
-    for (size_t i = 0; i < s->n_errs; i++)
-        if (s->errs[i].api == api && s->errs[i].code == code) {
-            s->errs[i].count += count;
+    for (size_t i = 0; i < *n; i++)
+        if ((*list)[i].api == api && (*list)[i].code == code) {
+            (*list)[i].count += count;
             return 0;
         }
-    struct err_count *n = realloc(s->errs, (s->n_errs + 1) * sizeof *n);
-    if (!n)
+    struct err_count *g = realloc(*list, (*n + 1) * sizeof *g);
+    if (!g)
         return -1;
-    s->errs = n;
-    s->errs[s->n_errs++] = (struct err_count){ api, code, count, name };
+    *list = g;
+    g[(*n)++] = (struct err_count){ api, code, count, name };
     return 0;
+}
+
+static int add_error(struct stats *s, int32_t api, int32_t code, uint64_t count, const char *name)
+{
+    return add_count(&s->errs, &s->n_errs, api, code, count, name);
+}
+
+/* A result that reports a state, not a failure: not ready yet (the runtime's
+ * cudaErrorNotReady and the driver's CUDA_ERROR_NOT_READY, both 600, from
+ * cudaEventQuery, cudaStreamQuery and their twins) or NCCL's ncclInProgress
+ * (7, a nonblocking communicator still working).  Known by the API's family. */
+bool stats_is_status(const char *api_name, int32_t code)
+{
+    if (!api_name)
+        return false;
+    if (!strncmp(api_name, "nccl", 4))
+        return code == 7;
+    return !strncmp(api_name, "cu", 2) && code == 600;
 }
 
 static int by_api_code(const void *a, const void *b)
@@ -109,12 +128,109 @@ static int by_api_code(const void *a, const void *b)
     return (x->code > y->code) - (x->code < y->code);
 }
 
-int stats_analyze(struct tslog *log, struct stats *s)
+/* Errors and statuses by API, then code. */
+static void sort_counts(struct stats *s)
 {
-    struct live_map m = { 0 };
-    uint64_t cur = 0;
-    memset(s, 0, sizeof *s);
-    s->log = log;
+    struct err_count *lists[] = { s->errs, s->statuses };
+    size_t ns[] = { s->n_errs, s->n_statuses };
+    for (int i = 0; i < 2; i++)
+        if (ns[i])
+            qsort(lists[i], ns[i], sizeof *lists[i], by_api_code);
+}
+
+/* The live allocations while the events are replayed in time order. */
+struct replay {
+    struct live_map m;
+    uint64_t cur;
+};
+
+static int on_alloc(struct replay *r, struct stats *s, const struct tslog_event *e)
+{
+    if (e->device < 0) { /* pinned host memory: not device memory */
+        s->host_alloc_calls++;
+        s->host_alloc_bytes += e->result ? 0 : e->bytes;
+        return 0;
+    }
+    s->alloc_calls++;
+    if (e->result) {
+        s->alloc_failed++;
+        return 0;
+    }
+    s->alloc_requested += e->bytes;
+    s->hist[hist_bucket(e->bytes)]++;
+    if (!e->ptr)
+        return 0;
+    struct live_map *m = &r->m;
+    if ((m->n + 1) * 2 > m->cap && map_grow(m))
+        return -1;
+    size_t k = map_find(m, e->ptr);
+    if (m->keys[k]) {
+        r->cur -= m->vals[k]; /* a live pointer handed out again: its free was not seen */
+    } else {
+        m->keys[k] = e->ptr;
+        m->n++;
+    }
+    m->vals[k] = e->bytes;
+    r->cur += e->bytes;
+    if (r->cur > s->peak_alloc)
+        s->peak_alloc = r->cur;
+    return 0;
+}
+
+static void on_free(struct replay *r, struct stats *s, const struct tslog_event *e)
+{
+    size_t k = r->m.cap && e->ptr ? map_find(&r->m, e->ptr) : 0;
+    bool known = r->m.cap && e->ptr && r->m.keys[k];
+    /* device -1: pinned host memory, or a VMM handle (its release does not
+     * say the device): a device free only when it matches a device allocation */
+    if (e->device < 0 && !known) {
+        s->host_free_calls++;
+        return;
+    }
+    s->free_calls++;
+    if (e->result) {
+        s->free_failed++;
+        return;
+    }
+    if (!e->ptr)
+        return;
+    if (!known) {
+        s->free_unknown++;
+        return;
+    }
+    r->cur -= r->m.vals[k];
+    map_erase(&r->m, k);
+    r->m.n--;
+}
+
+static void on_copy(struct stats *s, const struct tslog_event *e)
+{
+    int d = e->dir < DIRS ? e->dir : 0;
+    s->copy_calls[d]++;
+    s->copy_ns += e->duration_ns;
+    if (e->result) {
+        s->copy_failed++;
+        return;
+    }
+    s->copy_bytes[d] += e->bytes;
+    if (e->host_kind == TS_HOST_PAGEABLE && d == TS_H2D)
+        s->h2d_pageable += e->bytes;
+    if (e->host_kind == TS_HOST_PAGEABLE && d == TS_D2H)
+        s->d2h_pageable += e->bytes;
+}
+
+static int on_error(struct stats *s, const struct tslog *log, const struct tslog_event *e)
+{
+    const char *name = e->api >= 0 && (uint32_t)e->api < log->n_api_names ? log->api_names[e->api] : NULL;
+    if (stats_is_status(name, e->result))
+        return add_count(&s->statuses, &s->n_statuses, e->api, e->result, 1, name);
+    s->error_records++;
+    return add_error(s, e->api, e->result, 1, name);
+}
+
+/* The figures the reader already summed: the copy engine's and the pools'. */
+static void take_log_totals(struct stats *s, const struct tslog *log)
+{
     s->converted_calls = log->n_copy_converts;
     s->converted_bytes = log->copy_converted_bytes;
     s->converted_blocked_ns = log->copy_converted_blocked_ns;
@@ -126,103 +242,42 @@ int stats_analyze(struct tslog *log, struct stats *s)
     s->pool_driver_calls = log->pool_driver_calls;
     s->pool_cache_hits = log->pool_cache_hits;
     s->pool_ooms = log->pool_ooms;
+}
+
+int stats_analyze(struct tslog *log, struct stats *s)
+{
+    struct replay r = { { 0 }, 0 };
+    memset(s, 0, sizeof *s);
+    s->log = log;
+    take_log_totals(s, log);
     /* threads' buffers reach the file out of order: replay in time order */
     if (log->n_events)
         qsort(log->events, log->n_events, sizeof *log->events, by_time);
-    for (size_t i = 0; i < log->n_events; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < log->n_events && !rc; i++) {
         const struct tslog_event *e = &log->events[i];
         switch (e->type) {
-        case TS_REC_ALLOC:
-            s->alloc_calls++;
-            if (e->result) {
-                s->alloc_failed++;
-                break;
-            }
-            s->alloc_requested += e->bytes;
-            s->hist[hist_bucket(e->bytes)]++;
-            if (!e->ptr)
-                break;
-            if ((m.n + 1) * 2 > m.cap && map_grow(&m))
-                goto oom;
-            {
-                size_t k = map_find(&m, e->ptr);
-                if (m.keys[k]) {
-                    cur -= m.vals[k]; /* a live pointer handed out again: its free was not seen */
-                } else {
-                    m.keys[k] = e->ptr;
-                    m.n++;
-                }
-                m.vals[k] = e->bytes;
-            }
-            cur += e->bytes;
-            if (cur > s->peak_alloc)
-                s->peak_alloc = cur;
-            break;
-        case TS_REC_FREE:
-            s->free_calls++;
-            if (e->result) {
-                s->free_failed++;
-                break;
-            }
-            if (!e->ptr)
-                break;
-            if (!m.cap) {
-                s->free_unknown++;
-                break;
-            }
-            {
-                size_t k = map_find(&m, e->ptr);
-                if (!m.keys[k]) {
-                    s->free_unknown++;
-                    break;
-                }
-                cur -= m.vals[k];
-                map_erase(&m, k);
-                m.n--;
-            }
-            break;
-        case TS_REC_COPY: {
-            int d = e->dir < DIRS ? e->dir : 0;
-            s->copy_calls[d]++;
-            s->copy_ns += e->duration_ns;
-            if (e->result) {
-                s->copy_failed++;
-                break;
-            }
-            s->copy_bytes[d] += e->bytes;
-            if (e->host_kind == TS_HOST_PAGEABLE && d == TS_H2D)
-                s->h2d_pageable += e->bytes;
-            if (e->host_kind == TS_HOST_PAGEABLE && d == TS_D2H)
-                s->d2h_pageable += e->bytes;
-            break;
-        }
-        case TS_REC_ERROR: {
-            s->error_records++;
-            const char *name =
-                e->api >= 0 && (uint32_t)e->api < log->n_api_names ? log->api_names[e->api] : NULL;
-            if (add_error(s, e->api, e->result, 1, name))
-                goto oom;
-            break;
-        }
+        case TS_REC_ALLOC: rc = on_alloc(&r, s, e); break;
+        case TS_REC_FREE: on_free(&r, s, e); break;
+        case TS_REC_COPY: on_copy(s, e); break;
+        case TS_REC_ERROR: rc = on_error(s, log, e); break;
         }
     }
-    s->live_blocks = m.n;
-    s->live_bytes = cur;
-    free(m.keys);
-    free(m.vals);
-    if (s->n_errs)
-        qsort(s->errs, s->n_errs, sizeof *s->errs, by_api_code);
-    return 0;
-oom:
-    free(m.keys);
-    free(m.vals);
-    return -1;
+    s->live_blocks = r.m.n;
+    s->live_bytes = r.cur;
+    free(r.m.keys);
+    free(r.m.vals);
+    sort_counts(s);
+    return rc ? -1 : 0;
 }
 
 int stats_add(struct stats *t, const struct stats *s)
 {
     t->peak_alloc += s->peak_alloc;
     t->alloc_calls += s->alloc_calls;
+    t->host_alloc_calls += s->host_alloc_calls;
+    t->host_alloc_bytes += s->host_alloc_bytes;
+    t->host_free_calls += s->host_free_calls;
     t->alloc_failed += s->alloc_failed;
     t->alloc_requested += s->alloc_requested;
     t->free_calls += s->free_calls;
@@ -256,7 +311,10 @@ int stats_add(struct stats *t, const struct stats *s)
     for (size_t i = 0; i < s->n_errs; i++)
         if (add_error(t, s->errs[i].api, s->errs[i].code, s->errs[i].count, s->errs[i].name))
             return -1;
-    if (t->n_errs)
-        qsort(t->errs, t->n_errs, sizeof *t->errs, by_api_code);
+    for (size_t i = 0; i < s->n_statuses; i++)
+        if (add_count(&t->statuses, &t->n_statuses, s->statuses[i].api, s->statuses[i].code,
+                      s->statuses[i].count, s->statuses[i].name))
+            return -1;
+    sort_counts(t);
     return 0;
 }

@@ -1,10 +1,12 @@
 /* report_stats.h: what `trainshim report` derives from one log's raw
- * records (tools/report/report_stats.c): the peak of allocated bytes from
- * alloc/free pairs matched by pointer in time order, the size histogram,
+ * records (tools/report/report_stats.c): the peak of allocated device bytes
+ * from alloc/free pairs matched by pointer in time order (pinned host
+ * allocations counted apart), the size histogram,
  * copy volumes by direction and what the pinned copy engine converted,
  * errors by API and code, and the device pools' own figures. */
 #ifndef TRAINSHIM_REPORT_STATS_H
 #define TRAINSHIM_REPORT_STATS_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,12 +25,17 @@ struct stats {
     uint64_t peak_alloc, alloc_calls, alloc_failed, alloc_requested, free_calls, free_failed, free_unknown,
         live_blocks, live_bytes;
     uint64_t hist[HIST_BUCKETS];
+    /* pinned host memory (allocations logged with device -1): apart from the device's figures */
+    uint64_t host_alloc_calls, host_alloc_bytes, host_free_calls;
     uint64_t copy_bytes[DIRS], copy_calls[DIRS], h2d_pageable, d2h_pageable, copy_ns, copy_failed;
     /* pinned copy engine (TS_REC_COPY_CONVERT): shown only when a copy was converted */
     uint64_t converted_calls, converted_bytes, converted_blocked_ns, staging_wait_ns;
     struct err_count *errs;
     size_t n_errs;
     uint64_t error_records;
+    /* results that report a state, not a failure (stats_is_status): apart from the errors */
+    struct err_count *statuses;
+    size_t n_statuses;
     /* the device pools' own figures (TS_REC_POOL_STATS): shown only when a
      * pool existed (pool_records != 0) */
     uint64_t pool_records, pool_peak_reserved, pool_alloc_at_peak, pool_driver_calls, pool_cache_hits,
@@ -37,7 +44,11 @@ struct stats {
     const struct tslog *log; /* one log's stats: its call-site sections (report_sites.c) */
 };
 
-/* One log's figures; 0, or -1 when out of memory (s->errs is owned: free it). */
+/* Whether code, returned by the API named api_name, is a status (not ready,
+ * in progress) rather than an error. */
+bool stats_is_status(const char *api_name, int32_t code);
+/* One log's figures; 0, or -1 when out of memory (s->errs and s->statuses
+ * are owned: free them). */
 int stats_analyze(struct tslog *log, struct stats *s);
 /* Totals over ranks: counts and bytes add up; the peak adds up too (each rank
  * has its own devices; the caller keeps the largest single rank's apart). */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include "emu.h"
 #include "common/driver_link.h"
+#include "common/skip_modes.h"
 #include "emu_gemm.h"
 
 /* What the kernel's single parameter points at. */
@@ -52,8 +53,12 @@ static void emu_gemm_kernel_impl(void **args, const emu_launch *launch)
 {
     (void)launch;
     struct emu_gemm_job *j = *(struct emu_gemm_job **)args[0];
+    /* The operands' bytes cross the host link whether or not the product
+     * is computed: a skipped GEMM on host pages still pays for them. */
     emu_gemm_charge_link(&j->g);
-    if (emu_gemm_run(&j->g) != 0) fprintf(stderr, "emu: cublas GEMM kernel: out of host memory, result not written\n");
+    /* EMU_COMPUTE=skip: validated and launched like any GEMM, not computed. */
+    if (emu_compute_skipped()) EMU_DRV(emuAddCounter)("gemm.skipped", 1);
+    else if (emu_gemm_run(&j->g) != 0) fprintf(stderr, "emu: cublas GEMM kernel: out of host memory, result not written\n");
     if (!j->persistent) free(j);
 }
 

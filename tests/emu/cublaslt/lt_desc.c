@@ -16,7 +16,10 @@ void lt_count(const char *name, uint64_t delta)
     if (add) add(name, delta);
 }
 
-int lt_valid_handle(cublasLtHandle_t h) { return h && h->magic == LT_HANDLE_MAGIC; }
+int lt_valid_handle(cublasLtHandle_t h)
+{
+    return h && (h->magic == LT_HANDLE_MAGIC || h->magic == LT_CUBLAS_HANDLE_MAGIC);
+}
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *lightHandle)
 {
@@ -33,7 +36,7 @@ cublasStatus_t cublasLtCreate(cublasLtHandle_t *lightHandle)
 
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle)
 {
-    if (!lt_valid_handle(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (!lightHandle || lightHandle->magic != LT_HANDLE_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
     lightHandle->magic = 0;
     free(lightHandle);
     return CUBLAS_STATUS_SUCCESS;

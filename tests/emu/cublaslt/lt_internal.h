@@ -10,6 +10,10 @@
 #include <stdint.h>
 
 #define LT_HANDLE_MAGIC 0x4c7448616e646c65ull
+/* cublas/cublas_internal.h's CUBLAS_HANDLE_MAGIC: a cuBLAS handle is also a
+ * valid cuBLASLt handle, as with the real libraries (PyTorch passes its
+ * cublasHandle_t to cublasLtMatmul). */
+#define LT_CUBLAS_HANDLE_MAGIC 0x63426c6173487831ull
 #define LT_DESC_MAGIC 0x4c744465u
 #define LT_LAYOUT_MAGIC 0x4c744c61u
 #define LT_PREF_MAGIC 0x4c745072u

@@ -511,3 +511,23 @@ CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
 { EMU_ENTRY_INIT(cuGraphUpload); return graph_upload(hGraphExec, hStream, false); }
 CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 { EMU_ENTRY_INIT(cuGraphUpload_ptsz); return graph_upload(hGraphExec, hStream, true); }
+
+/* A graph is the chain of operations captured (or none, for cuGraphCreate);
+ * each is one node.  The handles identify nodes (distinct, stable while the
+ * graph lives); the node-level APIs are not emulated. */
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+    EMU_ENTRY_INIT(cuGraphGetNodes);
+    struct emu_graph *g = graph_of(hGraph);
+    if (!g || !numNodes) return CUDA_ERROR_INVALID_VALUE;
+    size_t n = g->ops->n;
+    if (nodes) {
+        size_t k = *numNodes < n ? *numNodes : n;
+        for (size_t i = 0; i < k; i++) nodes[i] = (CUgraphNode)(void *)&g->ops->ops[i];
+        for (size_t i = k; i < *numNodes; i++) nodes[i] = NULL;
+        if (*numNodes > n) *numNodes = n;
+    } else {
+        *numNodes = n;
+    }
+    return CUDA_SUCCESS;
+}

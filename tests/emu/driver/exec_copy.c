@@ -7,6 +7,7 @@
  * time. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include "exec_internal.h"
+#include "common/skip_modes.h"
 #include "emu_activity.h"
 
 #include <errno.h>
@@ -100,7 +101,13 @@ static void run_copy(void *p)
     if (gbps > 0) sleep_ns((uint64_t)((double)bytes / gbps));   /* bytes / (GB/s) = ns */
     if (c->src_managed) emu_managed_touch((uintptr_t)c->src, sext, !to_host(c->kind));
     if (c->dst_managed) emu_managed_touch((uintptr_t)c->dst, dext, !to_host(c->kind));
-    if (g->height == 1 && g->depth == 1) {
+    /* EMU_COMPUTE=skip: device contents are meaningless, so a copy between
+     * device memories moves nothing (reading an untouched page of the
+     * shared arena would commit it); copies from and to the host stay real. */
+    bool skip = (c->kind == D2D || c->kind == PEER) && emu_compute_skipped_for(bytes);
+    if (skip) {
+        emu_counter_add_ref(EMU_COUNTER("copies.skipped"), 1);
+    } else if (g->height == 1 && g->depth == 1) {
         memmove(c->dst, c->src, bytes);
     } else {
         for (size_t z = 0; z < g->depth; z++)
@@ -456,7 +463,11 @@ static void run_memset(void *p)
     if (!emu_mem_access_ok(m->dev, (uintptr_t)m->dst, m->pitch * (m->height - 1) + m->width * (size_t)m->elsize, true))
         emu_fault_access();
     if (m->managed) emu_managed_touch((uintptr_t)m->dst, m->pitch * (m->height - 1) + m->width * (size_t)m->elsize, 1);
-    for (size_t r = 0; r < m->height; r++) {
+    /* EMU_COMPUTE=skip: checked and ordered, no byte written (untouched
+     * device pages stay uncommitted). */
+    size_t rows = emu_compute_skipped_for((unsigned long long)m->width * (size_t)m->elsize * m->height) ? 0 : m->height;
+    if (!rows) emu_counter_add_ref(EMU_COUNTER("memsets.skipped"), 1);
+    for (size_t r = 0; r < rows; r++) {
         char *row = m->dst + r * m->pitch;
         if (m->elsize == 1) { memset(row, (int)(m->value & 0xff), m->width); continue; }
         if (m->elsize == 2) {

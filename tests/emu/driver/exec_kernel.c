@@ -3,11 +3,17 @@
  * handles are registry entries.  Modules and libraries accept any image and
  * hand out entries by device name.  A launch copies the argument values at
  * the call (by the registered parameter sizes), so the kernel sees them as
- * of the launch even though it runs later on the stream's worker. */
+ * of the launch even though it runs later on the stream's worker.  With
+ * EMU_UNKNOWN_KERNELS=skip a kernel with no implementation is launched as
+ * an empty one: validated, ordered on its stream, counted under
+ * "kernels.skipped" and "kernels.skipped.<device name>", reported to CUPTI,
+ * and it touches no memory. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include "exec_internal.h"
 #include "emu_activity.h"
+#include "common/skip_modes.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +33,7 @@ struct emu_func {
     size_t params_bytes;
     int max_dyn_shared;
     int carveout;
+    uint64_t *skipped_counter;   /* "kernels.skipped.<name>", set on the first skipped launch */
     struct emu_func *next;
 };
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -354,7 +361,8 @@ CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 
 /* ----------------------------------------------------------------- launch */
 struct launch_op {
-    emu_kernel_fn impl;
+    emu_kernel_fn impl;   /* NULL: a skipped kernel (EMU_UNKNOWN_KERNELS=skip) */
+    uint64_t *skipped_counter;
     bool captured;        /* counted as launched each time a graph replays it */
     emu_launch launch;
     void **args;          /* into this allocation, or the caller's array (waited launch) */
@@ -364,10 +372,30 @@ struct launch_op {
     int dev;
 };
 
+static void count_skipped(uint64_t *by_name)
+{
+    emu_counter_add_ref(EMU_COUNTER("kernels.skipped"), 1);
+    emu_counter_add_ref(by_name, 1);
+}
+
+static uint64_t *skipped_counter_of(struct emu_func *f)
+{
+    uint64_t *c = __atomic_load_n(&f->skipped_counter, __ATOMIC_ACQUIRE);
+    if (c) return c;
+    char name[512];
+    snprintf(name, sizeof name, "kernels.skipped.%s", f->device_name ? f->device_name : "(unnamed kernel)");
+    c = emu_counter_ref(name);
+    __atomic_store_n(&f->skipped_counter, c, __ATOMIC_RELEASE);
+    return c;
+}
+
 static void run_kernel(void *p)
 {
     struct launch_op *l = p;
-    if (l->captured) emu_counter_add_ref(EMU_COUNTER("kernels.launched"), 1);
+    if (l->captured) {
+        emu_counter_add_ref(EMU_COUNTER("kernels.launched"), 1);
+        if (!l->impl) count_skipped(l->skipped_counter);
+    }
     emu_activity_fn hook = emu_activity_hook();
     uint64_t start = hook ? emu_now_ns() : 0;
     /* What the kernel touches is estimated from its pointer-sized arguments
@@ -384,7 +412,7 @@ static void run_kernel(void *p)
         memcpy(&v, l->args[__builtin_ctzll(m)], sizeof v);
         emu_managed_kernel_arg(v);
     }
-    l->impl(l->args, &l->launch);
+    if (l->impl) l->impl(l->args, &l->launch);
     emu_counter_add_ref(EMU_COUNTER("kernels.completed"), 1);
     if (hook) {
         struct emu_activity rec = {
@@ -423,19 +451,26 @@ static CUresult launch(struct emu_func *f, unsigned gx, unsigned gy, unsigned gz
     struct emu_stream *st = emu_stream_resolve(h, pt);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
     emu_kernel_fn impl = __atomic_load_n(&f->impl, __ATOMIC_ACQUIRE);
-    if (!impl) return CUDA_ERROR_NOT_FOUND;
+    if (!impl && !emu_unknown_kernels_skipped()) {
+        EMU_WARN_ONCE("kernel %s has no CPU function (emuRegisterKernel); EMU_UNKNOWN_KERNELS=skip launches "
+                      "such kernels as empty ones", f->device_name ? f->device_name : "(unnamed)");
+        return CUDA_ERROR_NOT_FOUND;
+    }
     int n = __atomic_load_n(&f->nparams, __ATOMIC_ACQUIRE);
     if (n > 0 && !params && !extra) return CUDA_ERROR_INVALID_VALUE;
     size_t ebytes = 0;
     const void *ebuf = extra ? extra_buffer(extra, &ebytes) : NULL;
     if (extra && !ebuf) return CUDA_ERROR_INVALID_VALUE;
+    /* A skipped kernel reads no argument: none is copied or waited for. */
+    if (!impl) n = 0;
     bool known = n >= 0;
     size_t nargs = known ? (size_t)n : 0;
-    size_t blob = known ? (ebuf ? ebytes : f->params_bytes) : 0;
-    if (known && ebuf && ebytes < f->params_bytes) return CUDA_ERROR_INVALID_VALUE;
+    size_t blob = known && impl ? (ebuf ? ebytes : f->params_bytes) : 0;
+    if (known && impl && ebuf && ebytes < f->params_bytes) return CUDA_ERROR_INVALID_VALUE;
     struct launch_op *l = malloc(sizeof *l + nargs * sizeof(void *) + blob + 16);
     if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
     l->impl = impl;
+    l->skipped_counter = impl ? NULL : skipped_counter_of(f);
     l->captured = __atomic_load_n(&st->capture, __ATOMIC_ACQUIRE) != NULL;
     l->launch = (emu_launch){{gx, gy, gz}, {bx, by, bz}, shmem, (void *)h};
     l->name = f->device_name ? f->device_name : "(unnamed kernel)";
@@ -473,9 +508,11 @@ static CUresult launch(struct emu_func *f, unsigned gx, unsigned gy, unsigned gz
     }
     uint64_t seq;
     bool l_captured = l->captured;   /* l belongs to the stream once queued */
+    uint64_t *skipped = l->skipped_counter;
     CUresult rc = emu_stream_enqueue_on(st, run_kernel, l, free, "kernel", NULL, &seq);
     if (rc != CUDA_SUCCESS) { free(l); return rc; }
     if (!l_captured) emu_counter_add_ref(EMU_COUNTER("kernels.launched"), 1);
+    if (!l_captured && !impl) count_skipped(skipped);
     if (wait) emu_stream_wait_seq(st, seq);
     return CUDA_SUCCESS;
 }
@@ -505,3 +542,99 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **ker
 { EMU_ENTRY_STREAM(cuLaunchKernelEx, config ? config->hStream : CU_STREAM_PER_THREAD); return launch_ex(config, f, kernelParams, extra, false); }
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 { EMU_ENTRY_STREAM(cuLaunchKernelEx_ptsz, config ? config->hStream : CU_STREAM_PER_THREAD); return launch_ex(config, f, kernelParams, extra, true); }
+
+/* -------------------------------------------------------------- occupancy */
+/* From the emulated H100's limits (cuDeviceGetAttribute's answers): 2048
+ * threads, 32 blocks and 233472 bytes of shared memory per SM, 1024 bytes
+ * reserved per block, warps of 32.  A kernel has the footprint
+ * cuFuncGetAttribute reports (32 registers, no static shared memory), so
+ * threads, blocks and dynamic shared memory are the limits. */
+#define SM_THREADS 2048
+#define SM_BLOCKS 32
+#define SM_SHARED 233472
+#define BLOCK_RESERVED_SHARED 1024
+#define SM_COUNT 132
+
+static int blocks_per_sm(int block_size, size_t dyn_shared)
+{
+    if (block_size <= 0 || block_size > 1024) return 0;
+    int threads = (block_size + 31) / 32 * 32;
+    int n = SM_THREADS / threads;
+    if (n > SM_BLOCKS) n = SM_BLOCKS;
+    if (dyn_shared > MAX_DYN_SHARED_OPTIN) return 0;
+    int by_shared = (int)(SM_SHARED / (dyn_shared + BLOCK_RESERVED_SHARED));
+    return n < by_shared ? n : by_shared;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize,
+                                                             size_t dynamicSMemSize, unsigned int flags)
+{
+    EMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
+    if (!func_of(func)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!numBlocks || blockSize <= 0 || (flags & ~1u)) return CUDA_ERROR_INVALID_VALUE;
+    *numBlocks = blocks_per_sm(blockSize, dynamicSMemSize);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+                                                     size_t dynamicSMemSize)
+{
+    EMU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor);
+    if (!func_of(func)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!numBlocks || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
+    *numBlocks = blocks_per_sm(blockSize, dynamicSMemSize);
+    return CUDA_SUCCESS;
+}
+
+/* The block size (a multiple of the warp) that keeps the most threads
+ * resident, the largest such on a tie (as cuda_runtime.h's
+ * cudaOccupancyMaxPotentialBlockSize searches), and the grid that fills the
+ * device. */
+static CUresult potential_block_size(int *min_grid, int *block, CUfunction func, CUoccupancyB2DSize b2d,
+                                     size_t dyn, int limit)
+{
+    if (!func_of(func)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!min_grid || !block) return CUDA_ERROR_INVALID_VALUE;
+    if (limit <= 0 || limit > 1024) limit = 1024;
+    int best = 0, best_threads = 0;
+    for (int b = limit / 32 * 32; b >= 32; b -= 32) {
+        int n = blocks_per_sm(b, b2d ? b2d(b) : dyn);
+        if (n * b > best_threads) { best_threads = n * b; best = b; }
+    }
+    if (!best) { *min_grid = 0; *block = 0; return CUDA_SUCCESS; }
+    *block = best;
+    *min_grid = best_threads / best * SM_COUNT;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+                                          CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize,
+                                          int blockSizeLimit)
+{
+    EMU_ENTRY(cuOccupancyMaxPotentialBlockSize);
+    return potential_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+                                blockSizeLimit);
+}
+
+CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CUfunction func,
+                                                   CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                   size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags)
+{
+    EMU_ENTRY(cuOccupancyMaxPotentialBlockSizeWithFlags);
+    if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
+    return potential_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+                                blockSizeLimit);
+}
+
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks,
+                                                 int blockSize)
+{
+    EMU_ENTRY(cuOccupancyAvailableDynamicSMemPerBlock);
+    if (!func_of(func)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (blocks_per_sm(blockSize, 0) < numBlocks) { *dynamicSmemSize = 0; return CUDA_SUCCESS; }
+    size_t per = SM_SHARED / (size_t)numBlocks;
+    per = per > BLOCK_RESERVED_SHARED ? per - BLOCK_RESERVED_SHARED : 0;
+    *dynamicSmemSize = per < MAX_DYN_SHARED_OPTIN ? per : MAX_DYN_SHARED_OPTIN;
+    return CUDA_SUCCESS;
+}

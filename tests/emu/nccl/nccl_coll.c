@@ -11,6 +11,7 @@
  * group cannot deadlock. */
 #include "nccl_emu.h"
 #include "common/driver_link.h"
+#include "common/skip_modes.h"
 #include "emu.h"
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -78,8 +79,22 @@ static void publish(const struct task *t, void *dst, const void *src, size_t n)
     nccl_scale(dst, src, n, t->type, s);
 }
 
+/* EMU_COMPUTE=skip: the ranks still meet (the collective stays ordered
+ * across them) and the bytes are accounted, but nothing is copied or
+ * reduced. */
+static ncclResult_t skip_collective(struct task *t, size_t *moved)
+{
+    int n = t->comm->nranks;
+    int per_rank = t->kind == K_REDUCESCATTER || t->kind == K_ALLTOALL || t->kind == K_SCATTER ||
+                   t->kind == K_ALLGATHER || t->kind == K_GATHER;
+    *moved += t->count * nccl_type_size(t->type) * (per_rank ? (size_t)n : 1);
+    nccl_count("nccl.skipped", 1);
+    return nccl_shm_barrier(t->comm->shm);
+}
+
 static ncclResult_t run_collective(struct task *t, size_t *moved)
 {
+    if (emu_compute_skipped_for((unsigned long long)t->count * nccl_type_size(t->type))) return skip_collective(t, moved);
     struct ncclComm *c = t->comm;
     struct nccl_shm *s = c->shm;
     int n = c->nranks, me = c->rank;

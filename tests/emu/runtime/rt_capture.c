@@ -158,3 +158,9 @@ cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t exec, cudaStream_t s)
 {
     return cudaGraphUpload(exec, rt_ptsz(s));
 }
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes)
+{
+    RT_ENTER();
+    return rt_drv(EMU_DRV(cuGraphGetNodes)((CUgraph)graph, (CUgraphNode *)nodes, numNodes));
+}

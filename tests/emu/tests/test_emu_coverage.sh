@@ -27,7 +27,7 @@ readme=tests/emu/README.md
 fail=0
 say() { echo "FAIL: $*"; fail=1; }
 
-for so in libcuda.so.1 libcudart.so.13 libnccl.so.2 libcublas.so.13 libcublasLt.so.13; do
+for so in libcuda.so.1 libcudart.so.13 libnccl.so.2 libcublas.so.13 libcublasLt.so.13 libnvidia-ml.so.1; do
   [ -f "$B/emu/$so" ] || { echo "FAIL: $B/emu/$so is not built (make B=$B emu)"; exit 1; }
 done
 status=$(bash "$cov" -b "$B" status) || { echo "FAIL: $cov status failed"; exit 1; }
@@ -143,6 +143,15 @@ need cublasLt cublasLtCreate cublasLtDestroy cublasLtMatmul cublasLtMatmulAlgoGe
   cublasLtMatrixLayoutCreate cublasLtMatrixLayoutDestroy cublasLtMatrixLayoutSetAttribute \
   cublasLtMatrixLayoutGetAttribute cublasLtMatmulPreferenceCreate cublasLtMatmulPreferenceSetAttribute \
   cublasLtMatmulPreferenceDestroy
+# what PyTorch calls at start-up, for expandable segments, cudaMallocAsync and CUDA graphs
+need cuda cuLogsRegisterCallback cuLogsUnregisterCallback cuDeviceGetGraphMemAttribute cuGraphGetNodes \
+  cuOccupancyMaxActiveBlocksPerMultiprocessor cuFuncGetAttribute
+need cudart cudaDeviceGetGraphMemAttribute cudaGraphGetNodes cudaFuncGetAttributes \
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor
+need nvml nvmlInit_v2 nvmlShutdown nvmlDeviceGetCount_v2 nvmlDeviceGetHandleByIndex_v2 \
+  nvmlDeviceGetHandleByPciBusId_v2 nvmlDeviceGetName nvmlDeviceGetUUID nvmlDeviceGetMemoryInfo \
+  nvmlDeviceGetMemoryInfo_v2 nvmlDeviceGetGpuFabricInfoV nvmlDeviceGetComputeRunningProcesses \
+  nvmlDeviceGetComputeRunningProcesses_v3 nvmlSystemGetCudaDriverVersion_v2 nvmlErrorString
 mapfile -t emu_names < tests/emu/symbols/emu.txt
 need emu "${emu_names[@]}"
 
