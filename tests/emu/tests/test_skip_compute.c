@@ -188,6 +188,9 @@ static void test_collectives_counted_not_computed(void)
         REQUIRE(cuMemAlloc(&buf[r], sizeof host));
         for (int i = 0; i < COUNT; i++) host[i] = (float)(r + 1);
         REQUIRE(cuMemcpyHtoD(buf[r], host, sizeof host));
+        /* A pageable cuMemcpyHtoD may return before its DMA lands, and st[r]
+         * does not wait for the legacy stream: finish it first. */
+        REQUIRE(cuCtxSynchronize());
     }
     uint64_t calls = emuGetCounter("nccl.allreduce"), skipped = emuGetCounter("nccl.skipped");
     EXPECT(ncclGroupStart() == ncclSuccess);
