@@ -18,6 +18,7 @@
 
 #include "core/core.h"
 #include "core/cuda_real.h"
+#include "offload/offload.h"
 #include "resolve.h"
 
 /* cuda.h maps the legacy 4-argument cuGetProcAddress onto cuGetProcAddress_v2
@@ -173,16 +174,22 @@ void *ts_wrap_driver_proc(const char *symbol, void *p);
     if (ts_likely(!ts_active()))                                                                             \
     return real_ args
 
+/* Outermost calls hold memory offload's gate (shim/offload/offload.h) so no
+ * work is enqueued while a page moves; one load while offload is off. */
+#define TS_GATE_ENTER() (ts_tls_depth == 0 && ts_offload_gate_enter())
+
 /* Generated body of a PASS hook: count, call, report an error returned to
  * the program (only the outermost call returns to the program). */
 #define TS_GEN_HOOK_PASS(lib, ret, sym, base, params, args)                                                  \
     TS_EXPORT ret sym params                                                                                 \
     {                                                                                                        \
         TS_HOOK_PROLOGUE(ret, base, TS_API_##sym, args);                                                     \
+        bool gate_ = TS_GATE_ENTER();                                                                        \
         bool outer_ = ts_enter();                                                                            \
         ts_count_call(TS_API_##sym, outer_);                                                                 \
         ret r_ = real_ args;                                                                                 \
         ts_leave();                                                                                          \
+        ts_offload_gate_leave(gate_);                                                                        \
         if (outer_ && r_ != 0)                                                                               \
             ts_ev_error(TS_API_##sym, (int)r_);                                                              \
         return r_;                                                                                           \
@@ -229,7 +236,13 @@ void *ts_wrap_driver_proc(const char *symbol, void *p);
 
 /* OWN hooks forward to the family file's static ts_body_<base>. */
 #define TS_GEN_HOOK_OWN(lib, ret, sym, base, params, args)                                                   \
-    TS_EXPORT ret sym params { return ts_body_##base(TS_API_##sym, TS_UNPAREN args); }
+    TS_EXPORT ret sym params                                                                                 \
+    {                                                                                                        \
+        bool gate_ = TS_GATE_ENTER();                                                                        \
+        ret r_ = ts_body_##base(TS_API_##sym, TS_UNPAREN args);                                              \
+        ts_offload_gate_leave(gate_);                                                                        \
+        return r_;                                                                                           \
+    }
 #define TS_GEN_HOOK_REAL(lib, ret, sym, base, params, args)
 #define TS_GEN_HOOK(lib, ret, sym, base, params, args, body)                                                 \
     TS_GEN_HOOK_##body(lib, ret, sym, base, params, args)

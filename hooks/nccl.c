@@ -10,6 +10,7 @@
 #include "observe/compute.h"
 #include "hooks.h"
 #include "log/log.h"
+#include "offload/offload.h"
 
 /* ncclGroupStart levels open on this thread: inside a group NCCL only
  * enqueues at the matching ncclGroupEnd, so events around one call would
@@ -433,6 +434,41 @@ static inline ncclResult_t ts_body_ncclMemFree(int api, void *ptr)
     if (outer_ && ptr)
         ts_ev_free(api, ts_current_device(), (uint64_t)(uintptr_t)ptr, 0, (int)r);
     TS_OUTER_END(api, r);
+    return r;
+}
+
+/* A registered buffer's pages must stay where NCCL registered them: memory
+ * offload never moves them (pinned before the registration, so no move can
+ * slip in between; unpinned when it is undone). */
+static inline ncclResult_t ts_body_ncclCommRegister(int api, const ncclComm_t comm, void *buff, size_t size,
+                                                    void **handle)
+{
+    TS_HOOK_PROLOGUE(ncclResult_t, ncclCommRegister, api, (comm, buff, size, handle));
+    bool outer = ts_enter();
+    ts_count_call(api, outer);
+    ts_offload_pin((uint64_t)(uintptr_t)buff, size);
+    ncclResult_t r = real_(comm, buff, size, handle);
+    if (r == ncclSuccess && handle)
+        ts_offload_pin_key((uint64_t)(uintptr_t)buff, (uint64_t)(uintptr_t)*handle);
+    else
+        ts_offload_unpin((uint64_t)(uintptr_t)buff);
+    ts_leave();
+    if (outer && r != ncclSuccess)
+        ts_ev_error(api, (int)r);
+    return r;
+}
+
+static inline ncclResult_t ts_body_ncclCommDeregister(int api, const ncclComm_t comm, void *handle)
+{
+    TS_HOOK_PROLOGUE(ncclResult_t, ncclCommDeregister, api, (comm, handle));
+    bool outer = ts_enter();
+    ts_count_call(api, outer);
+    ncclResult_t r = real_(comm, handle);
+    if (r == ncclSuccess)
+        ts_offload_unpin_key((uint64_t)(uintptr_t)handle);
+    ts_leave();
+    if (outer && r != ncclSuccess)
+        ts_ev_error(api, (int)r);
     return r;
 }
 

@@ -149,6 +149,20 @@ typedef struct ts_pool_usage {
 void ts_pool_usage_of(ts_pool *p, ts_pool_usage *out);
 /* The report of the last TS_ALLOC_OOM (zeroed if none). */
 void ts_pool_last_oom(ts_pool *p, ts_oom_report *out);
+/* A mapped page of an expandable pool as ts_pool_pages_walk shows it. */
+typedef struct ts_page_view {
+    uint64_t va, size; /* the page */
+    uint64_t handle;   /* its physical handle: the callback may put another one mapped at va */
+    bool live;         /* a live or thread-cached block touches it */
+    bool exported;     /* under an IPC-exported block: must not move */
+} ts_page_view;
+/* Calls fn for every mapped page of p's expandable arenas in address order,
+ * under p's lock (so nothing maps, unmaps or moves pages meanwhile); fn may
+ * swap the page's handle by setting v->handle.  A nonzero answer stops the
+ * walk and is returned; 0 for caching and off pools. */
+int ts_pool_pages_walk(ts_pool *p, int (*fn)(void *arg, ts_page_view *v), void *arg);
+/* The size of one page of p (its provider's granularity); 0 before pages exist. */
+uint64_t ts_pool_page_size(const ts_pool *p);
 /* Full consistency check (tests): 0, or -1 with a message in err. */
 int ts_pool_check(ts_pool *p, char *err, size_t errlen);
 const char *ts_alloc_mode_name(int mode);

@@ -80,4 +80,7 @@ void ts_ev_pool_oom(int device, int mode, uint64_t requested, uint64_t reserved,
 /* PyTorch's allocator backend as the shim left it (enum ts_torch_backend_case,
  * the variable's value or NULL). */
 void ts_ev_torch_backend(uint32_t backend_case, const char *conf);
+/* Memory offload (shim/offload): the caller fills every body field. */
+struct ts_rec_offload;
+void ts_ev_offload(const struct ts_rec_offload *o);
 #endif

@@ -46,6 +46,7 @@
 #include "devmem/devmem.h"
 #include "core/cuda_real.h"
 #include "log/logfmt.h"
+#include "offload/offload.h"
 
 #define TS_DEV_MAX 64
 /* An impossible stream handle: synchronous allocations and frees. */
@@ -354,6 +355,35 @@ static ts_page_provider wrap_provider(struct devprov *w, const ts_page_provider 
 #undef STEP
 }
 
+static bool capture_in_progress(void) { return __atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0; }
+
+/* TRAINSHIM_OFFLOAD: the real entry points it needs, and its provider wrap. */
+static void offload_attach(int dev, ts_page_provider *prov)
+{
+#define REAL(name) TS_CUDA_REAL(name)
+    ts_offload_driver f = {
+        .cuMemCreate = REAL(cuMemCreate),
+        .cuMemRelease = REAL(cuMemRelease),
+        .cuMemMap = REAL(cuMemMap),
+        .cuMemUnmap = REAL(cuMemUnmap),
+        .cuMemSetAccess = REAL(cuMemSetAccess),
+        .cuMemAddressReserve = REAL(cuMemAddressReserve),
+        .cuMemAddressFree = REAL(cuMemAddressFree),
+        .cuMemcpyDtoD = REAL(cuMemcpyDtoD_v2),
+        .cuCtxSynchronize = REAL(cuCtxSynchronize),
+        .cuDeviceGetAttribute = REAL(cuDeviceGetAttribute),
+        .cuMemGetInfo = REAL(cuMemGetInfo_v2),
+        .cuMemAllocManaged = REAL(cuMemAllocManaged),
+        .cuDevicePrimaryCtxRetain = REAL(cuDevicePrimaryCtxRetain),
+        .cuCtxSetCurrent = REAL(cuCtxSetCurrent),
+        .cuCtxGetCurrent = REAL(cuCtxGetCurrent),
+        .capturing = capture_in_progress,
+    };
+#undef REAL
+    ts_offload_managed_attach(&f);
+    ts_offload_attach(dev, &f, prov);
+}
+
 static struct devpool *create_pool(int dev)
 {
     ts_cuda_fn_cuDeviceTotalMem_v2 total_mem = TS_CUDA_REAL(cuDeviceTotalMem_v2);
@@ -370,6 +400,7 @@ static struct devpool *create_pool(int dev)
     }
     ts_page_provider prov = wrap_provider(&d->prov, ts_cuda_provider_table(d->cp), dev);
     __atomic_fetch_or(&peer_mask[dev], peer_capable(dev), __ATOMIC_ACQ_REL);
+    offload_attach(dev, &prov);
 
     const struct ts_fraction_or_size *lim = &ts_cfg()->memory_limit;
     uint64_t limit = lim->bytes                               ? lim->bytes
@@ -398,6 +429,7 @@ static struct devpool *create_pool(int dev)
     CUmemoryPool mp = NULL;
     if (get_default && get_default(&mp, dev) == CUDA_SUCCESS)
         d->default_mempool = (uint64_t)(uintptr_t)mp;
+    ts_offload_pool_created(dev, d->pool);
     ts_pool_stream_add(d->pool, 0);
     for (int i = 0; i < nknown; i++)
         if (known_streams[i].dev == dev)
@@ -525,9 +557,18 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
     if (stream_capturing_if_any(async ? stream : 0))
         return TS_DEV_PASS;
     int rc = ts_pool_alloc(d->pool, size, async ? stream : TS_DEV_NO_STREAM, 0, ptr);
-    if (rc == TS_ALLOC_OK)
+    if (rc == TS_ALLOC_OOM && ts_offload_oom_begin(dev)) {
+        /* what the pool held idle went back: host pages may back it now */
+        rc = ts_pool_alloc(d->pool, size, async ? stream : TS_DEV_NO_STREAM, 0, ptr);
+        ts_offload_oom_end();
+    }
+    if (rc == TS_ALLOC_OK) {
+        ts_offload_note_alloc(dev, *ptr, size);
         return TS_DEV_SERVED;
+    }
     *ptr = 0;
+    if (rc == TS_ALLOC_OOM && ts_offload_managed_alloc(dev, size, ptr))
+        return TS_DEV_SERVED;
     if (rc == TS_ALLOC_OOM)
         return d->limited ? TS_DEV_OOM : TS_DEV_PASS;
     if (rc == TS_ALLOC_ERROR) {
@@ -566,6 +607,7 @@ int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
     for (int dev = 0; dev < TS_DEV_MAX; dev++) {
         struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
         if (d && ts_pool_free(d->pool, ptr, stream, flags) == TS_ALLOC_OK) {
+            ts_offload_note_free(ptr);
             *devp = dev;
             return TS_DEV_FREED;
         }

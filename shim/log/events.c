@@ -259,6 +259,16 @@ void ts_ev_pool_stats(const struct ts_rec_pool_stats *s)
     ts_log_commit(&r->h);
 }
 
+/* Offload: rare (a pause, a resume, a failure, shutdown). */
+void ts_ev_offload(const struct ts_rec_offload *o)
+{
+    struct ts_rec_offload *r = (struct ts_rec_offload *)ts_log_reserve(sizeof *r, TS_REC_OFFLOAD);
+    if (!r)
+        return;
+    copy_body(&r->h, &o->h, sizeof *r);
+    ts_log_commit(&r->h);
+}
+
 void ts_ev_pool_oom(int device, int mode, uint64_t requested, uint64_t reserved, uint64_t allocated,
                     uint64_t largest_free_block)
 {

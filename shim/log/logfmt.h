@@ -361,6 +361,32 @@ struct ts_rec_pool_oom {
 _Static_assert(sizeof(struct ts_rec_pool_stats) == 144, "pool stats layout");
 _Static_assert(sizeof(struct ts_rec_pool_oom) == 64, "pool oom layout");
 
+/* ---- memory offload (shim/offload, TRAINSHIM_OFFLOAD=on).  Numbered apart
+ * like the accounting records. */
+#define TS_REC_OFFLOAD 34 /* a pause, a resume, a failed page move, or the totals at shutdown */
+#define TS_OFFLOAD_PAUSE 1u
+#define TS_OFFLOAD_RESUME 2u
+#define TS_OFFLOAD_SUMMARY 3u /* totals since start (peak_host_bytes, counts) */
+#define TS_OFFLOAD_FAILED 4u  /* a page move failed and was rolled back */
+
+/* TS_REC_OFFLOAD.  bytes: moved by the pause/resume; duration_ns: how long it
+ * took.  The counts are totals since the start at the time of the record. */
+struct ts_rec_offload {
+    struct ts_rec_hdr h;
+    int32_t device; /* -1: all devices */
+    uint32_t kind;  /* TS_OFFLOAD_* */
+    uint32_t tag;   /* pause/resume: the tag (0 = all) */
+    uint32_t reserved0;
+    uint64_t bytes;
+    uint64_t duration_ns;
+    uint64_t host_bytes;      /* host-backed now */
+    uint64_t peak_host_bytes; /* host-backed at most */
+    uint64_t oom_host_pages;  /* pages backed by host memory at an out-of-memory */
+    uint64_t demoted_pages, promoted_pages;
+    uint64_t failed_moves, managed_allocs;
+};
+_Static_assert(sizeof(struct ts_rec_offload) == 112, "offload layout");
+
 /* ---- GPU activity from CUPTI (shim/observe/cupti.c, TRAINSHIM_CUPTI=1).
  * Numbered apart like the accounting records.  Times of kernels and copies
  * are CUPTI timestamps (ns); TS_REC_GPU_CLOCK pairs one with the log's

@@ -54,6 +54,9 @@ int emuGetFunction(void **cufunction_out, const void *host_func, const char *dev
  *   copies.h2d.pageable ... (same suffixes, number of copy operations)
  *   phys.current  phys.peak        physical device bytes (all devices)
  *   phys.current.<dev>  phys.peak.<dev>
+ *   phys.host.current  phys.host.peak  host-located VMM handles (not device memory)
+ *   link.host.bytes  link.host.ops  link.host.ns   device access to host-located
+ *                                  pages: bytes, charges, simulated ns
  *   managed.migrations.h2d  managed.migrations.d2h   (pages)
  *   kernels.launched  kernels.completed
  *   kernels.skipped  kernels.skipped.<device name>   (EMU_UNKNOWN_KERNELS=skip)
@@ -64,6 +67,14 @@ uint64_t emuGetCounter(const char *name);
 void emuResetCounters(void);
 /* Libraries of the emulator (nccl, cublas) bump their counters here. */
 void emuAddCounter(const char *name, uint64_t delta);
+/* The host-link model: device access to host-located VMM pages (cuMemCreate
+ * with location HOST or HOST_NUMA) crosses the host link.  Charges the
+ * host-located bytes of [p, p+len) (link.host.bytes, link.host.ops; sleeps
+ * bytes / EMU_HOST_LINK_GBPS and counts link.host.ns when that rate is set)
+ * and returns them.  The driver charges copies, memsets and kernels itself;
+ * emulated libraries that touch device memory from host functions (NCCL)
+ * call this. */
+uint64_t emuHostLinkCharge(const void *p, size_t len);
 
 /* ---- fault injection ----------------------------------------------------
  * spec: "entry:N:ERROR" makes the Nth call (1-based) of entry fail with ERROR

@@ -3,7 +3,8 @@
 # library it names (nm -D); every _ptds/_ptsz twin has the signature the
 # toolkit header gives it in per-thread-default-stream mode (the base names
 # are checked by the compiler when the hooks are built); and libtrainshim.so
-# exports exactly the hooked symbols plus dlsym: nothing of the core leaks
+# exports exactly the hooked symbols plus dlsym and trainshim's own API
+# (trainshim_pause, trainshim_resume, trainshim_tag): nothing of the core leaks
 # (-fvisibility=hidden).
 set -u
 B=${B:-build}
@@ -43,6 +44,8 @@ if ! ${CC:-gcc} -std=gnu11 -fsyntax-only -DCUDA_API_PER_THREAD_DEFAULT_STREAM -I
   echo "FAIL: per-thread twins disagree with the toolkit headers:"; grep error "$tmp/twins.err"; fail=1
 fi
 echo dlsym >> "$tmp/hooked"
+# trainshim's own API (hooks/offload_api.c)
+printf '%s\n' trainshim_pause trainshim_resume trainshim_tag >> "$tmp/hooked"
 sort -u "$tmp/hooked" > "$tmp/want"
 nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u > "$tmp/have"
 if ! diff "$tmp/want" "$tmp/have" > "$tmp/diff"; then

@@ -21,6 +21,7 @@
 #include "report/report_gpu.h"
 #include "report/report_json.h"
 #include "report/report_numa.h"
+#include "report/report_offload.h"
 #include "report/report_sites.h"
 #include "report/report_stats.h"
 
@@ -668,7 +669,8 @@ static void print_text(const struct report_input *in)
         text_stats(stdout, &in->st[0], &in->logs[0]);
         sites_text(stdout, &in->logs[0]); /* TOP ALLOCATION SITES, MEMORY TIMELINE: with stacks only */
         acct_log_text(stdout, &in->acct[0]);
-        gpu_report_text(stdout, in->logs, 1); /* GPU TIMELINE (tools/report/report_gpu.c) */
+        gpu_report_text(stdout, in->logs, 1);      /* GPU TIMELINE (tools/report/report_gpu.c) */
+        offload_report_text(stdout, &in->logs[0]); /* OFFLOAD (tools/report/report_offload.c) */
         struct acct_copy_facts cf = acct_copy_facts_of(&in->st[0]);
         acct_advice_text(stdout, &in->acct[0], &cf, duration_ns(&in->logs[0]));
         return;

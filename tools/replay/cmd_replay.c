@@ -24,6 +24,7 @@
 #include "devmem/cuda_provider.h"
 #include "core/config.h"
 #include "cmd/cmds.h"
+#include "replay/replay_offload.h"
 
 typedef struct {
     char op;
@@ -32,15 +33,16 @@ typedef struct {
 
 typedef struct {
     const char *file, *level, *mode, *provider;
-    int device, json;
-    uint64_t capacity, limit;
+    int device, json, offload;
+    uint64_t capacity, limit, device_memory;
 } rp_opts;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: trainshim replay FILE [--level tensor|segment] [--device N] [--capacity BYTES]\n"
                "                        [--mode expandable|caching|off] [--limit BYTES]\n"
-               "                        [--provider auto|cuda|fake] [--json]\n");
+               "                        [--provider auto|cuda|fake] [--json]\n"
+               "                        [--device-memory BYTES [--offload]]\n");
 }
 
 static int find_script(char *out, size_t n)
@@ -326,6 +328,16 @@ static int parse_args(int argc, char **argv, rp_opts *o)
             if (size_arg("--capacity", v, &o->capacity))
                 return 2;
             i++;
+        } else if (!strcmp(a, "--offload")) {
+            o->offload = 1;
+        } else if (!strcmp(a, "--device-memory") && v) {
+            if (size_arg("--device-memory", v, &o->device_memory))
+                return 2;
+            if (!o->device_memory) {
+                fprintf(stderr, "trainshim: error: bad --device-memory '%s': must be above 0\n", v);
+                return 2;
+            }
+            i++;
         } else if (!strcmp(a, "--limit") && v) {
             if (size_arg("--limit", v, &o->limit))
                 return 2;
@@ -353,12 +365,15 @@ typedef struct {
     const ts_page_provider *table;
     const char *name;
     uint64_t capacity;
+    uint64_t device_memory; /* --device-memory: the table is wrapped by dm */
+    rp_offload dm;
 } rp_provider;
 
 static int open_provider(const rp_opts *o, rp_provider *p)
 {
     p->fake = NULL;
     p->table = NULL;
+    p->device_memory = 0;
     p->name = "fake";
     p->capacity = o->capacity;
     if (strcmp(o->provider, "fake")) {
@@ -386,11 +401,18 @@ static int open_provider(const rp_opts *o, rp_provider *p)
             ts_fake_set_manual_fences(p->fake, 1);
         p->table = ts_fake_provider_table(p->fake);
     }
+    /* --device-memory: the device's pages, and with --offload the host's beyond them */
+    if (o->device_memory) {
+        p->table = rp_offload_wrap(&p->dm, p->table, o->device_memory, o->offload);
+        p->device_memory = o->device_memory;
+    }
     return 0;
 }
 
 static void close_provider(rp_provider *p)
 {
+    if (p->device_memory)
+        rp_offload_free(&p->dm);
     if (p->fake)
         ts_fake_destroy(p->fake);
     else
@@ -486,11 +508,17 @@ static void print_json(const rp_summary *m)
            "\"driver_calls\": %" PRIu64 ", \"page_moves\": %" PRIu64 ", \"cache_hits\": %" PRIu64 ", "
            "\"ns_per_op\": %.1f, \"unknown_frees\": %" PRIu64 ", "
            "\"recorded_peak_reserved_bytes\": %" PRIu64 ", \"recorded_peak_allocated_bytes\": %" PRIu64 ", "
-           "\"recorded_ratio\": %.6f}\n",
+           "\"recorded_ratio\": %.6f",
            m->o->level, m->o->mode, m->prov->name, m->prov->capacity, m->nev, m->ninit, r->ops,
            s->peak_reserved_bytes, s->peak_allocated_bytes, m->ratio, s->fragmentation, r->ooms,
            r->ooms ? (int64_t)r->first_oom : (int64_t)-1, s->driver_calls, s->page_moves, s->cache_hits,
            m->ns_op, r->unknown_frees, m->rec_res, m->rec_alloc, m->rec_ratio);
+    if (m->prov->device_memory)
+        printf(", \"device_memory_bytes\": %" PRIu64 ", \"offload\": %s, \"peak_host_bytes\": %" PRIu64
+               ", \"host_pages\": %" PRIu64,
+               m->prov->device_memory, m->o->offload ? "true" : "false", m->prov->dm.peak_host_bytes,
+               m->prov->dm.host_pages);
+    printf("}\n");
 }
 
 static void print_text(const rp_summary *m)
@@ -513,6 +541,11 @@ static void print_text(const rp_summary *m)
     printf(", driver calls %" PRIu64 " (page moves %" PRIu64 "), cache hits %" PRIu64 " of %" PRIu64
            " allocations, %.0f ns per operation\n",
            s->driver_calls, s->page_moves, s->cache_hits, s->allocs, m->ns_op);
+    if (m->prov->device_memory)
+        printf("  device memory %.2f GiB%s: peak %.2f GiB would have lived on the host (%" PRIu64
+               " pages backed by it)\n",
+               m->prov->device_memory / G, m->o->offload ? ", offload on" : "",
+               m->prov->dm.peak_host_bytes / G, m->prov->dm.host_pages);
     if (r->unknown_frees)
         printf("  %" PRIu64 " frees skipped: their address was never allocated (or its allocation failed)\n",
                r->unknown_frees);

@@ -22,10 +22,40 @@ struct emu_gemm_job {
     int persistent;                  /* enqueued under stream capture: may run many times */
 };
 
+/* Matrices in host-located VMM memory are read over the host link
+ * (emuHostLinkCharge: counted, and timed at EMU_HOST_LINK_GBPS); the driver
+ * cannot see them behind the kernel's one descriptor argument. */
+static void emu_gemm_charge_mat(uint64_t (*charge)(const void *, size_t), const struct emu_mat *x,
+                                int64_t rows, int64_t cols, int64_t batch)
+{
+    size_t es = emu_type_size(x->type);
+    if (!es || rows <= 0 || cols <= 0 || (!x->ptr && !x->array)) return;
+    int64_t rs = x->rs < 0 ? -x->rs : x->rs, cs = x->cs < 0 ? -x->cs : x->cs;
+    size_t extent = (size_t)((rows - 1) * rs + (cols - 1) * cs + 1) * es;
+    for (int64_t b = 0; b < batch; b++) {
+        if (!x->array && b > 0 && x->batch_stride == 0) break;   /* one matrix for every batch */
+        const char *p = x->array ? (const char *)x->array[b] : (const char *)x->ptr + b * x->batch_stride * (int64_t)es;
+        if (p) charge(p, extent);
+    }
+}
+
+static void emu_gemm_charge_link(const struct emu_gemm *g)
+{
+    uint64_t (*charge)(const void *, size_t) = EMU_DRV(emuHostLinkCharge);
+    if (!charge) return;
+    emu_gemm_charge_mat(charge, &g->a, g->m, g->k, g->batch);
+    emu_gemm_charge_mat(charge, &g->b, g->k, g->n, g->batch);
+    emu_gemm_charge_mat(charge, &g->c, g->m, g->n, g->batch);
+    if (g->d.ptr != g->c.ptr || g->d.array != g->c.array) emu_gemm_charge_mat(charge, &g->d, g->m, g->n, g->batch);
+}
+
 static void emu_gemm_kernel_impl(void **args, const emu_launch *launch)
 {
     (void)launch;
     struct emu_gemm_job *j = *(struct emu_gemm_job **)args[0];
+    /* The operands' bytes cross the host link whether or not the product
+     * is computed: a skipped GEMM on host pages still pays for them. */
+    emu_gemm_charge_link(&j->g);
     /* EMU_COMPUTE=skip: validated and launched like any GEMM, not computed. */
     if (emu_compute_skipped()) EMU_DRV(emuAddCounter)("gemm.skipped", 1);
     else if (emu_gemm_run(&j->g) != 0) fprintf(stderr, "emu: cublas GEMM kernel: out of host memory, result not written\n");

@@ -100,6 +100,8 @@ static void do_init(void)
     emu_cfg.pinned_gbps = env_double("EMU_PINNED_GBPS", 0);
     emu_cfg.pageable_gbps = env_double("EMU_PAGEABLE_GBPS", 0);
     emu_cfg.nvlink_gbps = env_double("EMU_LINK_GBPS", 0);
+    emu_cfg.host_link_gbps = env_double("EMU_HOST_LINK_GBPS", emu_cfg.pinned_gbps);
+    emu_cfg.host_vmm = env_ll("EMU_HOST_VMM", 1) != 0;
     const char *name = getenv("EMU_DEVICE_NAME");
     snprintf(emu_cfg.device_name, sizeof emu_cfg.device_name, "%s",
              name && *name ? name : "NVIDIA H100 80GB HBM3");

@@ -36,6 +36,8 @@ struct emu_config {
     double pinned_gbps;        /* EMU_PINNED_GBPS (0 = no bandwidth model) */
     double pageable_gbps;      /* EMU_PAGEABLE_GBPS (0) */
     double nvlink_gbps;        /* EMU_LINK_GBPS (0): NCCL/peer simulated link */
+    double host_link_gbps;     /* EMU_HOST_LINK_GBPS (EMU_PINNED_GBPS): device access to host-located VMM pages */
+    bool host_vmm;             /* EMU_HOST_VMM (1): host-located cuMemCreate supported */
     char device_name[256];     /* EMU_DEVICE_NAME ("NVIDIA H100 80GB HBM3") */
 };
 extern struct emu_config emu_cfg;
@@ -193,6 +195,18 @@ void emu_managed_kernel_arg(uintptr_t p);
  * needs peer access (cuCtxEnablePeerAccess) from dev. */
 bool emu_mem_access_ok(int dev, uintptr_t p, size_t len, bool write);
 bool emu_kernel_arg_access_ok(int dev, uintptr_t p);
+/* The host-link model (mem_vmm.c): device access to host-located VMM pages
+ * crosses the host link.  Both checks above, when they grant an access,
+ * charge it: emu_mem_access_ok the bytes of [p, p+len) that are
+ * host-located; emu_kernel_arg_access_ok, which cannot see how far a kernel
+ * reads, the run of host-located mappings from p to the first page that is
+ * not one (an upper bound of what the argument's tensor can occupy there).
+ * A charge counts link.host.bytes and link.host.ops, and when
+ * emu_cfg.host_link_gbps > 0 sleeps bytes / rate on the calling worker and
+ * counts the simulated nanoseconds in link.host.ns.  Nearly free while no
+ * host-located page is mapped. */
+void emu_host_link_charge_range(uintptr_t p, size_t len);
+void emu_host_link_charge_run(uintptr_t p);
 /* Peer access enabled from dev to peer's cuMemAlloc memory (exec_context.c;
  * true for dev == peer). */
 bool emu_peer_enabled(int dev, int peer);

@@ -270,6 +270,8 @@ static int attribute_value(CUdevice_attribute a, int dev, bool *known)
     case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_MPS_ENABLED: return 0;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: return 0;
+    /* host-located cuMemCreate (mem_vmm_handle.c); not for pools */
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return emu_cfg.host_vmm;
     case CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID: return 0x233010de;
     case CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID: return 0x16c110de;
     default: break;

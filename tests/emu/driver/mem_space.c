@@ -123,8 +123,21 @@ void emu_phys_uncharge(int dev, size_t bytes)
     __atomic_sub_fetch(phys_current_all_ref, bytes, __ATOMIC_RELAXED);
 }
 
+void emu_phys_host_charge(size_t bytes)
+{
+    uint64_t now = __atomic_add_fetch(EMU_COUNTER("phys.host.current"), bytes, __ATOMIC_RELAXED);
+    emu_counter_max_ref(EMU_COUNTER("phys.host.peak"), now);
+}
+
+void emu_phys_host_uncharge(size_t bytes)
+{
+    __atomic_sub_fetch(EMU_COUNTER("phys.host.current"), bytes, __ATOMIC_RELAXED);
+}
+
 void emu_phys_reset_peaks(void)
 {
+    __atomic_store_n(EMU_COUNTER("phys.host.peak"), __atomic_load_n(EMU_COUNTER("phys.host.current"), __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
     if (!__atomic_load_n(&emu_space.base, __ATOMIC_ACQUIRE)) return;   /* nothing allocated yet */
     __atomic_store_n(phys_peak_all_ref, __atomic_load_n(phys_current_all_ref, __ATOMIC_RELAXED),
                      __ATOMIC_RELAXED);
@@ -193,8 +206,11 @@ bool emu_mem_access_ok(int dev, uintptr_t p, size_t len, bool write)
 {
     int range_dev = emu_range_device(p);
     if (range_dev < 0) return true;                       /* host or managed memory */
-    if (p - emu_dev_base(range_dev) >= EMU_ARENA_SPAN)    /* VMM: cuMemSetAccess for dev */
-        return emu_vmm_access_ok(dev, p, len, write);
+    if (p - emu_dev_base(range_dev) >= EMU_ARENA_SPAN) {  /* VMM: cuMemSetAccess for dev */
+        if (!emu_vmm_access_ok(dev, p, len, write)) return false;
+        emu_host_link_charge_range(p, len);
+        return true;
+    }
     /* Arena: another device's pool block follows its pool's
      * cuMemPoolSetAccess; cuMemAlloc memory is copied between devices
      * without peer access.  (A copy's range lies in one block.) */
@@ -207,7 +223,11 @@ bool emu_kernel_arg_access_ok(int dev, uintptr_t p)
 {
     int range_dev = emu_range_device(p);
     if (range_dev < 0) return true;
-    if (p - emu_dev_base(range_dev) >= EMU_ARENA_SPAN) return emu_vmm_access_ok(dev, p, 1, false);
+    if (p - emu_dev_base(range_dev) >= EMU_ARENA_SPAN) {
+        if (!emu_vmm_access_ok(dev, p, 1, false)) return false;
+        emu_host_link_charge_run(p);
+        return true;
+    }
     struct emu_arena_block b;
     if (range_dev == dev || !emu_arena_lookup(p, &b) || b.dev == dev) return true;
     /* cuMemAlloc memory of another device: cuCtxEnablePeerAccess from dev;

@@ -51,6 +51,9 @@ static inline uintptr_t emu_round_up(uintptr_t v, uintptr_t a) { return (v + a -
 bool emu_phys_charge(int dev, size_t bytes);
 void emu_phys_uncharge(int dev, size_t bytes);
 size_t emu_phys_used(int dev);
+/* Host-located VMM handles: phys.host.current / phys.host.peak (no limit). */
+void emu_phys_host_charge(size_t bytes);
+void emu_phys_host_uncharge(size_t bytes);
 
 /* ---- mem_arena.c: allocations carved from a device's arena memfd ---- */
 enum emu_arena_owner { EMU_OWN_ALLOC = 1, EMU_OWN_POOL = 2 };
@@ -87,6 +90,7 @@ struct emu_vmm_info {
     uintptr_t resv_start;      /* the reservation holding the mapping */
     size_t resv_size;
     bool rdma_capable;         /* allocFlags.gpuDirectRDMACapable of the handle */
+    bool host_located;         /* the handle lives in host memory (HOST / HOST_NUMA) */
 };
 bool emu_vmm_lookup(uintptr_t p, struct emu_vmm_info *out);
 /* dev's cuMemSetAccess grant covers [p, p+len) where it is mapped (read, or

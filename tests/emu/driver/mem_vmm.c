@@ -16,6 +16,13 @@
  * kernel, so a device never granted access faults even where another may
  * touch the pages.
  *
+ * Host-located handles (mem_vmm_handle.c) map like any other; the device
+ * reaches them over the host link, which the copies, memsets and kernels
+ * that touch them pay for (emu_host_link_charge_*: counters link.host.*,
+ * simulated time at EMU_HOST_LINK_GBPS).  cuMemSetAccess with a HOST_NUMA
+ * location (id ignored) grants the CPU access, and only to host-located
+ * mappings (cuda.h: CUDA_ERROR_INVALID_VALUE for other location types).
+ *
  * Choices where the documentation is silent: cuMemAddressFree of a range
  * that still has mappings fails with CUDA_ERROR_INVALID_VALUE; cuMemSetAccess
  * must cover whole mappings (a sub-range of one mapping is
@@ -25,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 struct resv {
@@ -39,6 +47,7 @@ struct mapping {
     struct emu_vmm_handle *h;   /* NULL for an IPC import */
     int dev;
     uint8_t access[EMU_MAX_DEVICES];
+    uint8_t host_access;        /* CPU grant (HOST_NUMA location) of a host-located mapping */
     uintptr_t alloc_start;      /* IPC import: the allocation inside the mapping */
     size_t alloc_size;
 };
@@ -49,6 +58,11 @@ static size_t nresvs, resvs_cap;
  * mapping (a trace replay holds ~40k of them), lookups binary-search. */
 static struct mapping **maps;
 static size_t nmaps, maps_cap;
+/* Mappings of host-located handles: while 0 the link charges return at
+ * once, without the lock (written under the write lock, read atomically). */
+static size_t host_maps;
+
+static bool is_host(const struct mapping *m) { return m->h && m->h->host; }
 
 /* ---- sorted arrays (caller holds emu_vmm_lock) ---- */
 
@@ -129,6 +143,7 @@ static struct mapping *map_insert(const struct mapping *m)
 
 static void map_remove_at(size_t i)
 {
+    if (is_host(maps[i])) __atomic_store_n(&host_maps, host_maps - 1, __ATOMIC_RELAXED);
     free(maps[i]);
     memmove(&maps[i], &maps[i + 1], (nmaps - i - 1) * sizeof *maps);
     nmaps--;
@@ -254,13 +269,17 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
     void *m = mmap((void *)p, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
                    (off_t)(h->fd_offset + offset));
     if (m == MAP_FAILED) { rc = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
-    struct mapping nm = { .start = p, .size = size, .h = h, .dev = h->prop.location.id };
+    /* A host-located handle belongs to no device: the reservation's device
+     * stands for it in lookups. */
+    int owner = h->host ? emu_range_device(p) : h->prop.location.id;
+    struct mapping nm = { .start = p, .size = size, .h = h, .dev = owner };
     if (!map_insert(&nm)) {
         mmap((void *)p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
         rc = CUDA_ERROR_OUT_OF_MEMORY;
         goto out;
     }
     h->maps++;
+    if (h->host) __atomic_store_n(&host_maps, host_maps + 1, __ATOMIC_RELAXED);
     rc = CUDA_SUCCESS;
 out:
     pthread_rwlock_unlock(&emu_vmm_lock);
@@ -314,35 +333,60 @@ static int prot_of(unsigned flags)
          : flags == CU_MEM_ACCESS_FLAGS_PROT_READ ? PROT_READ : PROT_NONE;
 }
 
+/* One CUmemAccessDesc: a device, or the CPU (HOST_NUMA, id ignored). */
+static CUresult check_access_desc(const CUmemAccessDesc *d)
+{
+    if (d->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+        if (emu_check_device(d->location.id) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_DEVICE;
+    } else if (d->location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    unsigned f = d->flags;
+    if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+        f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+/* Records the grants on mappings [first, last] and sets each one's host
+ * protection (caller holds the write lock and checked the descriptors). */
+static CUresult apply_access(size_t first, size_t last, const CUmemAccessDesc *desc, size_t count)
+{
+    for (size_t j = first; j <= last; j++)
+        for (size_t k = 0; k < count; k++)
+            if (desc[k].location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && !is_host(maps[j]))
+                return CUDA_ERROR_INVALID_VALUE;   /* CPU access only to host-located memory */
+    CUresult rc = CUDA_SUCCESS;
+    for (size_t j = first; j <= last; j++) {
+        for (size_t k = 0; k < count; k++) {
+            if (desc[k].location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA) maps[j]->host_access = (uint8_t)desc[k].flags;
+            else maps[j]->access[desc[k].location.id] = (uint8_t)desc[k].flags;
+        }
+        /* One host mapping serves every device: it gets the widest access any
+         * device has (per-device rights: emu_vmm_access_ok). */
+        int prot = prot_of(maps[j]->host_access);
+        for (int d = 0; d < EMU_MAX_DEVICES; d++) prot |= prot_of(maps[j]->access[d]);
+        if (mprotect((void *)maps[j]->start, maps[j]->size, prot) != 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return rc;
+}
+
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
 {
     EMU_ENTRY_INIT(cuMemSetAccess);
     uintptr_t p = (uintptr_t)ptr;
     if (!p || size == 0 || !desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
     for (size_t k = 0; k < count; k++) {
-        if (desc[k].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
-        if (emu_check_device(desc[k].location.id) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_DEVICE;
-        unsigned f = desc[k].flags;
-        if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READ &&
-            f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-            return CUDA_ERROR_INVALID_VALUE;
+        CUresult c = check_access_desc(&desc[k]);
+        if (c != CUDA_SUCCESS) return c;
     }
     size_t first, last;
-    CUresult rc = CUDA_SUCCESS;
+    CUresult rc;
     pthread_rwlock_wrlock(&emu_vmm_lock);
-    if (!whole_mappings(p, size, &first, &last)) {
+    if (!whole_mappings(p, size, &first, &last))
         rc = CUDA_ERROR_INVALID_VALUE;   /* only over fully mapped ranges */
-        goto out;
-    }
-    for (size_t j = first; j <= last; j++) {
-        for (size_t k = 0; k < count; k++) maps[j]->access[desc[k].location.id] = (uint8_t)desc[k].flags;
-        /* One host mapping serves every device: it gets the widest access any
-         * device has (per-device rights: emu_vmm_access_ok). */
-        int prot = PROT_NONE;
-        for (int d = 0; d < EMU_MAX_DEVICES; d++) prot |= prot_of(maps[j]->access[d]);
-        if (mprotect((void *)maps[j]->start, maps[j]->size, prot) != 0) rc = CUDA_ERROR_OUT_OF_MEMORY;
-    }
-out:
+    else
+        rc = apply_access(first, last, desc, count);
     pthread_rwlock_unlock(&emu_vmm_lock);
     return rc;
 }
@@ -350,12 +394,14 @@ out:
 CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
 {
     EMU_ENTRY_INIT(cuMemGetAccess);
-    if (!flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
-    if (emu_check_device(location->id) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_DEVICE;
+    if (!flags || !location) return CUDA_ERROR_INVALID_VALUE;
+    bool cpu = location->type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    if (!cpu && location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    if (!cpu && emu_check_device(location->id) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_DEVICE;
     CUresult rc = CUDA_SUCCESS;
     pthread_rwlock_rdlock(&emu_vmm_lock);
     struct mapping *m = map_find((uintptr_t)ptr);
-    if (m && m->h) *flags = m->access[location->id]; else rc = CUDA_ERROR_INVALID_VALUE;
+    if (m && m->h) *flags = cpu ? m->host_access : m->access[location->id]; else rc = CUDA_ERROR_INVALID_VALUE;
     pthread_rwlock_unlock(&emu_vmm_lock);
     return rc;
 }
@@ -390,6 +436,7 @@ bool emu_vmm_lookup(uintptr_t p, struct emu_vmm_info *out)
             .ipc_import = m->h == NULL, .alloc_start = m->alloc_start, .alloc_size = m->alloc_size,
             .handle_types = m->h ? (unsigned long long)m->h->prop.requestedHandleTypes : 0,
             .rdma_capable = m->h && m->h->prop.allocFlags.gpuDirectRDMACapable,
+            .host_located = is_host(m),
         };
         struct resv *r = resv_find(p);
         if (r) {
@@ -449,4 +496,67 @@ bool emu_vmm_remove_import(uintptr_t alloc_start, uintptr_t *map_start, size_t *
     }
     pthread_rwlock_unlock(&emu_vmm_lock);
     return found;
+}
+
+/* ---- the host-link model ---- */
+
+/* Host-located bytes of [p, end); run: only the contiguous host-located
+ * mappings starting with the one holding p.  Caller holds the lock. */
+static size_t host_bytes_locked(uintptr_t p, uintptr_t end, bool run)
+{
+    size_t i = map_upper(p), bytes = 0;
+    if (i > 0 && maps[i - 1]->start + maps[i - 1]->size > p) i--;   /* the mapping holding p */
+    uintptr_t at = p;
+    for (; i < nmaps && maps[i]->start < end; i++) {
+        struct mapping *m = maps[i];
+        if (run && (m->start > at || !is_host(m))) break;
+        if (is_host(m)) {
+            uintptr_t lo = m->start > p ? m->start : p;
+            uintptr_t hi = m->start + m->size < end ? m->start + m->size : end;
+            bytes += hi - lo;
+        }
+        at = m->start + m->size;
+    }
+    return bytes;
+}
+
+static void link_charge(size_t bytes)
+{
+    if (!bytes) return;
+    emu_counter_add_ref(EMU_COUNTER("link.host.bytes"), bytes);
+    emu_counter_add_ref(EMU_COUNTER("link.host.ops"), 1);
+    double gbps = emu_cfg.host_link_gbps;
+    if (gbps <= 0) return;
+    uint64_t ns = (uint64_t)((double)bytes / gbps);   /* bytes / (GB/s) = ns */
+    emu_counter_add_ref(EMU_COUNTER("link.host.ns"), ns);
+    struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+
+static size_t host_bytes(uintptr_t p, uintptr_t end, bool run)
+{
+    if (!__atomic_load_n(&host_maps, __ATOMIC_RELAXED)) return 0;
+    pthread_rwlock_rdlock(&emu_vmm_lock);
+    size_t bytes = host_bytes_locked(p, end, run);
+    pthread_rwlock_unlock(&emu_vmm_lock);
+    return bytes;
+}
+
+void emu_host_link_charge_range(uintptr_t p, size_t len)
+{
+    link_charge(host_bytes(p, p + (len ? len : 1), false));
+}
+
+void emu_host_link_charge_run(uintptr_t p)
+{
+    link_charge(host_bytes(p, UINTPTR_MAX, true));
+}
+
+uint64_t emuHostLinkCharge(const void *p, size_t len)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (!emu_is_device_addr(a) || len == 0) return 0;
+    size_t bytes = host_bytes(a, a + len, false);
+    link_charge(bytes);
+    return bytes;
 }

@@ -20,7 +20,11 @@ struct emu_vmm_handle {
     unsigned refs;              /* cuMemCreate/Import/RetainAllocationHandle minus cuMemRelease */
     unsigned maps;              /* live cuMemMap mappings */
     bool charged;               /* counted in this process's physical memory (not imports) */
+    bool host;                  /* host-located (CU_MEM_LOCATION_TYPE_HOST or HOST_NUMA) */
 };
+
+/* The shared backing slot of host-located handles (device slots are 0..7). */
+#define EMU_VMM_HOST_SLOT EMU_MAX_DEVICES
 
 /* All VMM state is guarded by this lock: writers are VMM calls, readers are
  * lookups from copies (emu_vmm_lookup). */

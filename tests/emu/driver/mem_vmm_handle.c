@@ -3,6 +3,17 @@
  * POSIX file descriptors).  Each handle is its own memfd, so an exported fd
  * received by another process maps the very same pages.
  *
+ * Host-located handles (location HOST, or HOST_NUMA on node 0, the one host
+ * NUMA node emulated: CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID answers 0) follow
+ * cuda.h's cuMemCreate rules: HOST ignores the id and takes no requested
+ * handle type (CUDA_ERROR_INVALID_VALUE otherwise), HOST_NUMA needs a valid
+ * node id and may be exported, HOST_NUMA_CURRENT is CUDA_ERROR_INVALID_VALUE;
+ * with EMU_HOST_VMM=0 (the device attribute
+ * HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED answers 0) both are
+ * CUDA_ERROR_NOT_SUPPORTED.  Their granularity is 2 MiB like device
+ * memory's.  They are not device memory: EMU_DEVICE_MEMORY does not limit
+ * them and they count in phys.host.* instead of phys.*.
+ *
  * Handle values index a table and carry a generation, so a stale or forged
  * value is rejected (CUDA_ERROR_INVALID_VALUE) rather than dereferenced. */
 #include "mem_vmm.h"
@@ -33,14 +44,16 @@ static struct backing {
     uint64_t next;
     struct backing_range *spare;
     size_t nspare, spare_cap;
-} backings[EMU_MAX_DEVICES] = { [0 ... EMU_MAX_DEVICES - 1] = { .fd = -1 } };
+} backings[EMU_MAX_DEVICES + 1] = { [0 ... EMU_MAX_DEVICES] = { .fd = -1 } };
 
-static bool backing_take(int dev, uint64_t size, int *fd, uint64_t *off)
+/* slot: a device ordinal, or EMU_VMM_HOST_SLOT */
+static bool backing_take(int slot, uint64_t size, int *fd, uint64_t *off)
 {
-    struct backing *b = &backings[dev];
+    struct backing *b = &backings[slot];
     if (b->fd < 0) {
         char name[32];
-        snprintf(name, sizeof name, "emu-vmm-backing-d%d", dev);
+        if (slot == EMU_VMM_HOST_SLOT) snprintf(name, sizeof name, "emu-vmm-backing-host");
+        else snprintf(name, sizeof name, "emu-vmm-backing-d%d", slot);
         int f = memfd_create(name, MFD_CLOEXEC);
         if (f < 0) return false;
         if (ftruncate(f, (off_t)BACKING_BYTES) != 0) { close(f); return false; }
@@ -61,9 +74,9 @@ static bool backing_take(int dev, uint64_t size, int *fd, uint64_t *off)
     return true;
 }
 
-static void backing_give(int dev, uint64_t off, uint64_t size)
+static void backing_give(int slot, uint64_t off, uint64_t size)
 {
-    struct backing *b = &backings[dev];
+    struct backing *b = &backings[slot];
     /* the pages go back to the system; the range reads as zeros */
     fallocate(b->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)size);
     if (b->nspare == b->spare_cap) {
@@ -111,6 +124,27 @@ static bool handle_register(struct emu_vmm_handle *h)
     return true;
 }
 
+static int slot_of(const struct emu_vmm_handle *h)
+{
+    return h->host ? EMU_VMM_HOST_SLOT : h->prop.location.id;
+}
+
+/* Device-located handles are charged to their device (and may fail there);
+ * host-located ones to phys.host.* (never failing: host memory is not the
+ * device's to limit). */
+static bool charge(const struct emu_vmm_handle *h)
+{
+    if (!h->host) return emu_phys_charge(h->prop.location.id, h->size);
+    emu_phys_host_charge(h->size);
+    return true;
+}
+
+static void uncharge(const struct emu_vmm_handle *h)
+{
+    if (h->host) emu_phys_host_uncharge(h->size);
+    else emu_phys_uncharge(h->prop.location.id, h->size);
+}
+
 void emu_vmm_handle_maybe_destroy(struct emu_vmm_handle *h)
 {
     if (h->refs || h->maps) return;
@@ -121,9 +155,9 @@ void emu_vmm_handle_maybe_destroy(struct emu_vmm_handle *h)
         if (f) { free_idx = f; free_cap = cap; }
     }
     if (nfree < free_cap) free_idx[nfree++] = h->index;
-    if (h->shared_fd) backing_give(h->prop.location.id, h->fd_offset, h->size);
+    if (h->shared_fd) backing_give(slot_of(h), h->fd_offset, h->size);
     else close(h->fd);
-    if (h->charged) emu_phys_uncharge(h->prop.location.id, h->size);
+    if (h->charged) uncharge(h);
     free(h);
 }
 
@@ -132,15 +166,24 @@ static CUresult check_prop(const CUmemAllocationProp *prop)
 {
     if (!prop) return CUDA_ERROR_INVALID_VALUE;
     if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
-    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
-        if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
-            prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA) {
-            EMU_WARN_ONCE("cuMemCreate: host-located VMM allocations are not emulated");
-            return CUDA_ERROR_NOT_SUPPORTED;
-        }
+    switch (prop->location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+        return emu_check_device(prop->location.id);
+    case CU_MEM_LOCATION_TYPE_HOST:   /* id ignored; not IPC capable */
+        if (!emu_cfg.host_vmm) return CUDA_ERROR_NOT_SUPPORTED;
+        return prop->requestedHandleTypes ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        if (!emu_cfg.host_vmm) return CUDA_ERROR_NOT_SUPPORTED;
+        return prop->location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default:   /* NONE, HOST_NUMA_CURRENT, anything else */
         return CUDA_ERROR_INVALID_VALUE;
     }
-    return emu_check_device(prop->location.id);
+}
+
+static bool host_located(const CUmemAllocationProp *prop)
+{
+    return prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+           prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
 }
 
 CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
@@ -168,41 +211,42 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
         return CUDA_ERROR_INVALID_VALUE;     /* Win32 handle types on Linux */
     if (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_FABRIC)
         return CUDA_ERROR_NOT_PERMITTED;     /* no IMEX channel on this system */
-    int dev = prop->location.id;
-    if (!emu_phys_charge(dev, size)) return CUDA_ERROR_OUT_OF_MEMORY;
     struct emu_vmm_handle *h = calloc(1, sizeof *h);
-    if (!h) { emu_phys_uncharge(dev, size); return CUDA_ERROR_OUT_OF_MEMORY; }
+    if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
     h->size = size;
     h->prop = *prop;
+    h->host = host_located(prop);
+    if (!charge(h)) { free(h); return CUDA_ERROR_OUT_OF_MEMORY; }
     h->refs = 1;
     h->charged = true;
     h->fd = -1;
     if (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
         /* Its own memfd, exportable; the name carries what an importing
-         * process needs to know. */
+         * process needs to know (d<dev> device-located, h<node> host). */
         char name[64];
-        snprintf(name, sizeof name, "emu-vmm-d%d-t%u", dev, (unsigned)prop->requestedHandleTypes);
+        snprintf(name, sizeof name, "emu-vmm-%c%d-t%u", h->host ? 'h' : 'd', prop->location.id,
+                 (unsigned)prop->requestedHandleTypes);
         h->fd = memfd_create(name, MFD_CLOEXEC);
         if (h->fd >= 0 && ftruncate(h->fd, (off_t)size) != 0) { close(h->fd); h->fd = -1; }
         if (h->fd < 0) {
+            uncharge(h);
             free(h);
-            emu_phys_uncharge(dev, size);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
     }
     pthread_rwlock_wrlock(&emu_vmm_lock);
     bool ok = true;
-    if (h->fd < 0) ok = h->shared_fd = backing_take(dev, size, &h->fd, &h->fd_offset);
+    if (h->fd < 0) ok = h->shared_fd = backing_take(slot_of(h), size, &h->fd, &h->fd_offset);
     if (ok && !handle_register(h)) {
-        if (h->shared_fd) backing_give(dev, h->fd_offset, size);
+        if (h->shared_fd) backing_give(slot_of(h), h->fd_offset, size);
         ok = false;
     }
     if (ok) *handle = emu_vmm_handle_value(h);
     pthread_rwlock_unlock(&emu_vmm_lock);
     if (!ok) {
         if (!h->shared_fd && h->fd >= 0) close(h->fd);
+        uncharge(h);
         free(h);
-        emu_phys_uncharge(dev, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     return CUDA_SUCCESS;
@@ -258,15 +302,17 @@ CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocat
     return rc;
 }
 
-/* Reads "emu-vmm-d<dev>-t<types>" back from the memfd's name. */
-static bool parse_memfd(int fd, int *dev, unsigned *types)
+/* Reads "emu-vmm-<d|h><id>-t<types>" back from the memfd's name. */
+static bool parse_memfd(int fd, int *id, unsigned *types, bool *host)
 {
-    char link[64], target[256];
+    char link[64], target[256], where;
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(link, target, sizeof target - 1);
     if (n <= 0) return false;
     target[n] = 0;
-    return sscanf(target, "/memfd:emu-vmm-d%d-t%u", dev, types) == 2;
+    if (sscanf(target, "/memfd:emu-vmm-%c%d-t%u", &where, id, types) != 3) return false;
+    *host = where == 'h';
+    return where == 'd' || where == 'h';
 }
 
 CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
@@ -281,10 +327,11 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
     int in_fd = (int)(intptr_t)osHandle;
     int dev;
     unsigned types;
+    bool host;
     struct stat st;
-    if (in_fd < 0 || fstat(in_fd, &st) != 0 || !parse_memfd(in_fd, &dev, &types))
+    if (in_fd < 0 || fstat(in_fd, &st) != 0 || !parse_memfd(in_fd, &dev, &types, &host))
         return CUDA_ERROR_INVALID_VALUE;
-    if (emu_check_device(dev) != CUDA_SUCCESS) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!host && emu_check_device(dev) != CUDA_SUCCESS) return CUDA_ERROR_NOT_SUPPORTED;
     if (st.st_size <= 0 || st.st_size % EMU_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
     struct emu_vmm_handle *h = calloc(1, sizeof *h);
     if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -293,10 +340,11 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
     h->size = (size_t)st.st_size;
     h->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     h->prop.requestedHandleTypes = (CUmemAllocationHandleType)types;
-    h->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    h->prop.location.type = host ? CU_MEM_LOCATION_TYPE_HOST_NUMA : CU_MEM_LOCATION_TYPE_DEVICE;
     h->prop.location.id = dev;
+    h->host = host;
     h->refs = 1;
-    h->charged = false;   /* the exporter's device memory, already counted there */
+    h->charged = false;   /* the exporter's memory, already counted there */
     pthread_rwlock_wrlock(&emu_vmm_lock);
     bool ok = handle_register(h);
     if (ok) *handle = emu_vmm_handle_value(h);

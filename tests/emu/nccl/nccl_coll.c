@@ -12,6 +12,7 @@
 #include "nccl_emu.h"
 #include "common/driver_link.h"
 #include "common/skip_modes.h"
+#include "emu.h"
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,23 @@ static ncclResult_t run_p2p(struct task *t, size_t *moved)
     }
 }
 
+/* Buffers in host-located VMM memory are reached over the host link
+ * (emuHostLinkCharge: counted, and timed at EMU_HOST_LINK_GBPS). */
+static void charge_host_link(const struct task *t)
+{
+    uint64_t (*charge)(const void *, size_t) = EMU_DRV(emuHostLinkCharge);
+    if (!charge) return;
+    if (t->kind == K_P2P) {
+        for (int i = 0; i < t->nops; i++) charge(t->ops[i].buf, t->ops[i].bytes);
+        return;
+    }
+    size_t n = (size_t)t->comm->nranks, bytes = t->count * nccl_type_size(t->type);
+    int send_all = t->kind == K_REDUCESCATTER || t->kind == K_ALLTOALL || t->kind == K_SCATTER;
+    int recv_all = t->kind == K_ALLGATHER || t->kind == K_GATHER || t->kind == K_ALLTOALL;
+    if (t->send) charge(t->send, send_all ? n * bytes : bytes);
+    if (t->recv && t->recv != t->send) charge(t->recv, recv_all ? n * bytes : bytes);
+}
+
 static void free_task(struct task *t)
 {
     free(t->ops);
@@ -210,6 +228,7 @@ static void CUDA_CB run_task(void *arg)
     }
     pthread_mutex_unlock(&c->exec_lock);
     simulate_link(moved);
+    charge_host_link(t);
     if (!t->persistent) {
         __atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL);
         free_task(t);

@@ -7,7 +7,8 @@
  * skipped memset, device-to-device copy and GEMM cover).  Copies between
  * device memories are counted but move nothing; copies from and to the host
  * stay real.  Memsets, copies and collectives of at most 64 KiB still run
- * (frameworks steer by such small buffers). */
+ * (frameworks steer by such small buffers).  Skipped work on host-located
+ * VMM pages still charges the host link. */
 #include <cublas_v2.h>
 #include <nccl.h>
 #include "driver/exec_testutil.h"
@@ -123,6 +124,52 @@ static void test_gemm_counted_not_computed(void)
     OK(cuMemFree(c));
 }
 
+/* Skipping the arithmetic does not skip the transfer: a skipped memset and
+ * a skipped GEMM over a host-located VMM page are charged its bytes to the
+ * host link (link.host.bytes) as when they compute. */
+static void test_skipped_work_charges_host_link(void)
+{
+    enum { N = 256, GRAN = 2 << 20 };
+    CUmemAllocationProp p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    CUdeviceptr r, b, c;
+    CUmemGenericAllocationHandle hnd;
+    REQUIRE(cuMemAddressReserve(&r, GRAN, 0, 0, 0));
+    REQUIRE(cuMemCreate(&hnd, GRAN, &p, 0));
+    REQUIRE(cuMemMap(r, GRAN, 0, hnd, 0));
+    CUmemAccessDesc d;
+    memset(&d, 0, sizeof d);
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    REQUIRE(cuMemSetAccess(r, GRAN, &d, 1));
+    REQUIRE(cuMemAlloc(&b, (size_t)N * N * 4));
+    REQUIRE(cuMemAlloc(&c, (size_t)N * N * 4));
+    OK(cuCtxSynchronize());
+    uint64_t link = emuGetCounter("link.host.bytes"), memsets = emuGetCounter("memsets.skipped");
+    OK(cuMemsetD8(r, 0, 1 << 20));
+    OK(cuCtxSynchronize());
+    EXPECT(emuGetCounter("memsets.skipped") == memsets + 1);
+    EXPECT(emuGetCounter("link.host.bytes") == link + (1 << 20));
+    cublasHandle_t h;
+    EXPECT(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS);
+    uint64_t gemms = emuGetCounter("gemm.skipped");
+    link = emuGetCounter("link.host.bytes");
+    float one = 1, zero = 0;
+    EXPECT(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, (float *)r, N, (float *)b, N, &zero,
+                       (float *)c, N) == CUBLAS_STATUS_SUCCESS);   /* A on the host page */
+    OK(cuCtxSynchronize());
+    EXPECT(emuGetCounter("gemm.skipped") == gemms + 1);
+    EXPECT(emuGetCounter("link.host.bytes") == link + (uint64_t)N * N * 4);
+    EXPECT(cublasDestroy(h) == CUBLAS_STATUS_SUCCESS);
+    OK(cuMemFree(b));
+    OK(cuMemFree(c));
+    OK(cuMemUnmap(r, GRAN));
+    OK(cuMemRelease(hnd));
+    OK(cuMemAddressFree(r, GRAN));
+}
+
 /* Two ranks of one process (ncclCommInitAll): both all-reduces run, meet,
  * are counted, and leave the receive buffers as they were. */
 static void test_collectives_counted_not_computed(void)
@@ -141,6 +188,9 @@ static void test_collectives_counted_not_computed(void)
         REQUIRE(cuMemAlloc(&buf[r], sizeof host));
         for (int i = 0; i < COUNT; i++) host[i] = (float)(r + 1);
         REQUIRE(cuMemcpyHtoD(buf[r], host, sizeof host));
+        /* A pageable cuMemcpyHtoD may return before its DMA lands, and st[r]
+         * does not wait for the legacy stream: finish it first. */
+        REQUIRE(cuCtxSynchronize());
     }
     uint64_t calls = emuGetCounter("nccl.allreduce"), skipped = emuGetCounter("nccl.skipped");
     EXPECT(ncclGroupStart() == ncclSuccess);
@@ -183,5 +233,6 @@ int main(void)
     test_gemm_counted_not_computed();
     test_untouched_pages_cost_nothing();
     test_collectives_counted_not_computed();
+    test_skipped_work_charges_host_link();
     return et_finish("test_skip_compute");
 }

@@ -1,0 +1,125 @@
+/* offload.h: the door of shim/offload, cold device memory on host-backed VMM
+ * pages (TRAINSHIM_OFFLOAD).
+ *
+ * trainshim owns the virtual ranges its pools serve, so a page's physical
+ * backing can change without its address changing: a page can be a
+ * host-located VMM handle (cuMemCreate on CU_MEM_LOCATION_TYPE_HOST_NUMA, or
+ * HOST) mapped at the same device address, which kernels still reach, over
+ * the host link.  Moving a page is quiesce-and-swap (offload_move.c): hold
+ * new work at the gate, synchronize the context, create the new handle, copy,
+ * unmap the old, map the new, grant access, release the old; any failure puts
+ * the old mapping back, pauses offload for that pool with one warning, and
+ * loses no byte.  IPC-exported and NCCL-registered ranges never move, nor
+ * anything while a capture is in progress.
+ *
+ * Modes (TRAINSHIM_OFFLOAD): off; on (host-backed VMM where the device
+ * announces it, else one "offload unavailable: <reason>" line and off);
+ * managed (for devices without host-backed VMM: an allocation the pool cannot
+ * serve is made with cuMemAllocManaged instead of failing).
+ *
+ * What it may include: shim/alloc (alloc.h: pools, pages, the provider
+ * table) and shim/core; nothing above (devmem, hooks) and nothing of the
+ * emulator.  Callers reach it through this header only. */
+#ifndef TRAINSHIM_OFFLOAD_H
+#define TRAINSHIM_OFFLOAD_H
+#include <cuda.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ts_pool;
+struct ts_page_provider;
+
+enum ts_offload_mode { TS_OFFLOAD_OFF = 0, TS_OFFLOAD_ON = 1, TS_OFFLOAD_MANAGED = 2 };
+
+/* The real driver entry points offload calls (filled by the pool's creator;
+ * nothing is resolved here). */
+typedef struct ts_offload_driver {
+    CUresult (*cuMemCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+                            unsigned long long);
+    CUresult (*cuMemRelease)(CUmemGenericAllocationHandle);
+    CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+    CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
+    CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+    CUresult (*cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
+    CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t); /* cuMemcpyDtoD_v2 */
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*cuMemGetInfo)(size_t *, size_t *); /* cuMemGetInfo_v2 */
+    CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned int);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuCtxSetCurrent)(CUcontext);
+    CUresult (*cuCtxGetCurrent)(CUcontext *);
+    /* true while a stream capture is in progress (nothing moves then) */
+    bool (*capturing)(void);
+} ts_offload_driver;
+
+/* The configured mode (TRAINSHIM_OFFLOAD), after availability: ON only once
+ * a device said it supports host-backed VMM. */
+int ts_offload_mode(void);
+
+/* At pool creation, before ts_pool_create: decides availability for dev (one
+ * "offload unavailable: <reason>" line when ON cannot be had) and wraps
+ * prov's create and release, so a page the device cannot back is backed by
+ * host memory (the allocation succeeds instead of failing).  Later, with the
+ * pool: ts_offload_pool_created. */
+void ts_offload_attach(int dev, const ts_offload_driver *drv, struct ts_page_provider *prov);
+void ts_offload_pool_created(int dev, struct ts_pool *pool);
+
+/* The pool answered out of memory after giving back what it held idle: the
+ * caller retries the allocation between ts_offload_oom_begin (true when
+ * offload may back it with host pages) and ts_offload_oom_end. */
+bool ts_offload_oom_begin(int dev);
+void ts_offload_oom_end(void);
+
+/* Managed fallback (mode MANAGED): an allocation the pool could not serve;
+ * true with *ptr set when cuMemAllocManaged made it (the real free frees it). */
+bool ts_offload_managed_alloc(int dev, uint64_t size, uint64_t *ptr);
+/* Mode MANAGED: the driver table (ts_offload_attach is for mode ON). */
+void ts_offload_managed_attach(const ts_offload_driver *drv);
+
+/* Allocation bookkeeping for tags: every live pooled allocation made while a
+ * nonzero tag is in effect on the calling thread (ts_offload_note_free when it
+ * is freed). */
+void ts_offload_note_alloc(int dev, uint64_t ptr, uint64_t size);
+void ts_offload_note_free(uint64_t ptr);
+
+/* Ranges that must never move (NCCL-registered buffers): pinned by start,
+ * then known by a key (the registration handle) until unpinned. */
+void ts_offload_pin(uint64_t ptr, uint64_t size);
+void ts_offload_unpin(uint64_t ptr);
+void ts_offload_pin_key(uint64_t ptr, uint64_t key);
+void ts_offload_unpin_key(uint64_t key);
+
+/* The gate: the hooks hold it shared around every outermost hooked call
+ * (launches, copies, collectives, graph launches...), a page move holds it
+ * exclusively, so no work is enqueued between the move's synchronization and
+ * its remapping.  enter returns whether it was taken (only once offload is
+ * available); leave takes that answer. */
+bool ts_offload_gate_enter(void);
+void ts_offload_gate_leave(bool held);
+
+/* Pause and resume (exported as trainshim_pause/trainshim_resume/trainshim_tag
+ * by the hooks).  Return 0 on success, -1 when offload is unavailable or a
+ * move failed (then nothing was lost: the pages not moved stay where they
+ * were). */
+int ts_offload_pause(unsigned tag);
+int ts_offload_resume(unsigned tag);
+/* Sets the calling thread's tag (0: none); returns the previous one. */
+unsigned ts_offload_set_tag(unsigned tag);
+
+/* A step boundary or a device/stream synchronization: host-backed pages move
+ * back to the device while it has room. */
+void ts_offload_step_boundary(void);
+
+/* Figures for the report and tests. */
+typedef struct ts_offload_stats {
+    uint64_t host_bytes, peak_host_bytes; /* host-backed pages now / at most */
+    uint64_t oom_host_pages;              /* pages backed by host memory at an OOM */
+    uint64_t demoted_pages, promoted_pages;
+    uint64_t pauses, resumes, paused_bytes;
+    uint64_t failed_moves, managed_allocs;
+} ts_offload_stats;
+void ts_offload_stats_get(ts_offload_stats *out);
+#endif
