@@ -14,8 +14,8 @@ rc=0
 torch_env
 native=$(torch_py -- tests/bench/torch_churn.py 2> /dev/null | awk '/^churn/ {print $2}')
 async=$(torch_py PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- tests/bench/torch_churn.py 2> /dev/null | awk '/^churn/ {print $2}')
-shim=$(torch_shim TRAINSHIM_LOG=off -- tests/bench/torch_churn.py 2> /dev/null | awk '/^churn/ {print $2}')
-shim_log=$(torch_shim TRAINSHIM_LOG=/dev/null -- tests/bench/torch_churn.py 2> /dev/null | awk '/^churn/ {print $2}')
+shim=$(torch_shim TRAINSHIM_LOG=off TRAINSHIM_TORCH_BACKEND=cudaMallocAsync -- tests/bench/torch_churn.py 2> /dev/null | awk '/^churn/ {print $2}')
+shim_log=$(torch_shim TRAINSHIM_LOG=/dev/null TRAINSHIM_TORCH_BACKEND=cudaMallocAsync -- tests/bench/torch_churn.py 2> /dev/null | awk '/^churn/ {print $2}')
 echo "torch.empty/del churn, CPU ns per tensor (best of 5 rounds of 40000)"
 printf '  %-44s %8s\n' "torch native caching allocator (baseline)" "$native" \
   "torch cudaMallocAsync, no shim" "$async" "trainshim-served, log off" "$shim" "trainshim-served, logging" "$shim_log"

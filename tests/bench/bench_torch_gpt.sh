@@ -24,7 +24,7 @@ run_one() { # runner name [env...]
 out=$( {
   run_one torch_py native TRAINSHIM=0
   run_one torch_py expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
-  run_one torch_shim trainshim TRAINSHIM_LOG=off
+  run_one torch_shim trainshim TRAINSHIM_LOG=off TRAINSHIM_TORCH_BACKEND=cudaMallocAsync
 } )
 echo "GPT-2-small, batch 8 x 1024 tokens, ${BENCH_GPT_STEPS:-3} steps (bytes, torch's max_memory_reserved / max_memory_allocated)"
 python3 - "$out" <<'PY'

@@ -10,8 +10,8 @@ torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export EMU_JITTER_US=${EMU_JITTER_US:-50}
 
-# shim_default: the user names no allocator; the shim adds
-# backend:cudaMallocAsync at load time, so the run must match torch's
+# shim_default: the user names no allocator and asks the shim
+# (TRAINSHIM_TORCH_BACKEND=cudaMallocAsync) to add backend:cudaMallocAsync at load time, so the run must match torch's
 # cudaMallocAsync backend without the shim.  default: torch's native
 # allocator under the shim (TRAINSHIM_TORCH_BACKEND=off).
 setups=(default nocache async expandable shim_default)
@@ -27,7 +27,7 @@ setup_env() {
 shim_env() {
   case $1 in
     default) echo "TRAINSHIM_TORCH_BACKEND=off" ;;
-    shim_default) echo "TORCH_SETUP=shim_default" ;;
+    shim_default) echo "TORCH_SETUP=shim_default TRAINSHIM_TORCH_BACKEND=cudaMallocAsync" ;;
     *) setup_env "$1" ;;
   esac
 }
@@ -38,7 +38,8 @@ for s in "${setups[@]}"; do
   # the two runs at once: the machine has two cores
   torch_py "$e" -- tests/torch/case_basic.py > "$tmp/plain.$s" 2> "$tmp/plain.$s.err" & plain_pid=$!
   shim_rc=0 plain_rc=0
-  torch_shim "$(shim_env "$s")" TRAINSHIM_LOG="$tmp/log.$s.%p" -- tests/torch/case_basic.py > "$tmp/shim.$s" 2> "$tmp/shim.$s.err" || shim_rc=$?
+  # shellcheck disable=SC2046 # the setup may name two variables
+  torch_shim $(shim_env "$s") TRAINSHIM_LOG="$tmp/log.$s.%p" -- tests/torch/case_basic.py > "$tmp/shim.$s" 2> "$tmp/shim.$s.err" || shim_rc=$?
   wait $plain_pid || plain_rc=$?
   if [ $plain_rc != 0 ]; then
     echo "$s without the shim failed:"; tail -5 "$tmp/plain.$s.err"; bad+=("$s"); continue

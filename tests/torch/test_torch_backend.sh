@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The shim's load-time choice of torch's allocator backend: with no backend
-# named, torch runs on cudaMallocAsync (the user's other keys kept); a
+# The shim's load-time choice of torch's allocator backend: by default the
+# variable is left alone; with TRAINSHIM_TORCH_BACKEND=cudaMallocAsync and no
+# backend named, torch runs on cudaMallocAsync (the user's other keys kept); a
 # backend or expandable_segments the user named, PYTORCH_NO_CUDA_MEMORY_CACHING
 # and TRAINSHIM_TORCH_BACKEND=off leave torch's own choice; the report's RUN
 # section names the case and ADVICE explains what the user's native choice
@@ -26,27 +27,31 @@ check() {
   grep -q "^torch alloc   $want_run" "$tmp/$name.report" || { echo "$name: RUN lacks '$want_run':"; grep -A8 '== RUN' "$tmp/$name.report"; bad=1; }
   echo "$name: $(grep '^torch alloc' "$tmp/$name.report")"
 }
-check added "" cudaMallocAsync "backend:cudaMallocAsync" "cudaMallocAsync, added by trainshim"
-check kept_keys "PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.8" cudaMallocAsync \
+check default_off "" native "-" "left alone"
+A=TRAINSHIM_TORCH_BACKEND=cudaMallocAsync
+check added "$A" cudaMallocAsync "backend:cudaMallocAsync" "cudaMallocAsync, added by trainshim"
+check kept_keys "$A PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.8" cudaMallocAsync \
   "backend:cudaMallocAsync,garbage_collection_threshold:0.8" "cudaMallocAsync, added by trainshim"
-check user_async "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" cudaMallocAsync "backend:cudaMallocAsync" \
+check user_async "$A PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" cudaMallocAsync "backend:cudaMallocAsync" \
   "cudaMallocAsync, the user's"
-check user_native "PYTORCH_CUDA_ALLOC_CONF=backend:native" native "backend:native" "native, the user's"
-check user_expandable "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" native "expandable_segments:True" \
+check user_native "$A PYTORCH_CUDA_ALLOC_CONF=backend:native" native "backend:native" "native, the user's"
+check user_expandable "$A PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" native "expandable_segments:True" \
   "native expandable_segments"
-check user_tuned "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False" native "expandable_segments:False" \
+check user_tuned "$A PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False" native "expandable_segments:False" \
   "native, the user's"
 check off "TRAINSHIM_TORCH_BACKEND=off" native "-" "left alone"
-check distributed "WORLD_SIZE=1" native "-" "left alone in a distributed launch"
+check distributed "$A WORLD_SIZE=1" native "-" "left alone in a distributed launch"
 for name in user_native user_expandable; do
   grep -q "^- torch's own allocator" "$tmp/$name.report" || { echo "$name: no ADVICE line"; bad=1; }
 done
-for name in added user_async off; do
+for name in default_off added user_async off; do
   if grep -q "^- torch's own allocator" "$tmp/$name.report"; then echo "$name: ADVICE about torch's allocator"; bad=1; fi
 done
 # without torch: only the variable, which the program sees
-out=$(env LD_PRELOAD="$SHIM_LIB" LD_LIBRARY_PATH="$EMU_DIR" sh -c 'echo "$PYTORCH_CUDA_ALLOC_CONF"')
+out=$(env "$A" LD_PRELOAD="$SHIM_LIB" LD_LIBRARY_PATH="$EMU_DIR" sh -c 'echo "$PYTORCH_CUDA_ALLOC_CONF"')
 [ "$out" = "backend:cudaMallocAsync" ] || { echo "shell: '$out'"; bad=1; }
+out=$(env LD_PRELOAD="$SHIM_LIB" LD_LIBRARY_PATH="$EMU_DIR" sh -c 'echo "${PYTORCH_CUDA_ALLOC_CONF-unset}"')
+[ "$out" = "unset" ] || { echo "the default changed the variable: '$out'"; bad=1; }
 out=$(env LD_PRELOAD="$SHIM_LIB" LD_LIBRARY_PATH="$EMU_DIR" TRAINSHIM=0 sh -c 'echo "${PYTORCH_CUDA_ALLOC_CONF-unset}"')
 [ "$out" = "unset" ] || { echo "TRAINSHIM=0 changed the variable: '$out'"; bad=1; }
 exit $bad
