@@ -39,19 +39,9 @@ void ts_logcap_init(uint64_t cap_bytes) { g_cap = cap_bytes; }
 
 bool ts_logcap_enabled(void) { return g_cap != 0; }
 
-static uint64_t mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
-}
-
 static size_t map_slot(uint64_t ptr)
 {
-    size_t i = (size_t)mix(ptr) & (g_map_cap - 1);
+    size_t i = (size_t)ts_rec_mix64(ptr) & (g_map_cap - 1);
     while (g_keys[i] && g_keys[i] != ptr)
         i = (i + 1) & (g_map_cap - 1);
     return i;
@@ -85,7 +75,7 @@ static void map_erase(size_t i)
     size_t mask = g_map_cap - 1;
     g_keys[i] = 0;
     for (size_t j = (i + 1) & mask; g_keys[j]; j = (j + 1) & mask) {
-        size_t home = (size_t)mix(g_keys[j]) & mask;
+        size_t home = (size_t)ts_rec_mix64(g_keys[j]) & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) {
             g_keys[i] = g_keys[j];
             g_vals[i] = g_vals[j];
@@ -156,10 +146,10 @@ static unsigned size_bucket(uint64_t size)
 
 static struct ts_rec_site_total *site_of(const struct ts_rec_site_total *key)
 {
-    uint64_t h = mix(key->rec_type ^ ((uint64_t)key->dir << 16) ^ ((uint64_t)key->host_kind << 24)
-                     ^ ((uint64_t)(uint32_t)key->api << 32))
-                 ^ mix((uint64_t)(uint32_t)key->device ^ ((uint64_t)(uint32_t)key->op << 32))
-                 ^ mix(key->comm_id + (uint64_t)(uint32_t)key->rank);
+    uint64_t h = ts_rec_mix64(key->rec_type ^ ((uint64_t)key->dir << 16) ^ ((uint64_t)key->host_kind << 24)
+                              ^ ((uint64_t)(uint32_t)key->api << 32))
+                 ^ ts_rec_mix64((uint64_t)(uint32_t)key->device ^ ((uint64_t)(uint32_t)key->op << 32))
+                 ^ ts_rec_mix64(key->comm_id + (uint64_t)(uint32_t)key->rank);
     for (size_t n = 0, i = (size_t)h % SITE_SLOTS; n < SITE_SLOTS; n++, i = (i + 1) % SITE_SLOTS) {
         struct site *s = &g_sites[i];
         if (!s->used) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/cuda_real.h"
 #include "log/log.h"
 #include "log/logfmt.h"
 #include "numa/numa_cuda.h"
@@ -205,7 +206,7 @@ void ts_numa_at_context_slow(void)
         __atomic_store_n(&ts_numa_done, 1, __ATOMIC_RELEASE);
         return;
     }
-    int dev = ts_numa_cuda_current_device();
+    int dev = ts_current_device();
     if (dev < 0 || __atomic_exchange_n(&claimed, 1, __ATOMIC_ACQ_REL))
         return; /* no context yet, or another thread is taking the facts */
     struct numa_facts f = { .device = dev, .node = -1, .place = -1, .slots = 1 };

@@ -4,15 +4,6 @@
 #include "core/cuda_real.h"
 #include "numa/numa_cuda.h"
 
-int ts_numa_cuda_current_device(void)
-{
-    ts_cuda_fn_cuCtxGetDevice get = TS_CUDA_REAL(cuCtxGetDevice);
-    CUdevice d = -1;
-    if (!get || get(&d) != CUDA_SUCCESS)
-        return -1;
-    return (int)d;
-}
-
 int ts_numa_cuda_device_count(void)
 {
     ts_cuda_fn_cuDeviceGetCount count = TS_CUDA_REAL(cuDeviceGetCount);

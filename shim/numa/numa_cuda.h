@@ -2,7 +2,6 @@
 #ifndef TRAINSHIM_NUMA_CUDA_H
 #define TRAINSHIM_NUMA_CUDA_H
 /* The device of the calling thread's current context, -1 when none. */
-int ts_numa_cuda_current_device(void);
 /* Visible devices (0 when the driver cannot say). */
 int ts_numa_cuda_device_count(void);
 /* The device's PCI bus id as CUDA writes it ("00000000:3B:00.0"); 0 or -1. */

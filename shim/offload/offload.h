@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/cuda_real.h"
+
 struct ts_pool;
 struct ts_page_provider;
 
@@ -35,22 +37,21 @@ enum ts_offload_mode { TS_OFFLOAD_OFF = 0, TS_OFFLOAD_ON = 1, TS_OFFLOAD_MANAGED
 /* The real driver entry points offload calls (filled by the pool's creator;
  * nothing is resolved here). */
 typedef struct ts_offload_driver {
-    CUresult (*cuMemCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
-                            unsigned long long);
-    CUresult (*cuMemRelease)(CUmemGenericAllocationHandle);
-    CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
-    CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
-    CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
-    CUresult (*cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
-    CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
-    CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t); /* cuMemcpyDtoD_v2 */
-    CUresult (*cuCtxSynchronize)(void);
-    CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
-    CUresult (*cuMemGetInfo)(size_t *, size_t *); /* cuMemGetInfo_v2 */
-    CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned int);
-    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*cuCtxSetCurrent)(CUcontext);
-    CUresult (*cuCtxGetCurrent)(CUcontext *);
+    ts_cuda_fn_cuMemCreate cuMemCreate;
+    ts_cuda_fn_cuMemRelease cuMemRelease;
+    ts_cuda_fn_cuMemMap cuMemMap;
+    ts_cuda_fn_cuMemUnmap cuMemUnmap;
+    ts_cuda_fn_cuMemSetAccess cuMemSetAccess;
+    ts_cuda_fn_cuMemAddressReserve cuMemAddressReserve;
+    ts_cuda_fn_cuMemAddressFree cuMemAddressFree;
+    ts_cuda_fn_cuMemcpyDtoD_v2 cuMemcpyDtoD;
+    ts_cuda_fn_cuCtxSynchronize cuCtxSynchronize;
+    ts_cuda_fn_cuDeviceGetAttribute cuDeviceGetAttribute;
+    ts_cuda_fn_cuMemGetInfo_v2 cuMemGetInfo;
+    ts_cuda_fn_cuMemAllocManaged cuMemAllocManaged;
+    ts_cuda_fn_cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRetain;
+    ts_cuda_fn_cuCtxSetCurrent cuCtxSetCurrent;
+    ts_cuda_fn_cuCtxGetCurrent cuCtxGetCurrent;
     /* true while a stream capture is in progress (nothing moves then) */
     bool (*capturing)(void);
 } ts_offload_driver;
