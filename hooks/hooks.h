@@ -176,7 +176,14 @@ void *ts_wrap_driver_proc(const char *symbol, void *p);
 
 /* Outermost calls hold memory offload's gate (shim/offload/offload.h) so no
  * work is enqueued while a page moves; one load while offload is off. */
-#define TS_GATE_ENTER() (ts_tls_depth == 0 && ts_offload_gate_enter())
+#define TS_GATE_ENTER()                                                                                      \
+    (ts_unlikely(__atomic_load_n(&ts_offload_gating, __ATOMIC_ACQUIRE)) && ts_tls_depth == 0                 \
+     && ts_offload_gate_enter())
+#define TS_GATE_LEAVE(held)                                                                                  \
+    do {                                                                                                     \
+        if (ts_unlikely(held))                                                                               \
+            ts_offload_gate_leave(true);                                                                     \
+    } while (0)
 
 /* Generated body of a PASS hook: count, call, report an error returned to
  * the program (only the outermost call returns to the program). */
@@ -189,7 +196,7 @@ void *ts_wrap_driver_proc(const char *symbol, void *p);
         ts_count_call(TS_API_##sym, outer_);                                                                 \
         ret r_ = real_ args;                                                                                 \
         ts_leave();                                                                                          \
-        ts_offload_gate_leave(gate_);                                                                        \
+        TS_GATE_LEAVE(gate_);                                                                                \
         if (outer_ && r_ != 0)                                                                               \
             ts_ev_error(TS_API_##sym, (int)r_);                                                              \
         return r_;                                                                                           \
@@ -240,7 +247,7 @@ void *ts_wrap_driver_proc(const char *symbol, void *p);
     {                                                                                                        \
         bool gate_ = TS_GATE_ENTER();                                                                        \
         ret r_ = ts_body_##base(TS_API_##sym, TS_UNPAREN args);                                              \
-        ts_offload_gate_leave(gate_);                                                                        \
+        TS_GATE_LEAVE(gate_);                                                                                \
         return r_;                                                                                           \
     }
 #define TS_GEN_HOOK_REAL(lib, ret, sym, base, params, args)

@@ -226,6 +226,7 @@ void ts_offload_pool_created(int dev, struct ts_pool *pool)
     d->scratch = scratch;
     d->pool = pool;
     __atomic_store_n(&ts_off.available, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&ts_offload_gating, true, __ATOMIC_RELEASE);
     ts_off_summary_at_exit();
     ts_off_signal_setup(dev);
 }
@@ -269,6 +270,8 @@ void ts_offload_managed_attach(const ts_offload_driver *drv)
 /* ---- the gate ---- */
 
 static pthread_rwlock_t gate = PTHREAD_RWLOCK_INITIALIZER;
+
+bool ts_offload_gating;
 
 bool ts_offload_gate_enter(void)
 {

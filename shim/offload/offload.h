@@ -98,6 +98,9 @@ void ts_offload_unpin_key(uint64_t key);
  * exclusively, so no work is enqueued between the move's synchronization and
  * its remapping.  enter returns whether it was taken (only once offload is
  * available); leave takes that answer. */
+/* True once offload is available: until then a hook's gate is this one
+ * load, inline (no call on the hot path). */
+extern bool ts_offload_gating;
 bool ts_offload_gate_enter(void);
 void ts_offload_gate_leave(bool held);
 
