@@ -4,7 +4,8 @@
  * when done; pinned async copies touch host memory when they run; bytes and
  * copies are counted by kind when the copy executes; an optional bandwidth
  * model (EMU_PINNED_GBPS, EMU_PAGEABLE_GBPS, EMU_LINK_GBPS) makes copies take
- * time. */
+ * time (a synchronous pageable upload larger than the driver's staging waits
+ * for all but its last staging buffer). */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include "exec_internal.h"
 #include "common/skip_modes.h"
@@ -50,7 +51,29 @@ static size_t extent(size_t width, size_t height, size_t depth, size_t pitch, si
     return slice * (depth - 1) + pitch * (height - 1) + width;
 }
 
+/* The driver's pinned staging for a synchronous pageable host-to-device
+ * copy is finite: the call returns once the source has been staged, and with
+ * a few MiB of staging a larger copy can only have staged its last piece once
+ * the rest has crossed the link.  Modelled under the bandwidth model: the
+ * caller waits (struct staging_wait) until all but STAGING_BYTES have been
+ * transferred. */
+enum { STAGING_BYTES = 2 << 20 };
+struct staging_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool released;
+};
+
+static void staging_release(struct staging_wait *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->released = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock); /* the waiter owns w from here on */
+}
+
 struct copy_op {
+    struct staging_wait *release_after; /* NULL, or signalled after bytes - STAGING_BYTES */
     char *dst;
     const char *src;
     struct copy_geom g;
@@ -98,7 +121,14 @@ static void run_copy(void *p)
         emu_fault_access();
     uint64_t start = emu_activity_hook() ? emu_now_ns() : 0;
     double gbps = kind_gbps(c->kind);
+    if (c->release_after) { /* all but the staging's worth first, then the caller may go on */
+        sleep_ns((uint64_t)((double)(bytes - STAGING_BYTES) / gbps));
+        staging_release(c->release_after);
+        c->release_after = NULL;
+        bytes = STAGING_BYTES;
+    }
     if (gbps > 0) sleep_ns((uint64_t)((double)bytes / gbps));   /* bytes / (GB/s) = ns */
+    bytes = g->width * g->height * g->depth;
     if (c->src_managed) emu_managed_touch((uintptr_t)c->src, sext, !to_host(c->kind));
     if (c->dst_managed) emu_managed_touch((uintptr_t)c->dst, dext, !to_host(c->kind));
     /* EMU_COMPUTE=skip: device contents are meaningless, so a copy between
@@ -126,9 +156,21 @@ static void run_copy(void *p)
     }
 }
 
+/* Waits until an enqueued copy has crossed all but its last staging
+ * buffer (or was dropped without running: free_copy releases it then). */
+static void wait_for_staging(struct staging_wait *w)
+{
+    pthread_mutex_lock(&w->lock);
+    while (!w->released)
+        pthread_cond_wait(&w->cond, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+}
+
 static void free_copy(void *p)
 {
     struct copy_op *c = p;
+    if (c->release_after)
+        staging_release(c->release_after);
     free(c->staging);
     free(c);
 }
@@ -214,11 +256,20 @@ static CUresult copy_3d_ordered(void *dst, const void *src, struct copy_geom g, 
     else if (kind == D2H_PAGEABLE) wait = true;
     else if (sync) wait = kind == H2D_PINNED || kind == D2H_PINNED || kind == H2H;
     else wait = kind == H2H && (sk == EMU_MEM_PAGEABLE || dk == EMU_MEM_PAGEABLE);
+    struct staging_wait staged = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+    if (kind == H2D_PAGEABLE && sync && !capturing && kind_gbps(kind) > 0
+        && g.width * g.height * g.depth > STAGING_BYTES)
+        c->release_after = &staged;
+    bool staging_limited = c->release_after != NULL; /* c belongs to the stream once enqueued */
     uint64_t seq;
     CUresult rc = emu_stream_enqueue_on(st, run_copy, c, free_copy, "memcpy",
                                         ord && ord->has_after ? &ord->after : NULL, &seq);
     if (rc != CUDA_SUCCESS) { free_copy(c); return rc; }
     if (ord) ord->seq = seq;
+    if (staging_limited) {
+        wait_for_staging(&staged);
+        if (!wait) return emu_sticky();
+    }
     if (wait) {
         emu_stream_wait_seq(st, seq);
         return emu_sticky();

@@ -228,6 +228,35 @@ static void test_bandwidth_model(void)
     OK(cuMemFree(d));
 }
 
+/* The driver's staging for a synchronous pageable copy is finite: a copy
+ * larger than it returns only once all but the last staging buffer (2 MiB)
+ * has crossed the link, so under the bandwidth model pageable is never
+ * faster than the link (EMU_PAGEABLE_GBPS=1: 16 MiB takes >= 14 MiB / 1 GB/s
+ * = 14.7 ms of the call).  The data arrives whole. */
+static void test_pageable_staging(void)
+{
+    size_t big = 16u << 20;
+    CUdeviceptr d;
+    char *src = malloc(big), *back = malloc(big);
+    REQUIRE(cuMemAlloc(&d, big));
+    for (size_t i = 0; i < big; i++)
+        src[i] = (char)(i * 7 + 3);
+    double t0 = et_now_ms();
+    OK(cuMemcpyHtoD(d, src, big));
+    double ms = et_now_ms() - t0;
+    EXPECT(ms >= 14.0);
+    memset(src, 0, big); /* reusable on return: the rest was staged */
+    OK(cuCtxSynchronize());
+    OK(cuMemcpyDtoH(back, d, big));
+    int same = 1;
+    for (size_t i = 0; i < big; i++)
+        same &= back[i] == (char)(i * 7 + 3);
+    EXPECT(same);
+    OK(cuMemFree(d));
+    free(src);
+    free(back);
+}
+
 /* Memsets may target pinned host memory (unified addressing: its device
  * pointer is its host address).  The non-Async forms are then synchronous
  * with the host; the Async forms stay stream-ordered. */
@@ -287,6 +316,7 @@ int main(void)
 {
     setenv("EMU_DEVICES", "2", 1);
     setenv("EMU_PINNED_GBPS", "1", 1);
+    setenv("EMU_PAGEABLE_GBPS", "1", 1);
     ctx0 = et_setup(0);
     REQUIRE(cuDevicePrimaryCtxRetain(&ctx1, 1));
     CUdeviceptr d, d2;
@@ -304,6 +334,7 @@ int main(void)
     test_errors(d, s);
     test_memset_pinned(s);
     test_bandwidth_model();
+    test_pageable_staging();
     OK(cuStreamDestroy(s));
     OK(cuMemFree(d));
     OK(cuMemFree(d2));
