@@ -7,6 +7,7 @@
   report_html_check.py absent PAGE OUTDIR
   report_html_check.py pool PAGE REPORT.json OUTDIR
   report_html_check.py consistent PAGE REPORT.json
+  report_html_check.py offload PAGE REPORT.txt OUTDIR
   report_html_check.py data PAGE             -> prints the embedded JSON block
   report_html_check.py loadms PAGE           -> ms from navigation to the load event
 
@@ -474,9 +475,9 @@ def absent(page, out):
     dom, console = render(page, out)
     check_console(console)
     root = parse(dom)
-    for sid in ("run", "ranks", "memory", "steps", "gemm", "copies", "nccl", "timeline", "advice"):
+    for sid in ("run", "ranks", "memory", "steps", "gemm", "copies", "nccl", "timeline", "offload", "advice"):
         section(root, sid)
-    for sid in ("steps", "gemm", "nccl", "timeline"):
+    for sid in ("steps", "gemm", "nccl", "timeline", "offload"):
         lines = section(root, sid).find(lambda n: n.tag == "p" and "absent" in n.attrs.get("class", ""))
         if not lines or not lines[0].text.strip():
             fail(f"section #{sid} of a log without its records does not say so")
@@ -515,6 +516,51 @@ def pool_oom(page, report, out):
     lines = [n.text for n in mem.find(lambda n: n.attrs.get("data-k") == "oom_count")]
     if not any("1.00 TiB requested (pool, reserved" in t for t in lines):
         fail(f"OOM line: {lines}")
+
+
+def human_bytes(b):
+    """tslog_human_bytes(): the text report's sizes."""
+    units, v, u = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"], float(b), 0
+    while v >= 1024 and u < 6:
+        v, u = v / 1024, u + 1
+    return f"{b} B" if u == 0 else f"{v:.2f} {units[u]}"
+
+
+def offload(page, report, out):
+    """The OFFLOAD section's figures read from the DOM equal the text
+    report's OFFLOAD lines (tools/report/report_offload.c) of the same log."""
+    dom, console = render(page, out)
+    check_console(console)
+    sec = section(parse(dom), "offload")
+    text = open(report, encoding="utf-8").read()
+    m = re.search(r"\n== OFFLOAD ==\n(.*?)(\n\n|\Z)", text, re.S)
+    if not m:
+        fail("the text report has no OFFLOAD section")
+        return
+    lines = m.group(1).split("\n")
+    h = re.search(r"peak host-backed memory (.+?) \(now (.+?)\); (\d+) pages backed by the host", lines[0])
+    p = re.search(r"to the host (\d+), back to the device (\d+); failed moves \(rolled back\) (\d+); "
+                  r"managed allocations (\d+)", lines[1])
+    if not h or not p:
+        fail(f"OFFLOAD lines not understood: {lines[:2]}")
+        return
+    eq("peak host-backed", human_bytes(one(sec, "peak_host_bytes", "offload")), h.group(1))
+    eq("host-backed at end", human_bytes(one(sec, "host_bytes", "offload")), h.group(2))
+    eq("pages backed at OOM", one(sec, "oom_host_pages", "offload"), int(h.group(3)))
+    for i, k in enumerate(("demoted_pages", "promoted_pages", "failed_moves", "managed_allocs")):
+        eq(k, one(sec, k, "offload"), int(p.group(i + 1)))
+    want = [(e.group(1), int(e.group(2)), e.group(3), e.group(4)) for e in
+            (re.match(r"  (pause|resume) +tag (\d+) +(.+?) in +([0-9.]+) ms$", l) for l in lines[2:]) if e]
+    rows = sec.find(lambda n: n.tag == "tr" and "data-kind" in n.attrs)
+    got = []
+    for r in rows:
+        tag, b, ns = figures(r, "tag"), figures(r, "bytes"), figures(r, "duration_ns")
+        got.append((r.attrs["data-kind"], tag[0], human_bytes(b[0]), f"{ns[0] / 1e6:.3f}"))
+    eq("pauses and resumes", got, want)
+    adv = [l.strip()[len("advice: "):] for l in lines if l.startswith("  advice: ")]
+    shown = [n.text.strip()[len("advice: "):] for n in sec.find(lambda n: n.attrs.get("data-k") == "offload_advice")]
+    eq("offload advice", shown, adv)
+    check_screenshot(out)
 
 
 def data_block(page):
@@ -594,6 +640,8 @@ def main():
         pool_oom(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "absent":
         absent(sys.argv[2], sys.argv[3])
+    elif cmd == "offload":
+        offload(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "console":  # self-check: a page that throws must be caught
         _, console = chromium(["--dump-dom"], sys.argv[2])
         print("\n".join(console))

@@ -7,7 +7,8 @@
 # --format json` of the same logs, series that add up to the report's
 # totals (memory: equal to a replay of the log's records in Python), and a
 # screenshot that is not blank.  A log without GEMM, NCCL and
-# CUPTI records still gets every section, each saying what is absent.
+# CUPTI records still gets every section, each saying what is absent.  Runs
+# with memory offload show its OFFLOAD figures equal to the text report's.
 # Hovering a moment of the memory chart shows a tip and clicking it lists that
 # moment's largest live blocks.  The golden rank0 log's failed allocation
 # and a pool's refused request show as OOM points.  Also: the
@@ -65,6 +66,24 @@ EMU_DEVICES=2 TRAINSHIM_LOG="$T/peer.log" LD_PRELOAD="$PWD/$B/libtrainshim.so" \
 python3 "$CHECK" consistent "$T/peer.html" "$T/peer.json" || bad "the two-device page's data (above)"
 python3 "$CHECK" data "$T/peer.html" | python3 -c 'import json, sys; d = json.load(sys.stdin)
 sys.exit([v["device"] for v in d["logs"][0]["memory_series"]["devices"]] != [0, 1])' || bad "the two-device page has not two memory charts"
+
+# memory offload (as tests/integration/test_offload_report.sh runs it):
+# mlp_train on a 28 MiB device backed by the host, and a pause and resume
+# of 64 MiB; the OFFLOAD section's figures equal the text report's
+emu_lib="$PWD/$B/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+EMU_DEVICE_MEMORY=28M TRAINSHIM_OFFLOAD=on TRAINSHIM_LOG="$T/offload.log" LD_PRELOAD="$PWD/$B/libtrainshim.so" \
+  LD_LIBRARY_PATH="$emu_lib" "$B/workloads/mlp_train" 2 16384 > /dev/null 2>&1 || bad "mlp_train with offload failed"
+env -u TEST_OFFLOAD_REEXEC TRAINSHIM_OFFLOAD=on EMU_DEVICE_MEMORY=4G TRAINSHIM_LOG="$T/pause.log" \
+  LD_PRELOAD="$PWD/$B/libtrainshim.so" LD_LIBRARY_PATH="$emu_lib" "$B/tests/integration/test_offload_pause" \
+  fault=cuMemCreate:100000:CUDA_ERROR_UNKNOWN > /dev/null 2>&1 || bad "the pause program failed"
+for o in offload pause; do
+  "$B/trainshim" report --html "$T/$o.html" "$T/$o.log" 2> /dev/null &&
+    "$B/trainshim" report "$T/$o.log" > "$T/$o.txt" 2> /dev/null || bad "report of the $o run"
+  mkdir -p "$T/shot-$o"
+  python3 "$CHECK" offload "$T/$o.html" "$T/$o.txt" "$T/shot-$o" || bad "the OFFLOAD section of the $o run (above)"
+done
+grep -q 'advice: up to [1-9]' "$T/offload.txt" || bad "the offload run has no OFFLOAD advice line"
+grep -q '^  pause  tag 1 *64.00 MiB' "$T/pause.txt" || bad "the pause run lists no pause"
 
 # trainshim run --html: the page of the run's own log
 LD_LIBRARY_PATH="$PWD/$B/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$B/trainshim" run --log "$T/run.%p.log" \

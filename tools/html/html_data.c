@@ -11,6 +11,7 @@
 #include "core/core.h"
 #include "html/html_report.h"
 #include "report/report_gpu.h"
+#include "report/report_offload.h"
 
 static const char *status_text(const struct tslog *log)
 {
@@ -118,6 +119,43 @@ static void write_advice(struct json *j, const struct acct_log *a, const struct 
     j_close(j, ']');
 }
 
+/* "offload": the OFFLOAD part's figures (tools/report/report_offload.c),
+ * null without offload records. */
+static void write_offload(struct json *j, const struct tslog *log)
+{
+    struct offload_data *d = offload_load(log);
+    if (!d) {
+        j_str(j, "offload", NULL);
+        return;
+    }
+    const struct ts_rec_offload *t = &d->last;
+    char advice[512];
+    j_open(j, "offload", '{');
+    j_u64(j, "records", d->n_records);
+    j_u64(j, "host_bytes", t->host_bytes);
+    j_u64(j, "peak_host_bytes", t->peak_host_bytes);
+    j_u64(j, "oom_host_pages", t->oom_host_pages);
+    j_u64(j, "demoted_pages", t->demoted_pages);
+    j_u64(j, "promoted_pages", t->promoted_pages);
+    j_u64(j, "failed_moves", t->failed_moves);
+    j_u64(j, "managed_allocs", t->managed_allocs);
+    j_open(j, "events", '[');
+    for (size_t i = 0; i < d->n_events; i++) {
+        const struct ts_rec_offload *e = &d->events[i];
+        j_open(j, NULL, '{');
+        j_str(j, "kind", e->kind == TS_OFFLOAD_PAUSE ? "pause" : "resume");
+        j_u64(j, "tag", e->tag);
+        j_u64(j, "bytes", e->bytes);
+        j_u64(j, "duration_ns", e->duration_ns);
+        j_close(j, '}');
+    }
+    j_close(j, ']');
+    j_u64(j, "more_events", d->n_more);
+    j_str(j, "advice", offload_advice(d, advice, sizeof advice) ? advice : NULL);
+    j_close(j, '}');
+    free(d);
+}
+
 static int write_log(struct json *j, const struct html_input *in, int i)
 {
     const struct tslog *log = &in->logs[i];
@@ -137,6 +175,7 @@ static int write_log(struct json *j, const struct html_input *in, int i)
         acct_comm_json(&aj, &a->m);
     gpu_report_json(&aj, log);
     write_advice(j, a, &cf, html_run_ns(log));
+    write_offload(j, log);
     int rc = html_memory_series(j, log, raw);
     html_copy_series(j, log, raw);
     html_gpu_series(j, log);

@@ -398,6 +398,23 @@
     }));
   }
 
+  function offloadSection() {
+    return section('offload', 'OFFLOAD', logs.map((L, i) => {
+      const o = L.offload;
+      if (!o) return logBlock(L, i, absent('No offload records in this log: memory offload (TRAINSHIM_OFFLOAD=on or managed) was off.'));
+      const ev = o.events || [];
+      const t = ev.length ? el('table', { 'data-table': 'offload_events' }, el('tr', null, ['event', 'tag', 'bytes', 'duration'].map((h) => el('th', null, h))),
+        ev.map((e) => el('tr', { 'data-kind': e.kind }, el('td', null, e.kind), td('tag', e.tag, String(e.tag)), td('bytes', e.bytes, fmtBytes(e.bytes)),
+          td('duration_ns', e.duration_ns, fmtNs(e.duration_ns))))) : absent('No pauses or resumes.');
+      return logBlock(L, i, [figs([['peak host-backed', 'peak_host_bytes', o.peak_host_bytes, fmtBytes(o.peak_host_bytes)],
+        ['host-backed at end', 'host_bytes', o.host_bytes, fmtBytes(o.host_bytes)], ['pages backed at OOM', 'oom_host_pages', o.oom_host_pages, fmtNum(o.oom_host_pages)],
+        ['pages to host', 'demoted_pages', o.demoted_pages, fmtNum(o.demoted_pages)], ['pages to device', 'promoted_pages', o.promoted_pages, fmtNum(o.promoted_pages)],
+        ['failed moves', 'failed_moves', o.failed_moves, fmtNum(o.failed_moves)], ['managed allocations', 'managed_allocs', o.managed_allocs, fmtNum(o.managed_allocs)]]),
+        t, o.more_events ? el('p', { class: 'note' }, '... and ' + o.more_events + ' more pauses and resumes') : null,
+        o.advice ? el('p', { class: 'advice', 'data-k': 'offload_advice' }, 'advice: ' + o.advice) : null]);
+    }));
+  }
+
   function advice() {
     const items = [];
     logs.forEach((L, i) => (L.advice || []).forEach((a) => items.push([L, i, a])));
@@ -408,13 +425,13 @@
 
   function header() {
     const first = logs[0] ? logs[0].run : { command: '' };
-    const links = [['run', 'RUN'], ['ranks', 'RANKS'], ['memory', 'MEMORY'], ['steps', 'STEPS'], ['gemm', 'GEMM'], ['copies', 'COPIES'], ['nccl', 'NCCL'], ['timeline', 'GPU TIMELINE'], ['advice', 'ADVICE']];
+    const links = [['run', 'RUN'], ['ranks', 'RANKS'], ['memory', 'MEMORY'], ['steps', 'STEPS'], ['gemm', 'GEMM'], ['copies', 'COPIES'], ['nccl', 'NCCL'], ['timeline', 'GPU TIMELINE'], ['offload', 'OFFLOAD'], ['advice', 'ADVICE']];
     return el('header', null, el('h1', null, 'trainshim report' + (multi ? ' (' + logs.length + ' ranks)' : '')), el('div', { class: 'cmd' }, first.command),
       el('nav', null, links.map(([id, t]) => el('a', { href: '#' + id }, t))));
   }
 
   document.body.prepend(header());
   document.body.append(tip);
-  app.replaceChildren(runSection(), ranksSection(), memorySection(), stepsSection(), gemmSection(), copiesSection(), ncclSection(), timelineSection(), advice());
+  app.replaceChildren(runSection(), ranksSection(), memorySection(), stepsSection(), gemmSection(), copiesSection(), ncclSection(), timelineSection(), offloadSection(), advice());
   document.body.setAttribute('data-rendered', '1');
 })();

@@ -7,15 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log/logfmt.h"
-
-#define MAX_EVENTS 64 /* pauses and resumes listed; the rest are counted */
-
-struct offload_data {
-    struct ts_rec_offload last; /* the latest record: totals so far */
-    struct ts_rec_offload events[MAX_EVENTS];
-    size_t n_records, n_events, n_more, n_failed;
-};
+#include <stdio.h>
 
 static int read_one(void *arg, const struct ts_rec_hdr *h, const unsigned char *rec)
 {
@@ -29,7 +21,7 @@ static int read_one(void *arg, const struct ts_rec_hdr *h, const unsigned char *
     if (r.kind == TS_OFFLOAD_FAILED)
         d->n_failed++;
     if (r.kind == TS_OFFLOAD_PAUSE || r.kind == TS_OFFLOAD_RESUME) {
-        if (d->n_events < MAX_EVENTS)
+        if (d->n_events < OFFLOAD_MAX_EVENTS)
             d->events[d->n_events++] = r;
         else
             d->n_more++;
@@ -49,19 +41,39 @@ static void print_events(FILE *f, const struct offload_data *d)
         fprintf(f, "  ... and %zu more pauses and resumes\n", d->n_more);
 }
 
-void offload_report_text(FILE *f, const struct tslog *log)
+struct offload_data *offload_load(const struct tslog *log)
 {
     if (!log->raw)
-        return;
+        return NULL;
     struct offload_data *d = calloc(1, sizeof *d);
     if (d)
         tslog_walk_records(log->raw, log->raw_size, read_one, d);
-    if (!d || !d->n_records) {
+    if (d && !d->n_records) {
         free(d);
-        return;
+        return NULL;
     }
+    return d;
+}
+
+int offload_advice(const struct offload_data *d, char *buf, size_t n)
+{
+    char b[32];
+    if (!d->last.oom_host_pages)
+        return 0;
+    return snprintf(
+        buf, n,
+        "up to %s of this job's memory lived on the host, reached over the host link at every use: a "
+        "smaller batch, activation checkpointing or a larger GPU removes that traffic",
+        tslog_human_bytes(d->last.peak_host_bytes, b, sizeof b));
+}
+
+void offload_report_text(FILE *f, const struct tslog *log)
+{
+    struct offload_data *d = offload_load(log);
+    if (!d)
+        return;
     const struct ts_rec_offload *t = &d->last;
-    char b1[32], b2[32];
+    char b1[32], b2[32], advice[512];
     fprintf(f, "\n== OFFLOAD ==\n");
     fprintf(f, "  peak host-backed memory %s (now %s); %llu pages backed by the host at an out-of-memory\n",
             tslog_human_bytes(t->peak_host_bytes, b1, sizeof b1),
@@ -72,10 +84,7 @@ void offload_report_text(FILE *f, const struct tslog *log)
             (unsigned long long)t->demoted_pages, (unsigned long long)t->promoted_pages,
             (unsigned long long)t->failed_moves, (unsigned long long)t->managed_allocs);
     print_events(f, d);
-    if (t->oom_host_pages)
-        fprintf(f,
-                "  advice: up to %s of this job's memory lived on the host, reached over the host link at "
-                "every use: a smaller batch, activation checkpointing or a larger GPU removes that traffic\n",
-                tslog_human_bytes(t->peak_host_bytes, b1, sizeof b1));
+    if (offload_advice(d, advice, sizeof advice))
+        fprintf(f, "  advice: %s\n", advice);
     free(d);
 }

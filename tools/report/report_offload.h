@@ -6,7 +6,24 @@
 #define TRAINSHIM_REPORT_OFFLOAD_H
 #include <stdio.h>
 
+#include "log/logfmt.h"
 #include "read/logread.h"
+
+#define OFFLOAD_MAX_EVENTS 64 /* pauses and resumes listed; the rest are counted */
+
+/* What the OFFLOAD part reads from a log's offload records. */
+struct offload_data {
+    struct ts_rec_offload last; /* the latest record: totals so far */
+    struct ts_rec_offload events[OFFLOAD_MAX_EVENTS];
+    size_t n_records, n_events, n_more, n_failed;
+};
+
+/* The log's offload records (calloc'd, the caller frees), or NULL when it
+ * has none or cannot be read again. */
+struct offload_data *offload_load(const struct tslog *log);
+/* The advice line when memory had to live on the host: its length, 0 when
+ * there is none. */
+int offload_advice(const struct offload_data *d, char *buf, size_t n);
 
 /* Prints "== OFFLOAD ==" and its lines when the log has offload records;
  * nothing otherwise. */
