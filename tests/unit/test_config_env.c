@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config_capture.h"
 #include "core/config.h"
 
 static int failures;
@@ -27,24 +28,7 @@ static struct ts_config cfg;
 static char err_text[65536];
 
 /* Loads envp into cfg, capturing what it prints on stderr into err_text. */
-static int load(char **envp)
-{
-    int fds[2];
-    if (pipe(fds) != 0)
-        abort();
-    fflush(stderr);
-    int saved = dup(2);
-    dup2(fds[1], 2);
-    close(fds[1]);
-    int problems = ts_config_load(&cfg, envp, false);
-    dup2(saved, 2);
-    close(saved);
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    ssize_t n = read(fds[0], err_text, sizeof err_text - 1);
-    err_text[n > 0 ? n : 0] = '\0';
-    close(fds[0]);
-    return problems;
-}
+static int load(char **envp) { return config_load_captured(&cfg, envp, err_text, sizeof err_text); }
 
 static int count_lines(const char *s)
 {
