@@ -125,6 +125,33 @@ os.abort()' $how >/dev/null 2>&1
     check "SIG$how: the allocation made before the signal is in the log (allocations: '$allocs')" [ "$allocs" = 1 ]
 done
 
+# A fault inside a hooked call (a pageable copy from or to an unmapped host
+# address: the shim's staging touches it, on the caller or a helper thread),
+# and a fault while other threads are inside hooks writing the log: the
+# process dies of SIGSEGV as without the shim, never hangs in the handler,
+# and the log keeps what came before.
+for how in h2d d2h busy; do
+    LD_PRELOAD=$LIB TRAINSHIM_LOG="$work/insegv.$how.log" timeout 60 python3 -c "$used"'
+import threading
+how = sys.argv[1]
+n = 16 << 20
+d = ctypes.c_void_p()
+assert cuda.cudaMalloc(ctypes.byref(d), n) == 0
+if how == "h2d": cuda.cudaMemcpy(d, ctypes.c_void_p(4096), ctypes.c_size_t(n), 1)
+if how == "d2h": cuda.cudaMemcpy(ctypes.c_void_p(4096), d, ctypes.c_size_t(n), 2)
+def churn():
+    q = ctypes.c_void_p()
+    while True:
+        cuda.cudaMalloc(ctypes.byref(q), 4096); cuda.cudaFree(q)
+for _ in range(4): threading.Thread(target=churn, daemon=True).start()
+time.sleep(0.3)
+ctypes.string_at(0)' $how >/dev/null 2>&1
+    rc=$?
+    check "fault inside a hook ($how): status $rc, want 139 (124: hung)" [ "$rc" = 139 ]
+    allocs=$("$TS" report "$work/insegv.$how.log" 2>/dev/null | sed -n 's/^allocations  *\([0-9]*\) .*/\1/p')
+    check "fault inside a hook ($how): the allocations before it are in the log ('$allocs')" [ "${allocs:-0}" -ge 2 ]
+done
+
 # A handler installed BEFORE the shim initializes (the shim dlopen'ed late):
 # the shim chains to it.
 cat >chain.py <<EOF
