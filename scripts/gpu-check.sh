@@ -341,6 +341,30 @@ with open(sys.argv[2], "a") as f:
 PY
   return 0
 }
+# torch_cost: where the shim's step time goes under torch's own allocator:
+# the small GPT (30 steps) plainly, under the shim as users run it, with the
+# log off, with pageable-copy conversion off, and passing through
+# (TRAINSHIM=0: interposition only); plain again last, so the spread of the
+# two plain runs says how much of a difference is noise.
+check_torch_cost() {
+  [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
+  local tp; tp=$(find_torch_python) || { verdict SKIP; note "no python with torch"; return 0; }
+  local name envs row="" hdr=""
+  for name in plain shim log_off copy_off passthrough plain2; do
+    case $name in
+      plain|plain2) envs="" ;;
+      shim) envs="$(shim_env)" ;;
+      log_off) envs="LD_PRELOAD=$SHIM TRAINSHIM_LOG=off" ;;
+      copy_off) envs="$(shim_env) TRAINSHIM_PINNED_COPY=off" ;;
+      passthrough) envs="LD_PRELOAD=$SHIM TRAINSHIM=0" ;;
+    esac
+    env $envs PYTORCH_CUDA_ALLOC_CONF= "$tp" tests/gpu/gpt_small.py 30 > "$OUT/logs/$CHECK.$name.out" || return 1
+    hdr="$hdr${hdr:+ / }$name"
+    row="$row${row:+ / }$(kv "$(sed -n 's/^summary //p' "$OUT/logs/$CHECK.$name.out")" step_ms)"
+  done
+  fig "step time $hdr" "$row" ms
+  return 0
+}
 check_torch_gpt() { torch_gpt "${PYTORCH_CUDA_ALLOC_CONF:-}"; }
 check_torch_gpt_async() { torch_gpt "backend:cudaMallocAsync"; }
 
@@ -521,6 +545,7 @@ vmm 40 120
 hostvmm 45 30
 copy_threads 45 120
 torch_gpt 120 30
+torch_cost 120 30
 nccl 60 30
 torch_gpt_async 90 30
 replay 90 30"
