@@ -375,21 +375,7 @@ static void json_run(struct json *j, const struct tslog *log)
     j_key(j, "format_version");
     fprintf(j->f, "\"%u.%u\"", log->version_major, log->version_minor);
     j_close(j, '}');
-    j_open(j, "devices", '[');
-    for (size_t i = 0; i < log->n_devices; i++) {
-        const struct tslog_device *d = &log->devices[i];
-        j_open(j, NULL, '{');
-        j_i64(j, "ordinal", d->ordinal);
-        j_str(j, "name", d->name);
-        j_u64(j, "total_memory_bytes", d->total_mem);
-        const char *const keys[] = { "cc_major", "cc_minor", "sm_count" };
-        const int32_t vals[] = { d->cc_major, d->cc_minor, d->sm_count };
-        for (int k = 0; k < 3; k++)
-            j_i64(j, keys[k], vals[k]);
-        j_str(j, "pci_bus_id", d->pci_bus_id);
-        j_close(j, '}');
-    }
-    j_close(j, ']');
+    j_devices(j, log);
 }
 
 static void json_size_histogram(struct json *j, const struct stats *s)

@@ -35,19 +35,7 @@ static void write_run(struct json *j, const struct tslog *log)
     j_str(j, "note", log->note[0] ? log->note : NULL);
     j_u64(j, "records", log->n_records);
     j_close(j, '}');
-    j_open(j, "devices", '[');
-    for (size_t i = 0; i < log->n_devices; i++) {
-        const struct tslog_device *d = &log->devices[i];
-        j_open(j, NULL, '{');
-        j_i64(j, "ordinal", d->ordinal);
-        j_str(j, "name", d->name);
-        j_u64(j, "total_memory_bytes", d->total_mem);
-        j_i64(j, "cc_major", d->cc_major);
-        j_i64(j, "cc_minor", d->cc_minor);
-        j_i64(j, "sm_count", d->sm_count);
-        j_close(j, '}');
-    }
-    j_close(j, ']');
+    j_devices(j, log);
 }
 
 /* The totals of the RANKS table, the memory chart's legend and the COPIES

@@ -1,6 +1,7 @@
 /* report_json.c: the JSON writer of `trainshim report` (report_json.h). */
 #include <string.h>
 
+#include "read/logread.h"
 #include "report/report_json.h"
 
 void j_sep(struct json *j)
@@ -154,4 +155,22 @@ static void aj_str(void *j, const char *k, const char *s) { j_str(j, k, s); }
 struct acct_json acct_json_of(struct json *j)
 {
     return (struct acct_json){ j, aj_open, aj_close, aj_u64, aj_i64, aj_num, aj_str };
+}
+
+void j_devices(struct json *j, const struct tslog *log)
+{
+    j_open(j, "devices", '[');
+    for (size_t i = 0; i < log->n_devices; i++) {
+        const struct tslog_device *d = &log->devices[i];
+        j_open(j, NULL, '{');
+        j_i64(j, "ordinal", d->ordinal);
+        j_str(j, "name", d->name);
+        j_u64(j, "total_memory_bytes", d->total_mem);
+        j_i64(j, "cc_major", d->cc_major);
+        j_i64(j, "cc_minor", d->cc_minor);
+        j_i64(j, "sm_count", d->sm_count);
+        j_str(j, "pci_bus_id", d->pci_bus_id);
+        j_close(j, '}');
+    }
+    j_close(j, ']');
 }

@@ -32,6 +32,10 @@ void j_bool(struct json *j, const char *k, bool v);
 void j_str(struct json *j, const char *k, const char *s);
 /* a rank, null when unknown (< 0) */
 void j_rank(struct json *j, const char *k, int v);
+struct tslog;
+/* The log's "devices" array: ordinal, name, memory, compute capability, SMs,
+ * PCI bus id (the JSON report's RUN part and the HTML page's data). */
+void j_devices(struct json *j, const struct tslog *log);
 /* The writer as the accounting and GPU parts take it (report_acct.h). */
 struct acct_json acct_json_of(struct json *j);
 #endif
