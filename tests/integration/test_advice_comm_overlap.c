@@ -13,8 +13,12 @@
  *            which the compute stream's worker starts as soon as the first
  *            ends.
  *
- * Prints "facts steps=N compute_ms=40 nccl_ms=4". */
+ * Prints "facts steps=N compute_ms=40 nccl_ms=4".  Every run checks the
+ * order the event promises (the NCCL kernel starts after the kernel the
+ * event follows ends) from the kernels' own clock reads; without an
+ * argument it runs both modes that way, without the shim. */
 #include <cuda.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,16 +37,30 @@ static void sleep_ms(int ms)
         ;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* when the last compute kernels ended (1 ms: the first, else the rest) and
+ * the last NCCL kernel started, as the kernels saw it */
+static uint64_t first_end, rest_end, nccl_start;
+
 static void k_compute(void **args, const emu_launch *l)
 {
     (void)l;
-    sleep_ms(*(int *)args[0]);
+    int ms = *(int *)args[0];
+    sleep_ms(ms);
+    __atomic_store_n(ms == 1 ? &first_end : &rest_end, now_ns(), __ATOMIC_RELEASE);
 }
 
 static void k_nccl(void **args, const emu_launch *l)
 {
     (void)args;
     (void)l;
+    __atomic_store_n(&nccl_start, now_ns(), __ATOMIC_RELEASE);
     sleep_ms(NCCL_MS);
 }
 
@@ -57,27 +75,8 @@ static void k_nccl(void **args, const emu_launch *l)
 
 static char compute_stub, nccl_stub;
 
-int main(int argc, char **argv)
+static void run(CUfunction fc, CUfunction fn, int serial)
 {
-    if (argc != 2 || (strcmp(argv[1], "serial") && strcmp(argv[1], "overlap"))) {
-        fprintf(stderr, "usage: test_advice_comm_overlap serial|overlap\n");
-        return 2;
-    }
-    int serial = !strcmp(argv[1], "serial");
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
-    if (emuRegisterKernel(&compute_stub, "_Z12backward_mlpi", k_compute, 1, (const size_t[]){ sizeof(int) }) ||
-        emuRegisterKernel(&nccl_stub, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", k_nccl, 0, NULL)) {
-        fprintf(stderr, "emuRegisterKernel failed\n");
-        return 1;
-    }
-    CUfunction fc, fn;
-    CHECK((CUresult)emuGetFunction((void **)&fc, &compute_stub, NULL));
-    CHECK((CUresult)emuGetFunction((void **)&fn, &nccl_stub, NULL));
     CUstream compute, comm;
     CUevent done;
     CHECK(cuStreamCreate(&compute, CU_STREAM_NON_BLOCKING));
@@ -96,10 +95,42 @@ int main(int argc, char **argv)
         CHECK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, comm, NULL, NULL));
         CHECK(cuStreamSynchronize(comm));
         CHECK(cuStreamSynchronize(compute));
+        uint64_t after = serial ? rest_end : first_end;
+        if (nccl_start < after) {
+            fprintf(stderr, "%s step %d: the NCCL kernel started %.3f ms before the event's kernel ended\n",
+                    serial ? "serial" : "overlap", s, (double)(after - nccl_start) / 1e6);
+            exit(1);
+        }
     }
     CHECK(cuEventDestroy(done));
     CHECK(cuStreamDestroy(comm));
     CHECK(cuStreamDestroy(compute));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 2 || (argc == 2 && strcmp(argv[1], "serial") && strcmp(argv[1], "overlap"))) {
+        fprintf(stderr, "usage: test_advice_comm_overlap [serial|overlap]\n");
+        return 2;
+    }
+    CUdevice dev;
+    CUcontext ctx;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    if (emuRegisterKernel(&compute_stub, "_Z12backward_mlpi", k_compute, 1, (const size_t[]){ sizeof(int) }) ||
+        emuRegisterKernel(&nccl_stub, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", k_nccl, 0, NULL)) {
+        fprintf(stderr, "emuRegisterKernel failed\n");
+        return 1;
+    }
+    CUfunction fc, fn;
+    CHECK((CUresult)emuGetFunction((void **)&fc, &compute_stub, NULL));
+    CHECK((CUresult)emuGetFunction((void **)&fn, &nccl_stub, NULL));
+    if (argc == 2)
+        run(fc, fn, !strcmp(argv[1], "serial"));
+    else
+        run(fc, fn, 1), run(fc, fn, 0);
     printf("facts steps=%d compute_ms=%d nccl_ms=%d\n", STEPS, COMPUTE_MS, NCCL_MS);
     return 0;
 }
