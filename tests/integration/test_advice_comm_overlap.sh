@@ -43,6 +43,8 @@ else:
         bad.append(f"serial: NCCL time not all exposed: {f}")
     if f["nccl_kernels"] != steps or f["nccl_kernel_ns"] < steps * nccl_ms * 1e6:
         bad.append(f"serial: {f['nccl_kernels']} NCCL kernels, {f['nccl_kernel_ns']} ns (want {steps}, >= {nccl_ms} ms each)")
+    if "backward_prefetch" not in a["comm_overlap"]["text"]:  # no steps: the general fix
+        bad.append(f"serial: text: {a['comm_overlap']['text']}")
     print("serial:", a["comm_overlap"]["text"])
 a = advice("overlap")
 if "comm_overlap" in a:

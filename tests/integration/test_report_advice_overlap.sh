@@ -75,7 +75,7 @@ silent("recompute", "fragmentation")
 
 # comm_overlap: 10 NCCL kernels of 2 ms after the compute kernel, span 100 ms
 f = fires("comm_serial", "comm_overlap", "100.0% of NCCL kernel time", "20.000 of 20.000 ms", "20.0% of the GPU",
-          "1.0 collectives per step", "bucket_cap_mb", "backward_prefetch")
+          "1.0 collectives per step", "bucket_cap_mb", "side stream")
 near("exposed share", f.get("exposed_share"), 1.0)
 near("exposed", f.get("exposed_ns"), 20e6)
 near("nccl", f.get("nccl_kernel_ns"), 20e6)

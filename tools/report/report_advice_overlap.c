@@ -40,6 +40,7 @@
 #define SEGMENT_MIN_SHARE 0.80
 #define COMM_MIN_EXPOSED_SHARE 0.30
 #define COMM_MIN_SPAN_SHARE 0.05
+#define COMM_FEW_PER_STEP 2.0
 #define RECOMPUTE_MIN_SHARE 0.05
 
 /* ---- fragmentation ------------------------------------------------------------ */
@@ -316,13 +317,18 @@ void advice_comm_overlap(const struct tslog *log, const struct acct_compute *c, 
     char steps[48] = "";
     if (!isnan(per_step))
         snprintf(steps, sizeof steps, "; %.1f collectives per step", per_step);
+    /* one or two collectives a step: the gradients wait for the whole backward */
+    const char *fix =
+        !isnan(per_step) && per_step <= COMM_FEW_PER_STEP
+            ? "reduce gradients in buckets as the backward produces them (DDP: bucket_cap_mb below "
+              "the gradient size; by hand: each layer's all-reduce on a side stream)"
+            : "issue collectives during the backward (DDP's hooks; no_sync only on accumulation "
+              "steps); FSDP: backward_prefetch=BACKWARD_PRE, forward_prefetch=True";
     snprintf(l->text, sizeof l->text,
-             "%.1f%% of NCCL kernel time (%.3f of %.3f ms, %.1f%% of the GPU's working span) ran with no "
-             "compute kernel beside it%s: DDP: a smaller bucket_cap_mb (default 25) starts reducing earlier "
-             "in backward; FSDP: backward_prefetch=BACKWARD_PRE, forward_prefetch=True; by hand: each "
-             "layer's all-reduce on its own stream as its gradients are ready",
+             "%.1f%% of NCCL kernel time (%.3f of %.3f ms, %.1f%% of the GPU's working span) had no compute "
+             "kernel beside it%.40s: %.170s",
              100.0 * share, (double)exposed / 1e6, (double)t.nccl_ns / 1e6,
-             100.0 * (double)exposed / (double)t.span_ns, steps);
+             100.0 * (double)exposed / (double)t.span_ns, steps, fix);
 }
 
 /* ---- mfu_hfu ---------------------------------------------------------------------- */
