@@ -12,7 +12,7 @@ struct acct_compute;
 
 #define ADVICE_MAX_FIGURES 8
 #define ADVICE_MAX_RULES 12
-#define ADVICE_TEXT 384
+#define ADVICE_TEXT 512
 
 struct advice_figure {
     const char *name;

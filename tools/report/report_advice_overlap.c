@@ -167,14 +167,15 @@ static void fragmentation_text(struct advice_line *l, const struct flush_stats *
 {
     char r[32], f[32], q[32], a[32];
     uint64_t at_most = s->first_reserved - (s->first_released < s->first_reserved ? s->first_released : 0);
-    snprintf(l->text, sizeof l->text,
-             "torch's caching allocator ran out of device memory %llu time(s); at the first it held %s and "
-             "freed %s of cached segments holding no tensor (at most %s allocated) to retry %s; %.3f ms to "
-             "served retries: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or "
-             "TRAINSHIM_TORCH_BACKEND=cudaMallocAsync (one trainshim pool serves every size)",
-             (unsigned long long)s->flushes, tslog_human_bytes(s->first_reserved, r, sizeof r),
-             tslog_human_bytes(s->first_released, f, sizeof f), tslog_human_bytes(at_most, a, sizeof a),
-             tslog_human_bytes(s->first_request, q, sizeof q), (double)s->flush_ns / 1e6);
+    snprintf(
+        l->text, sizeof l->text,
+        "torch's caching allocator ran out of device memory %llu time(s); at the first it held %s, freed "
+        "%s of segments holding no tensor (at most %s allocated), retried %s; %.3f ms to served retries. "
+        "Free blocks fit only their own segment: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or "
+        "TRAINSHIM_TORCH_BACKEND=cudaMallocAsync (trainshim's page pool)",
+        (unsigned long long)s->flushes, tslog_human_bytes(s->first_reserved, r, sizeof r),
+        tslog_human_bytes(s->first_released, f, sizeof f), tslog_human_bytes(at_most, a, sizeof a),
+        tslog_human_bytes(s->first_request, q, sizeof q), (double)s->flush_ns / 1e6);
 }
 
 void advice_fragmentation(const struct tslog *log, struct advice_set *out)
