@@ -247,6 +247,9 @@ int main(int argc, char **argv)
  *                   20 ms exposed, 20% of the 100 ms span, 1.0 per step.
  * comm_overlap.tslog the NCCL kernel at 5-9 ms: 1 of its 4 ms exposed (25%,
  *                   under 30%), silent.
+ * comm_otherdev.tslog comm_serial with another kernel at 8-10 ms on device
+ *                   1: another GPU's work does not overlap device 0's
+ *                   collectives, still 100% exposed.
  * recompute.tslog   10 steps of 10 ms, each F1 F2 F1 F2 D2 W2 D1 W1 (forward
  *                   (T,N) shapes, then their dgrad (N,N) and wgrad (N,T), all
  *                   permutations of 4096 x 8192 x 1024 TF32, so equal FLOPs),
@@ -309,7 +312,7 @@ static void allreduce(uint64_t ns)
     r->peer = -1, r->stream = 0x9000;
 }
 
-static int comm(const char *dir, const char *name, uint64_t nccl_from, uint64_t nccl_to)
+static int comm(const char *dir, const char *name, uint64_t nccl_from, uint64_t nccl_to, int other_device)
 {
     begin();
     uint32_t nccl = kernel_names();
@@ -321,6 +324,10 @@ static int comm(const char *dir, const char *name, uint64_t nccl_from, uint64_t 
         allreduce(t + 4);
         named_kernel(t, t + 8 * MS, 7, 1);
         named_kernel(t + nccl_from, t + nccl_to, 9, nccl);
+        if (other_device) {
+            named_kernel(t + 8 * MS, t + 10 * MS, 11, 1);
+            ((struct ts_rec_gpu_kernel *)(buf + used - sizeof(struct ts_rec_gpu_kernel)))->device = 1;
+        }
     }
     return save(dir, name);
 }
@@ -368,8 +375,9 @@ static int overlap_logs(const char *dir)
     bad |= frag(dir, "frag_sizes.tslog", 0, 20ull << 20);
     bad |= frag(dir, "frag_async.tslog", TS_TORCH_BACKEND_ADDED, 20ull << 20);
     bad |= frag(dir, "frag_plain.tslog", 0, 3000000);
-    bad |= comm(dir, "comm_serial.tslog", 8 * MS, 10 * MS);
-    bad |= comm(dir, "comm_overlap.tslog", 5 * MS, 9 * MS);
+    bad |= comm(dir, "comm_serial.tslog", 8 * MS, 10 * MS, 0);
+    bad |= comm(dir, "comm_overlap.tslog", 5 * MS, 9 * MS, 0);
+    bad |= comm(dir, "comm_otherdev.tslog", 8 * MS, 10 * MS, 1);
     bad |= recompute(dir, "recompute.tslog", 1);
     bad |= recompute(dir, "norecompute.tslog", 0);
     return bad;

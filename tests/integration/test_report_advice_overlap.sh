@@ -14,7 +14,7 @@ trap 'rm -rf "$T"' EXIT
 ${CC:-cc} -std=gnu11 -O1 -Wall -Wextra -Werror -Ishim -o "$T/gen" tests/golden/gen_advice_logs.c || exit 1
 "$T/gen" "$T" overlap || exit 1
 fail=0
-for l in frag frag_sizes frag_async frag_plain comm_serial comm_overlap recompute norecompute numa numa_match; do
+for l in frag frag_sizes frag_async frag_plain comm_serial comm_overlap comm_otherdev recompute norecompute numa numa_match; do
   "$B/trainshim" report --format json "$T/$l.tslog" > "$T/$l.json" 2> "$T/$l.err" || { echo "FAIL: report $l"; fail=1; }
   "$B/trainshim" report "$T/$l.tslog" > "$T/$l.txt" 2>> "$T/$l.err" || { echo "FAIL: report $l (text)"; fail=1; }
   if [ -s "$T/$l.err" ]; then echo "FAIL: $l: stderr:"; cat "$T/$l.err"; fail=1; fi
@@ -83,6 +83,8 @@ near("kernels", f.get("nccl_kernels"), 10)
 near("span share", f.get("exposed_span_share"), 0.2)
 near("per step", f.get("collectives_per_step"), 1.0)
 silent("comm_overlap", "comm_overlap")
+f = fires("comm_otherdev", "comm_overlap", "100.0% of NCCL kernel time")
+near("other device: exposed share", f.get("exposed_share"), 1.0)
 silent("recompute", "comm_overlap")
 
 # mfu_hfu: 2 of 8 equal-FLOP GEMMs per step are recomputed; 10 ms steps at the TF32 peak

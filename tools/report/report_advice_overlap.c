@@ -13,7 +13,7 @@
  *                allocated then.
  * comm_overlap   (CUPTI) NCCL kernels (named nccl*) ran >= 5% of the GPU's
  *                working span and >= 30% of their time had no other kernel
- *                running beside them.
+ *                of the same device running beside them.
  * mfu_hfu        steps detected and >= 5% of a step's GEMM FLOPs are extra
  *                runs of a non-batched shape: it ran more often in the step
  *                than the most frequent of its gradient shapes (its dims in
@@ -24,6 +24,7 @@
  * numa           the GPU's node is known and the process's CPUs or memory
  *                policy are off it (tools/report/report_numa.c). */
 #include <math.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,16 +254,19 @@ static bool is_nccl(const struct gpu_data *d, const struct gpu_activity *a)
     return !a->is_copy && !strncasecmp(gpu_kernel_name(d, a->name_id, b, sizeof b), "nccl", 4);
 }
 
-/* NCCL kernels' time, the part of it other kernels ran beside, and the
- * span of the GPU's work; -1 when out of memory. */
-static int comm_time(const struct gpu_data *d, struct comm_time *t)
+/* Adds device dev's NCCL kernel time, the part of it the device's other
+ * kernels ran beside, and the span of its work to *t; -1 when out of
+ * memory. */
+static int comm_time(const struct gpu_data *d, uint32_t dev, struct comm_time *t)
 {
     struct span *nc = malloc((d->n_acts + 1) * sizeof *nc), *cu = malloc((d->n_acts + 1) * sizeof *cu);
     size_t nn = 0, nu = 0;
-    uint64_t first = d->n_acts ? d->acts[0].start_ns : 0, last = first;
-    memset(t, 0, sizeof *t);
+    uint64_t first = UINT64_MAX, last = 0;
     for (size_t i = 0; nc && cu && i < d->n_acts; i++) {
         const struct gpu_activity *a = &d->acts[i];
+        if (a->device != dev)
+            continue;
+        first = a->start_ns < first ? a->start_ns : first;
         last = a->end_ns > last ? a->end_ns : last;
         if (a->end_ns <= a->start_ns || a->is_copy)
             continue;
@@ -273,12 +277,33 @@ static int comm_time(const struct gpu_data *d, struct comm_time *t)
     }
     int rc = nc && cu ? 0 : -1;
     if (!rc) {
-        t->nccl_ns = span_total(nc, nn);
-        t->covered_ns = span_covered(nc, nn, cu, nu);
-        t->span_ns = last - first;
+        t->nccl_ns += span_total(nc, nn);
+        t->covered_ns += span_covered(nc, nn, cu, nu);
+        t->span_ns += last > first ? last - first : 0;
     }
     free(nc);
     free(cu);
+    return rc;
+}
+
+/* The least device id >= *dev among d's records; false when none. */
+static bool next_device(const struct gpu_data *d, uint64_t *dev)
+{
+    uint64_t best = UINT64_MAX;
+    for (size_t i = 0; i < d->n_acts; i++)
+        if (d->acts[i].device >= *dev && d->acts[i].device < best)
+            best = d->acts[i].device;
+    *dev = best;
+    return best != UINT64_MAX;
+}
+
+/* Each device's NCCL kernels against its own compute kernels. */
+static int comm_times(const struct gpu_data *d, struct comm_time *t)
+{
+    int rc = 0;
+    memset(t, 0, sizeof *t);
+    for (uint64_t dev = 0; !rc && next_device(d, &dev); dev++)
+        rc = comm_time(d, (uint32_t)dev, t);
     return rc;
 }
 
@@ -299,7 +324,7 @@ void advice_comm_overlap(const struct tslog *log, const struct acct_compute *c, 
     struct comm_time t;
     if (gpu_load(log, &d))
         return;
-    int rc = comm_time(&d, &t);
+    int rc = comm_times(&d, &t);
     gpu_free(&d);
     uint64_t exposed = t.nccl_ns - t.covered_ns;
     if (rc || !t.span_ns || (double)t.nccl_ns < COMM_MIN_SPAN_SHARE * (double)t.span_ns
