@@ -590,7 +590,6 @@ static int load_log(struct report_input *in, int i, const char *path)
     }
     capped_free(&cl);
     gpu_log_advice(log, in->acct[i].gpu_advice, sizeof in->acct[i].gpu_advice);
-    numa_log_advice(log, in->acct[i].numa_advice, sizeof in->acct[i].numa_advice);
     torch_backend_advice(log, in->acct[i].torch_advice, sizeof in->acct[i].torch_advice);
     advice_evaluate(log, in->acct[i].has_gemm ? &in->acct[i].c : NULL, &in->acct[i].rules);
     return rc;

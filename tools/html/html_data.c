@@ -102,7 +102,9 @@ static void write_advice(struct json *j, const struct acct_log *a, const struct 
         advice_line(j, a->rules.line[i].text,
                     !strcmp(a->rules.line[i].rule, "precision_fp32")    ? "gemm"
                     : !strcmp(a->rules.line[i].rule, "memory_headroom") ? "memory"
+                    : !strcmp(a->rules.line[i].rule, "fragmentation")   ? "memory"
                     : !strcmp(a->rules.line[i].rule, "host_sync")       ? "steps"
+                    : !strcmp(a->rules.line[i].rule, "mfu_hfu")         ? "steps"
                                                                         : "timeline");
     j_close(j, ']');
 }

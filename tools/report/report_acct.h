@@ -174,8 +174,6 @@ struct acct_log {
     /* an ADVICE line measured elsewhere (the GPU TIMELINE's idle gaps,
      * tools/report/report_gpu.c), empty when none; the caller fills it */
     char gpu_advice[256];
-    /* the NUMA placement's ADVICE line (tools/report/report_numa.c), "" when none */
-    char numa_advice[256];
     char torch_advice[256]; /* PyTorch's allocator kept from trainshim (RUN's "torch alloc") */
     /* the rule table's lines (tools/report/report_advice.c); the caller fills it */
     struct advice_set rules;

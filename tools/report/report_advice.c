@@ -319,4 +319,12 @@ void advice_evaluate(const struct tslog *log, const struct acct_compute *c, stru
     rule_headroom(log, c, out);
     rule_host_sync(log, c, out);
     rule_launch(log, c, out);
+    advice_fragmentation(log, out);
+    advice_comm_overlap(log, c, out);
+    advice_mfu_hfu(log, c, out);
+    advice_numa(log, out);
 }
+
+struct advice_line *advice_add(struct advice_set *out, const char *rule) { return add_line(out, rule); }
+
+void advice_figure(struct advice_line *l, const char *name, double v) { figure(l, name, v); }

@@ -11,8 +11,8 @@
 struct acct_compute;
 
 #define ADVICE_MAX_FIGURES 8
-#define ADVICE_MAX_RULES 5
-#define ADVICE_TEXT 384
+#define ADVICE_MAX_RULES 12
+#define ADVICE_TEXT 512
 
 struct advice_figure {
     const char *name;
@@ -35,4 +35,19 @@ struct advice_set {
 /* Evaluates every rule on one log; c: its compute summary (NULL when it has
  * no GEMMs).  Rules that cannot be measured stay silent. */
 void advice_evaluate(const struct tslog *log, const struct acct_compute *c, struct advice_set *out);
+
+/* For the rules kept in other files: a new line of rule (NULL when the set
+ * is full), and one of its figures. */
+struct advice_line *advice_add(struct advice_set *out, const char *rule);
+void advice_figure(struct advice_line *l, const char *name, double v);
+
+/* tools/report/report_advice_overlap.c: "fragmentation" (torch's native
+ * caching allocator flushed its cache to retry a failed cudaMalloc),
+ * "comm_overlap" (NCCL kernel time with no compute kernel beside it),
+ * "mfu_hfu" (forward GEMM shapes re-run in the backward phase: MFU and HFU
+ * apart) and "numa" (tools/report/report_numa.c's placement). */
+void advice_fragmentation(const struct tslog *log, struct advice_set *out);
+void advice_comm_overlap(const struct tslog *log, const struct acct_compute *c, struct advice_set *out);
+void advice_mfu_hfu(const struct tslog *log, const struct acct_compute *c, struct advice_set *out);
+void advice_numa(const struct tslog *log, struct advice_set *out);
 #endif

@@ -652,7 +652,7 @@ void acct_log_free(struct acct_log *a)
 }
 
 /* Every ADVICE line of one log: the accounting's own, then the GPU's, the
- * NUMA placement's and the rule table's; figs[i]: the rule table's line
+ * rule table's (NUMA placement among them); figs[i]: the rule table's line
  * behind lines[i], or NULL. */
 static int log_advice(const struct acct_log *a, const struct acct_copy_facts *cp, uint64_t run_ns,
                       char lines[][256], const char **rules, const struct advice_line **figs)
@@ -661,8 +661,6 @@ static int log_advice(const struct acct_log *a, const struct acct_copy_facts *cp
         acct_advice_rules(a->has_gemm ? &a->c : NULL, a->has_nccl ? &a->m : NULL, cp, run_ns, lines, rules);
     if (a->gpu_advice[0] && n < ACCT_MAX_ADVICE && (rules[n] = "gpu_idle"))
         snprintf(lines[n++], 256, "%s", a->gpu_advice);
-    if (a->numa_advice[0] && n < ACCT_MAX_ADVICE && (rules[n] = "numa"))
-        snprintf(lines[n++], 256, "%s", a->numa_advice);
     if (a->torch_advice[0] && n < ACCT_MAX_ADVICE && (rules[n] = "torch_backend"))
         snprintf(lines[n++], 256, "%s", a->torch_advice);
     for (int i = 0; i < n; i++)

@@ -127,6 +127,20 @@ bool numa_log_advice(const struct tslog *log, char *buf, size_t n)
     return true;
 }
 
+bool numa_log_figures(const struct tslog *log, struct numa_advice_figures *f)
+{
+    struct numa_view v;
+    memset(f, 0, sizeof *f);
+    if (!numa_load(log, &v) || v.r.node < 0 || !v.mem_known || (v.cpus_ok && v.mem_ok))
+        return false;
+    f->device = v.r.device;
+    f->node = v.r.node;
+    f->off_node_cpus = CPU_COUNT(&v.off_cpus);
+    f->memory_off_node = !v.mem_ok;
+    f->launcher_outside = (v.r.status & TS_NUMA_OUTSIDE) != 0;
+    return true;
+}
+
 void numa_report_json(struct json *j, const struct tslog *log)
 {
     struct numa_view v;

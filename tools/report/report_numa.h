@@ -17,4 +17,12 @@ void numa_text_rank(FILE *f, const struct tslog *log);
 void numa_report_json(struct json *j, const struct tslog *log);
 /* The ADVICE line into buf; false (buf "") when there is none. */
 bool numa_log_advice(const struct tslog *log, char *buf, size_t n);
+/* The figures behind that line (the "numa" advice rule's JSON). */
+struct numa_advice_figures {
+    int device, node;
+    int off_node_cpus;     /* CPUs the process may run on that are off the GPU's node */
+    bool memory_off_node;  /* its memory policy puts pages on another node */
+    bool launcher_outside; /* none of the node's CPUs was allowed */
+};
+bool numa_log_figures(const struct tslog *log, struct numa_advice_figures *f);
 #endif
