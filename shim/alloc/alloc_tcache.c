@@ -111,15 +111,12 @@ static void thread_exit(void *arg)
 
 static void make_key(void) { pthread_key_create(&tc_key, thread_exit); }
 
-static ts_tcache *get_tc(ts_pool *p, bool create)
+/* The thread's first cache for p: registered with the pool, freed at
+ * thread exit. */
+static __attribute__((noinline)) ts_tcache *new_tc(ts_pool *p)
 {
-    if (p->id >= TC_MAX_POOLS)
-        return NULL;
-    ts_tcache *tc = tls_tc[p->id];
-    if (tc || !create)
-        return tc;
     pthread_once(&tc_once, make_key);
-    tc = aligned_alloc(_Alignof(ts_tcache), sizeof *tc);
+    ts_tcache *tc = aligned_alloc(_Alignof(ts_tcache), sizeof *tc);
     if (!tc)
         return NULL;
     memset(tc, 0, sizeof *tc);
@@ -133,6 +130,15 @@ static ts_tcache *get_tc(ts_pool *p, bool create)
     tls_tc[p->id] = tc;
     pthread_setspecific(tc_key, tc); /* any non-NULL value runs thread_exit */
     return tc;
+}
+
+/* Inline: both fast paths (a hit, a park) start here. */
+static inline ts_tcache *get_tc(ts_pool *p, bool create)
+{
+    if (p->id >= TC_MAX_POOLS)
+        return NULL;
+    ts_tcache *tc = tls_tc[p->id];
+    return __builtin_expect(tc != NULL, 1) || !create ? tc : new_tc(p);
 }
 
 /* The owner drains its cache when the pool asked for it. */

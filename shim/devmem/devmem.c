@@ -132,11 +132,12 @@ static bool stream_capturing(uint64_t stream)
  * every stream the pool knows, and what they would do to a capturing stream
  * (record an event, query it) would break a capture the count missed; a
  * question skipped here matters only to an allocation or free on the
- * capturing stream itself. */
-static bool stream_capturing_if_any(uint64_t stream)
+ * capturing stream itself.  `active`: ts_active() as the caller found it
+ * (an allocation's hook has just asked; a free asks once for both uses). */
+static bool stream_capturing_if_any(uint64_t stream, bool active)
 {
     if (ts_likely(__atomic_load_n(&captures, __ATOMIC_ACQUIRE) == 0)
-        && !__atomic_load_n(&capture_unseen, __ATOMIC_RELAXED) && ts_active())
+        && !__atomic_load_n(&capture_unseen, __ATOMIC_RELAXED) && active)
         return false;
     return stream_capturing(stream);
 }
@@ -526,11 +527,24 @@ static struct devpool *pool_of(int dev)
     return d;
 }
 
+/* TRAINSHIM_ALLOC=off, read once: the option table does not change after
+ * it is loaded, and ts_cfg() is a pthread_once call per allocation. */
+static bool alloc_off(void)
+{
+    static int off = -1;
+    int v = __atomic_load_n(&off, __ATOMIC_RELAXED);
+    if (ts_unlikely(v < 0)) {
+        v = ts_cfg()->alloc == TS_ALLOC_OFF;
+        __atomic_store_n(&off, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
 int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int *devp)
 {
     *ptr = 0;
     *devp = -1;
-    if (size == 0 || ts_cfg()->alloc == TS_ALLOC_OFF)
+    if (size == 0 || alloc_off())
         return TS_DEV_PASS;
     int dev = ts_current_device();
     *devp = dev;
@@ -554,7 +568,8 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
      * the driver is asked only before the pool's own path. */
     if (!async && ts_pool_alloc_cached(d->pool, size, TS_DEV_NO_STREAM, ptr))
         return TS_DEV_SERVED;
-    if (stream_capturing_if_any(async ? stream : 0))
+    /* only the hooks' active path allocates (devmem.h) */
+    if (stream_capturing_if_any(async ? stream : 0, true))
         return TS_DEV_PASS;
     int rc = ts_pool_alloc(d->pool, size, async ? stream : TS_DEV_NO_STREAM, 0, ptr);
     if (rc == TS_ALLOC_OOM && ts_offload_oom_begin(dev)) {
@@ -589,7 +604,8 @@ int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
     if (!ptr || !ts_dev_pooling())
         return TS_DEV_NOT_OURS;
     unsigned flags = 0;
-    if (async && stream_capturing_if_any(stream)) {
+    bool active = ts_active();
+    if (async && stream_capturing_if_any(stream, active)) {
         /* Only graph allocations (the real call's) may be freed in capture:
          * a pooled block is refused as the driver refuses its own pool's. */
         return ts_dev_lookup(ptr, NULL, NULL) ? TS_DEV_INVALID : TS_DEV_NOT_OURS;
@@ -600,7 +616,7 @@ int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
         stream = TS_DEV_NO_STREAM; /* reused after fences on every stream, none while one captures */
     /* passthrough (the pool serves no more allocations): no thread cache
      * holds the block for a reuse that will not come */
-    if (!ts_active())
+    if (!active)
         flags |= TS_FF_NO_CACHE;
     /* one lookup per pool: the block's own pool frees it (the usual single
      * device answers at the first) */

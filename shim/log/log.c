@@ -729,7 +729,10 @@ static bool open_slow(void)
 /* ------------------------------------------------------------ records */
 struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type)
 {
-    if (ts_unlikely(atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN) && !open_slow())
+    /* only a log not yet opened can open: off, closed or a fork child's
+     * answer at once (a log that cannot open is a run's every event) */
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (ts_unlikely(st != ST_OPEN) && (st != ST_NEW || !open_slow()))
         return NULL;
     struct tbuf *b = tls_buf;
     if (ts_unlikely(!b || b->used + len > b->cap)) {

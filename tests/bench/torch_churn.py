@@ -1,5 +1,6 @@
 # torch.empty / del of mixed sizes on one stream: CPU time per tensor (the
-# allocator's cost as torch's own code sees it).  Best of five rounds.
+# allocator's cost as torch's own code sees it).  Best of 20 short rounds:
+# on a shared machine a short round is more likely to run undisturbed.
 import time
 
 import torch
@@ -9,8 +10,8 @@ dev = torch.device("cuda", 0)
 for n in sizes * 50:  # warm: pools, caches
     torch.empty(n, dtype=torch.uint8, device=dev)
 best = None
-per_round = 20000
-for _ in range(5):
+per_round = 5000
+for _ in range(20):
     t0 = time.process_time_ns()
     for i in range(per_round):
         a = torch.empty(sizes[i & 7], dtype=torch.uint8, device=dev)
