@@ -185,6 +185,37 @@ static int sync_collect(const struct tslog *log, uint64_t from, uint64_t to, con
     return 0;
 }
 
+/* Frame k as "function (file:line)", the function without its parameter
+ * list (C++ names carry their whole signature), else the symbolizer's
+ * short form. */
+static void site_frame(struct sites_data *sd, const struct sites_stack *st, uint32_t k, char *out, size_t n)
+{
+    struct sym_frame f;
+    sites_frame(sd, st, k, &f);
+    size_t len = strlen(f.func);
+    if (len > 6 && !strcmp(f.func + len - 6, " const"))
+        len -= 6;
+    if (len && f.func[len - 1] == ')') /* back to the '(' that opens the parameters */
+        for (size_t depth = 0, i = len; i-- > 0;) {
+            depth += f.func[i] == ')';
+            depth -= f.func[i] == '(';
+            if (!depth) {
+                len = i;
+                break;
+            }
+        }
+    f.func[len] = 0;
+    if (!len) {
+        sym_format(&f, out, n);
+        return;
+    }
+    const char *base = strrchr(f.file, '/'); /* the file's name: the path may be the builder's */
+    if (f.file[0])
+        snprintf(out, n, "%.120s (%.60s:%d)", f.func, base ? base + 1 : f.file, f.line);
+    else
+        snprintf(out, n, "%.180s", f.func);
+}
+
 /* The top sites with the first frames of their stacks. */
 static void sync_sites(const struct tslog *log, const struct sync_totals *t, double steps,
                        struct advice_line *l)
@@ -198,11 +229,8 @@ static void sync_sites(const struct tslog *log, const struct sync_totals *t, dou
         s->per_step = (double)t->sites[i].count / steps;
         const struct sites_stack *st =
             have_stacks && t->sites[i].stack_id ? sites_stack(&sd, t->sites[i].stack_id) : NULL;
-        for (uint32_t k = 0; st && k < st->n_frames && s->n_frames < ADVICE_SITE_FRAMES; k++) {
-            struct sym_frame f;
-            sites_frame(&sd, st, k, &f);
-            sym_format(&f, s->frame[s->n_frames++], sizeof s->frame[0]);
-        }
+        for (uint32_t k = 0; st && k < st->n_frames && s->n_frames < ADVICE_SITE_FRAMES; k++)
+            site_frame(&sd, st, k, s->frame[s->n_frames++], sizeof s->frame[0]);
     }
     sites_free(&sd);
 }
@@ -217,7 +245,7 @@ static void sync_sites_text(const struct advice_line *l, char *buf, size_t n)
         used += (size_t)snprintf(buf + used, n - used, "%s%s (%.1f/step)", i ? "; " : "; sites: ", s->api,
                                  s->per_step);
         for (int k = 0; k < s->n_frames && used < n; k++)
-            used += (size_t)snprintf(buf + used, n - used, "%s%.80s", k ? " < " : " at ", s->frame[k]);
+            used += (size_t)snprintf(buf + used, n - used, "%s%.100s", k ? " < " : " at ", s->frame[k]);
     }
 }
 
@@ -231,9 +259,9 @@ static void host_sync_text(struct advice_line *l, const struct sync_totals *t, d
     sync_sites_text(l, sites, sizeof sites);
     snprintf(l->text, sizeof l->text,
              "%.1f host synchronizations per step (%llu in %.0f steps: %llu synchronize calls, %llu copies "
-             "that waited for the GPU; %.3f ms of host time per step in them; %s%s; e.g. loss.item(), "
+             "that waited for the GPU; %.3f ms of host time per step in them; %s; e.g. loss.item(), "
              ".cpu(), torch.cuda.synchronize()): each drains the GPU's queue; keep such values on the GPU "
-             "and read them every N steps, or copy with non_blocking=True into pinned memory",
+             "and read them every N steps, or copy with non_blocking=True into pinned memory%s",
              (double)n / steps, (unsigned long long)n, steps, (unsigned long long)t->calls,
              (unsigned long long)t->copies, (double)t->wait_ns / steps / 1e6, idle, sites);
 }
