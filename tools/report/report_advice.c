@@ -12,8 +12,8 @@
  *                  the micro-batch that would fit in 90% of it.
  * host_sync        (report_advice_sync.c) steps detected and at least one
  *                  host synchronization per step.
- * input_stall      (report_advice_sync.c, CUPTI) GPU idle at step starts
- *                  >= 10% of the steps' time.
+ * input_stall      (report_advice_sync.c, CUPTI) GPU idle >= 1 ms at half
+ *                  the step starts or more, >= 10% of the steps' time.
  * launch_bound     (CUPTI) GPU idle in gaps under 50 us >= 10% of the span of
  *                  its work, over at least 200 kernels averaging under 50 us. */
 #include "report/report_advice.h"

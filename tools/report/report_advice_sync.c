@@ -10,12 +10,12 @@
  *              per step, the host time in them, the GPU idle from each one's
  *              return to the GPU's next work (CUPTI; n/a without), the top 3
  *              sites with their stacks (TRAINSHIM_STACKS).
- * input_stall  (CUPTI) steps detected, and the GPU ran no kernel around the
- *              steps' starts for >= 10% of the steps' time and >= 50 us per
- *              step on average: the kernel-free stretch holding the host's
- *              call of a step's first GEMM.  What the host was doing in it:
- *              copy calls, synchronizations, or neither (data loading,
- *              Python). */
+ * input_stall  (CUPTI) steps detected, and at half the step starts or more
+ *              the GPU ran no kernel for >= 1 ms around it (the kernel-free
+ *              stretch holding the host's call of the step's first GEMM,
+ *              after the GPU began the loop), those stretches >= 10% of the
+ *              steps' time.  What the host was doing in them: copy calls,
+ *              synchronizations, or neither (data loading, Python). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,7 +29,7 @@
 
 #define SYNC_MIN_PER_STEP 1.0
 #define STALL_MIN_SHARE 0.10
-#define STALL_MIN_NS_PER_STEP 50000.0
+#define STALL_MIN_GAP_NS 1000000ull /* as the GPU TIMELINE counts idle gaps */
 
 static struct advice_line *sync_add_line(struct advice_set *out, const char *rule)
 {
@@ -368,6 +368,16 @@ static void stall_text(struct advice_line *l, const struct stall_totals *t, doub
              100.0 * share, idle / steps / 1e6, steps, 100.0 * copy, 100.0 * wait, 100.0 * other, fix);
 }
 
+/* The end of the first kernel started at or after the loop's first GEMM
+ * call t0 (UINT64_MAX when none). */
+static uint64_t loop_begun(const struct busy *b, uint64_t t0)
+{
+    for (size_t i = busy_lower(b, t0); i < b->n; i++)
+        if (!b->acts[i].is_copy)
+            return b->acts[i].end_ns;
+    return UINT64_MAX;
+}
+
 void advice_input_stall(const struct tslog *log, const struct acct_compute *c, struct advice_set *out)
 {
     struct gpu_data d;
@@ -377,16 +387,26 @@ void advice_input_stall(const struct tslog *log, const struct acct_compute *c, s
     struct stall_totals t = { 0 };
     uint64_t span = c->steps[c->n_steps - 1].start_ns - c->steps[0].start_ns;
     if (d.n_kernels && busy_init(&b, &d, true) == 0) {
+        uint64_t last_to = 0, begun = loop_begun(&b, c->steps[0].start_ns);
         for (size_t i = 1; i < c->n_steps; i++) {
-            uint64_t from, to;
-            if (busy_idle_at(&b, c->steps[i].start_ns, &from, &to))
+            uint64_t from, to, prev = c->steps[i - 1].start_ns;
+            /* a stretch holding several step starts (the host ran ahead
+             * while the GPU was idle) counts once, and from the previous
+             * step's start at the earliest; none before the GPU ran the
+             * loop's first kernel (its start-up is not the input's) */
+            if (!busy_idle_at(&b, c->steps[i].start_ns, &from, &to) || to == last_to || from < begun)
+                continue;
+            last_to = to;
+            from = from > prev ? from : prev;
+            if (to - from >= STALL_MIN_GAP_NS) /* shorter: launch gaps, scheduling noise */
                 host_in(log, from, to, &t), t.stretches++;
         }
         free(b.max_end);
     }
     gpu_free(&d);
     double steps = (double)(c->n_steps - 1), share = span ? (double)t.idle_ns / (double)span : 0;
-    if (share < STALL_MIN_SHARE || (double)t.idle_ns / steps < STALL_MIN_NS_PER_STEP)
+    /* an input stall is systematic: most step starts wait */
+    if (share < STALL_MIN_SHARE || 2 * t.stretches < c->n_steps - 1)
         return;
     struct advice_line *l = sync_add_line(out, "input_stall");
     if (!l)
