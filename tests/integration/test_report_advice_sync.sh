@@ -5,6 +5,8 @@
 # stays short of it; then on the demo's workload (tests/workloads/mlp_train
 # under the shim with CUPTI, as scripts/demo.sh runs it) input_stall stays
 # silent: its input is generated on the host and copied with the GPU busy.
+# Logs cut inside a host sync record, or with a byte of one changed, read up
+# to it and say why.
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
@@ -18,6 +20,33 @@ for l in syncs idle stall fed; do
   "$B/trainshim" report --format json "$T/$l.tslog" > "$T/$l.json" 2> "$T/$l.err" || { echo "FAIL: report $l"; fail=1; }
   "$B/trainshim" report "$T/$l.tslog" > "$T/$l.txt" 2>> "$T/$l.err" || { echo "FAIL: report $l (text)"; fail=1; }
   if [ -s "$T/$l.err" ]; then echo "FAIL: $l: stderr:"; cat "$T/$l.err"; fail=1; fi
+done
+# a log cut inside a host sync record, or with one of its bytes changed,
+# reads up to the record before it, with the reason
+python3 - "$T" <<'PY' || fail=1
+import struct, sys
+d = open(f"{sys.argv[1]}/syncs.tslog", "rb").read()
+off = 16
+while struct.unpack_from("<IH", d, off)[1] != 56:
+    off += struct.unpack_from("<I", d, off)[0]
+for cut in range(off + 1, off + 56, 5):
+    open(f"{sys.argv[1]}/cut{cut - off}.tslog", "wb").write(d[:cut])
+b = bytearray(d)
+b[off + 40] ^= 0xFF
+open(f"{sys.argv[1]}/flip.tslog", "wb").write(bytes(b))
+print(off, file=open(f"{sys.argv[1]}/sync_off", "w"))
+PY
+off=$(cat "$T/sync_off")
+for f in "$T"/cut*.tslog "$T/flip.tslog"; do
+  "$B/trainshim" report --format json "$f" > "$f.json" 2> "$f.err" || { echo "FAIL: report of $f exited $?"; fail=1; continue; }
+  python3 - "$f.json" "$off" <<'PY' || fail=1
+import json, sys
+run = json.load(open(sys.argv[1]))["run"]
+want = ("truncated at offset " if "cut" in sys.argv[1] else "corrupt record at offset ") + sys.argv[2]
+if not run["truncated"] or not run["note"].startswith(want):
+    print(f"FAIL: {sys.argv[1]}: {run['truncated']} {run['note']!r}, want {want!r}")
+    sys.exit(1)
+PY
 done
 # the demo's workload, fewer steps
 LD_LIBRARY_PATH="$PWD/$B/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" TRAINSHIM_STACKS=16 TRAINSHIM_CUPTI=1 \
