@@ -2,7 +2,8 @@
  * wait tells a sync that drained queued work from one that found the GPU
  * already done with the stream (the second half of torch's copy-and-sync,
  * for one): only the first costs the GPU a drained queue.  A query is one
- * driver call, small beside the wait it precedes. */
+ * driver call, small beside the wait it precedes, and legal wherever the
+ * synchronize it precedes is (under a stream capture neither is, or both). */
 #include "observe/sync.h"
 
 #include "core/cuda_real.h"

@@ -121,22 +121,34 @@ struct sync_site {
     uint64_t count;
 };
 
-static struct sync_site *site_slot(struct sync_site *sites, size_t *n, size_t cap, int32_t api,
-                                   uint32_t stack)
-{
-    for (size_t i = 0; i < *n; i++)
-        if (sites[i].api == api && sites[i].stack_id == stack)
-            return &sites[i];
-    if (*n >= cap)
-        return NULL;
-    sites[*n] = (struct sync_site){ api, stack, 0 };
-    return &sites[(*n)++];
-}
-
 static int by_count(const void *a, const void *b)
 {
     const struct sync_site *x = a, *y = b;
     return (x->count < y->count) - (x->count > y->count);
+}
+
+static int by_site(const void *a, const void *b)
+{
+    const struct sync_site *x = a, *y = b;
+    if (x->api != y->api)
+        return x->api < y->api ? -1 : 1;
+    return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
+}
+
+/* One entry per (API, stack) with its count, from one entry per
+ * synchronization; by count, descending. */
+static void merge_sites(struct sync_site *sites, size_t *n)
+{
+    size_t out = 0;
+    qsort(sites, *n, sizeof *sites, by_site);
+    for (size_t i = 0; i < *n; i++) {
+        if (out && !by_site(&sites[out - 1], &sites[i]))
+            sites[out - 1].count++;
+        else
+            sites[out++] = (struct sync_site){ sites[i].api, sites[i].stack_id, 1 };
+    }
+    *n = out;
+    qsort(sites, *n, sizeof *sites, by_count);
 }
 
 struct sync_totals {
@@ -157,8 +169,7 @@ static void add_idle(struct sync_totals *t, const struct busy *b, uint64_t ret_n
 static int sync_collect(const struct tslog *log, uint64_t from, uint64_t to, const struct busy *b,
                         struct sync_totals *t)
 {
-    size_t cap = log->n_syncs + 64; /* a site per synchronize stack, one per copy API */
-    t->sites = calloc(cap, sizeof *t->sites);
+    t->sites = calloc(log->n_syncs + log->n_events + 1, sizeof *t->sites);
     if (!t->sites)
         return -1;
     for (size_t i = 0; i < log->n_events; i++) {
@@ -167,9 +178,7 @@ static int sync_collect(const struct tslog *log, uint64_t from, uint64_t to, con
             continue;
         t->copies++, t->wait_ns += e->duration_ns, t->copy_bytes += e->bytes;
         add_idle(t, b, e->time_ns);
-        struct sync_site *s = site_slot(t->sites, &t->n_sites, cap, e->api, 0);
-        if (s)
-            s->count++;
+        t->sites[t->n_sites++] = (struct sync_site){ e->api, 0, 1 };
     }
     for (size_t i = 0; i < log->n_syncs; i++) {
         const struct tslog_sync *s = &log->syncs[i];
@@ -177,11 +186,9 @@ static int sync_collect(const struct tslog *log, uint64_t from, uint64_t to, con
             continue;
         t->calls++, t->wait_ns += s->blocked_ns;
         add_idle(t, b, s->time_ns);
-        struct sync_site *site = site_slot(t->sites, &t->n_sites, cap, s->api, s->stack_id);
-        if (site)
-            site->count++;
+        t->sites[t->n_sites++] = (struct sync_site){ s->api, s->stack_id, 1 };
     }
-    qsort(t->sites, t->n_sites, sizeof *t->sites, by_count);
+    merge_sites(t->sites, &t->n_sites);
     return 0;
 }
 
