@@ -13,6 +13,7 @@
 #include "copy/copy_engine.h"
 #include "copy/host_cache.h"
 #include "host_alloc_body.h"
+#include "sync_body.h"
 #include "devmem_hooks.h" /* device-memory bodies: cuMemAlloc_v2, cuMemFree_v2, ... */
 
 /* ---- allocation --------------------------------------------------------- */
@@ -403,6 +404,32 @@ static inline CUresult ts_body_cuMemcpyPeerAsync(int api, CUdeviceptr dstDevice,
 {
     DRV_COPY_BODY(cuMemcpyPeerAsync, api, (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream),
                   copy_event(api, TS_PEER, NULL, ByteCount, hStream, true, ns_, r));
+}
+
+/* ---- host synchronizations ---------------------------------------------- */
+
+static inline CUresult ts_body_cuStreamSynchronize(int api, CUstream hStream)
+{
+    TS_SYNC_BODY(CUresult, cuStreamSynchronize, api, (hStream), TS_SYNC_STREAM, ts_stream_id(api, hStream),
+                 ts_sync_stream_pending(ts_stream_id(api, hStream)));
+}
+
+static inline CUresult ctx_sync_body(int api)
+{
+    TS_SYNC_BODY(CUresult, cuCtxSynchronize, api, (), TS_SYNC_DEVICE, 0, TS_SYNC_UNKNOWN);
+}
+/* The generated OWN hook passes its (empty) argument list after the id. */
+#define ts_body_cuCtxSynchronize(api, ...) ctx_sync_body(api)
+
+static inline CUresult ts_body_cuCtxSynchronize_v2(int api, CUcontext ctx)
+{
+    TS_SYNC_BODY(CUresult, cuCtxSynchronize_v2, api, (ctx), TS_SYNC_DEVICE, 0, TS_SYNC_UNKNOWN);
+}
+
+static inline CUresult ts_body_cuEventSynchronize(int api, CUevent hEvent)
+{
+    TS_SYNC_BODY(CUresult, cuEventSynchronize, api, (hEvent), TS_SYNC_EVENT, (uint64_t)(uintptr_t)hEvent,
+                 ts_sync_event_pending(hEvent));
 }
 
 /* ---- cuGetProcAddress --------------------------------------------------- */

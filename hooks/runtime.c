@@ -12,6 +12,7 @@
 #include "devmem_hooks.h" /* device-memory bodies: cudaMalloc, cudaFree, ... */
 #include "copy/host_cache.h"
 #include "host_alloc_body.h"
+#include "sync_body.h"
 
 /* ---- events ------------------------------------------------------------- */
 
@@ -293,6 +294,27 @@ static inline cudaError_t ts_body_cudaSetDevice(int api, int device)
         ts_note_device(device);
     TS_OUTER_END(api, r);
     return r;
+}
+
+/* ---- host synchronizations ---------------------------------------------- */
+
+static inline cudaError_t ts_body_cudaStreamSynchronize(int api, cudaStream_t stream)
+{
+    TS_SYNC_BODY(cudaError_t, cudaStreamSynchronize, api, (stream), TS_SYNC_STREAM, ts_stream_id(api, stream),
+                 ts_sync_stream_pending(ts_stream_id(api, stream)));
+}
+
+static inline cudaError_t device_sync_body(int api)
+{
+    TS_SYNC_BODY(cudaError_t, cudaDeviceSynchronize, api, (), TS_SYNC_DEVICE, 0, TS_SYNC_UNKNOWN);
+}
+/* The generated OWN hook passes its (empty) argument list after the id. */
+#define ts_body_cudaDeviceSynchronize(api, ...) device_sync_body(api)
+
+static inline cudaError_t ts_body_cudaEventSynchronize(int api, cudaEvent_t event)
+{
+    TS_SYNC_BODY(cudaError_t, cudaEventSynchronize, api, (event), TS_SYNC_EVENT, (uint64_t)(uintptr_t)event,
+                 ts_sync_event_pending(event));
 }
 
 /* ---- driver entry points ------------------------------------------------ */

@@ -47,6 +47,11 @@ void ts_log_fork_prepare(void);
 void ts_log_fork_parent(void);
 void ts_log_fork_child(void);
 
+/* TS_REC_HOST_SYNC (shim/log/events_sync.c): one host synchronization, with
+ * the caller's stack when stacks are on (shim/observe/sync.c). */
+void ts_ev_host_sync(int api, unsigned kind, unsigned pending, uint64_t handle, uint64_t blocked_ns,
+                     int result);
+
 /* ---- exposed for tests and tools -------------------------------------- */
 /* Expand a TRAINSHIM_LOG template (%p %h %r %l %q{VAR} %%; the default
  * template gets ".r%r" before ".log" when a rank is known).  Returns 0, or -1

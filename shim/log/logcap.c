@@ -129,7 +129,8 @@ static bool per_event(uint16_t type)
     case TS_REC_COPY_CONVERT:
     case TS_REC_PINNED_ALLOC:
     case TS_REC_GPU_KERNEL:
-    case TS_REC_GPU_MEMCPY: return true;
+    case TS_REC_GPU_MEMCPY:
+    case TS_REC_HOST_SYNC: return true;
     default: return false;
     }
 }
@@ -192,6 +193,7 @@ static void site_key(const struct ts_rec_hdr *h, struct ts_rec_site_total *k, ui
         struct ts_rec_nccl n;
         struct ts_rec_copy_convert v;
         struct ts_rec_gpu_memcpy m;
+        struct ts_rec_host_sync y;
     } r;
     switch (h->type) {
     case TS_REC_ALLOC:
@@ -228,6 +230,11 @@ static void site_key(const struct ts_rec_hdr *h, struct ts_rec_site_total *k, ui
     case TS_REC_GPU_MEMCPY:
         take(&r.m, sizeof r.m, h);
         k->dir = r.m.copy_kind, *bytes = r.m.bytes;
+        break;
+    case TS_REC_HOST_SYNC: /* the site: API, kind (dir) and whether work was pending (host_kind) */
+        take(&r.y, sizeof r.y, h);
+        k->api = r.y.api, k->dir = r.y.kind, k->host_kind = r.y.pending;
+        *ns = r.y.blocked_ns, *result = r.y.result;
         break;
     default: break;
     }

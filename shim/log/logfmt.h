@@ -508,7 +508,7 @@ _Static_assert(sizeof(struct ts_rec_numa) == 920, "numa layout");
 /* ---- the size cap (shim/log/logcap.c, TRAINSHIM_LOG_MAX).  Past the cap
  * the per-event records (alloc, free, copy, error, GEMM, NCCL, GPU times,
  * stacks of allocations, copy conversions, pinned allocations, CUPTI
- * kernels and copies) are no longer written: each is added to the total of
+ * kernels and copies, host synchronizations) are no longer written: each is added to the total of
  * its call site, and the totals are written at shutdown, before the end
  * record.  Records of other types are still written.  Numbered apart like
  * the accounting records. */
@@ -609,6 +609,36 @@ static inline uint32_t ts_rec_check(const void *rec, uint32_t len)
     h = ts_rec_mix64(h);
     return (uint32_t)h ^ (uint32_t)(h >> 32);
 }
+/* ---- host synchronizations (shim/observe/sync.c): one record per outermost
+ * cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize and
+ * their driver twins.  Copies that made the host wait are TS_REC_COPY
+ * records already.  Numbered apart like the accounting records. */
+#define TS_REC_HOST_SYNC 56
+
+#define TS_SYNC_STREAM 1u /* a stream (handle: the stream as copies log it) */
+#define TS_SYNC_DEVICE 2u /* the whole device or context (handle 0) */
+#define TS_SYNC_EVENT 3u  /* an event (handle: the event) */
+
+#define TS_SYNC_IDLE 0u    /* the stream or event was complete at entry: nothing to wait for */
+#define TS_SYNC_PENDING 1u /* work was still pending at entry */
+#define TS_SYNC_UNKNOWN 2u /* not asked (device-wide) or the query failed */
+
+/* TS_REC_HOST_SYNC: h.time_ns is when the call returned; blocked_ns the host
+ * time inside it.  stack_id: the TS_REC_STACK of the call site (0: stacks
+ * off or not recorded). */
+struct ts_rec_host_sync {
+    struct ts_rec_hdr h;
+    int32_t api;
+    uint8_t kind;    /* TS_SYNC_STREAM / _DEVICE / _EVENT */
+    uint8_t pending; /* TS_SYNC_IDLE / _PENDING / _UNKNOWN */
+    uint16_t reserved0;
+    uint64_t handle;
+    uint64_t blocked_ns;
+    uint32_t stack_id;
+    int32_t result;
+};
+_Static_assert(sizeof(struct ts_rec_host_sync) == 56, "host sync layout");
+
 /* ---- PyTorch's allocator backend (shim/devmem/devmem_torch.c): how the
  * shim found and left PYTORCH_CUDA_ALLOC_CONF at load time, written with the
  * first device pool.  Numbered apart like the accounting records. */

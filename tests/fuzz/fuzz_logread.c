@@ -40,6 +40,14 @@ static void one(const uint8_t *data, size_t size)
             free(st.errs);
             free(st.statuses);
         }
+        /* the advice rules read the records (and CUPTI's, stacks) themselves */
+        struct acct_log a;
+        memset(&a, 0, sizeof a);
+        if (acct_log_analyze(&log, &a) == 0) {
+            struct advice_set rules;
+            advice_evaluate(&log, a.has_gemm ? &a.c : NULL, &rules);
+            acct_log_free(&a);
+        }
     } else if (!log.error[0]) {
         abort(); /* a rejected input always says why */
     }

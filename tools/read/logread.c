@@ -324,6 +324,25 @@ static const char *read_gpu_time(struct tslog *log, const struct ts_rec_hdr *h, 
     return NULL;
 }
 
+static const char *read_host_sync(struct tslog *log, const struct ts_rec_hdr *h, const unsigned char *rec)
+{
+    struct ts_rec_host_sync r;
+    take(&r, sizeof r, rec, h->len);
+    struct tslog_sync *v = PUSH_ITEM(log, sync);
+    if (!v)
+        return "out of memory";
+    *v = (struct tslog_sync){ .time_ns = h->time_ns,
+                              .handle = r.handle,
+                              .blocked_ns = r.blocked_ns,
+                              .api = r.api,
+                              .result = r.result,
+                              .tid = h->tid,
+                              .stack_id = r.stack_id,
+                              .kind = r.kind,
+                              .pending = r.pending };
+    return NULL;
+}
+
 static void read_copy_convert(struct tslog *log, const struct ts_rec_hdr *h, const unsigned char *rec)
 {
     struct ts_rec_copy_convert c;
@@ -493,6 +512,7 @@ static const char *dispatch_record(struct tslog *log, const unsigned char *rec, 
     case TS_REC_NCCL: return read_nccl(log, h, rec);
     case TS_REC_COMM: return read_comm(log, h, rec);
     case TS_REC_GPU_TIME: return read_gpu_time(log, h, rec);
+    case TS_REC_HOST_SYNC: return read_host_sync(log, h, rec);
     case TS_REC_COPY_CONVERT: read_copy_convert(log, h, rec); break;
     case TS_REC_PINNED_ALLOC: read_pinned_alloc(log, h, rec); break;
     case TS_REC_POOL_STATS: read_pool_stats(log, rec, h->len); break;
@@ -713,6 +733,7 @@ void tslog_free(struct tslog *log)
     free(log->nccls);
     free(log->comms);
     free(log->gpu_times);
+    free(log->syncs);
     free(log->raw);
     memset(log, 0, sizeof *log);
 }

@@ -59,6 +59,14 @@ struct tslog_gpu_time {
     int32_t kind;
 };
 
+/* One host synchronization (TS_REC_HOST_SYNC).  time_ns: when it returned. */
+struct tslog_sync {
+    uint64_t time_ns, handle, blocked_ns;
+    int32_t api, result;
+    uint32_t tid, stack_id;
+    uint8_t kind, pending; /* TS_SYNC_* (shim/log/logfmt.h) */
+};
+
 struct tslog_device {
     int32_t ordinal, cc_major, cc_minor, sm_count;
     uint64_t total_mem;
@@ -123,6 +131,9 @@ struct tslog {
     size_t n_comms, cap_comms;
     struct tslog_gpu_time *gpu_times;
     size_t n_gpu_times, cap_gpu_times;
+    /* host synchronizations (TS_REC_HOST_SYNC), in file order */
+    struct tslog_sync *syncs;
+    size_t n_syncs, cap_syncs;
 
     /* pinned copy engine: totals of TS_REC_COPY_CONVERT / TS_REC_PINNED_ALLOC */
     uint64_t n_copy_converts, copy_converted_bytes, copy_converted_chunks;

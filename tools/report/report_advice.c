@@ -10,9 +10,10 @@
  * memory_headroom  training steps detected (the GEMM shape sequence repeats)
  *                  and peak reserved device memory < 50% of the device's:
  *                  the micro-batch that would fit in 90% of it.
- * host_sync        steps detected and at least one copy per step that made
- *                  the host wait for the GPU (synchronous, or D2H into
- *                  pageable memory: .item(), .cpu()); the host time in them.
+ * host_sync        (report_advice_sync.c) steps detected and at least one
+ *                  host synchronization per step.
+ * input_stall      (report_advice_sync.c, CUPTI) GPU idle >= 1 ms at half
+ *                  the step starts or more, >= 10% of the steps' time.
  * launch_bound     (CUPTI) GPU idle in gaps under 50 us >= 10% of the span of
  *                  its work, over at least 200 kernels averaging under 50 us. */
 #include "report/report_advice.h"
@@ -31,7 +32,6 @@
 #define PRECISION_MIN_GAIN 1.10 /* projected GEMM speed-up, TF32 or bf16 */
 #define HEADROOM_MAX_USED 0.50
 #define HEADROOM_TARGET 0.90 /* the share of device memory a larger batch may plan for */
-#define SYNC_MIN_PER_STEP 1.0
 #define HEADROOM_FACTOR_SHOWN 16.0
 #define LAUNCH_GAP_NS 50000ull
 #define LAUNCH_MIN_IDLE_SHARE 0.10
@@ -231,44 +231,6 @@ static void rule_headroom(const struct tslog *log, const struct acct_compute *c,
     }
 }
 
-/* ---- host_sync ------------------------------------------------------------------ */
-/* Whether the host waited for the GPU in this copy: a synchronous copy, or
- * one into pageable host memory (it returns once the data arrived). */
-static bool copy_waited(const struct tslog_event *e)
-{
-    return e->type == TS_REC_COPY && !e->result
-           && (!e->async || (e->dir == TS_D2H && e->host_kind == TS_HOST_PAGEABLE));
-}
-
-static void rule_host_sync(const struct tslog *log, const struct acct_compute *c, struct advice_set *out)
-{
-    if (!c || c->n_steps < 2)
-        return;
-    uint64_t from = c->steps[0].start_ns, to = c->steps[c->n_steps - 1].start_ns, n = 0, ns = 0, bytes = 0;
-    for (size_t i = 0; i < log->n_events; i++) {
-        const struct tslog_event *e = &log->events[i];
-        if (e->time_ns >= from && e->time_ns < to && copy_waited(e))
-            n++, ns += e->duration_ns, bytes += e->bytes;
-    }
-    double steps = (double)(c->n_steps - 1), per_step = (double)n / steps;
-    if (per_step < SYNC_MIN_PER_STEP)
-        return;
-    struct advice_line *l = add_line(out, "host_sync");
-    if (!l)
-        return;
-    figure(l, "syncs_per_step", per_step);
-    figure(l, "steps", steps);
-    figure(l, "host_wait_ns_per_step", (double)ns / steps);
-    figure(l, "bytes_per_sync", (double)bytes / (double)n);
-    snprintf(
-        l->text, sizeof l->text,
-        "%.1f host synchronizations per step (%llu copies that waited for the GPU in %.0f steps, %.0f B "
-        "each, %.3f ms of host time per step in them; e.g. loss.item(), .cpu(), a synchronous cudaMemcpy): "
-        "each drains the GPU's queue; keep such values on the GPU and read them every N steps, or copy "
-        "with non_blocking=True into pinned memory",
-        per_step, (unsigned long long)n, steps, (double)bytes / (double)n, (double)ns / steps / 1e6);
-}
-
 /* ---- launch_bound -------------------------------------------------------------- */
 static void rule_launch(const struct tslog *log, const struct acct_compute *c, struct advice_set *out)
 {
@@ -317,7 +279,8 @@ void advice_evaluate(const struct tslog *log, const struct acct_compute *c, stru
     memset(out, 0, sizeof *out);
     rule_precision(c, out);
     rule_headroom(log, c, out);
-    rule_host_sync(log, c, out);
+    advice_host_sync(log, c, out);
+    advice_input_stall(log, c, out);
     rule_launch(log, c, out);
     advice_fragmentation(log, out);
     advice_comm_overlap(log, c, out);

@@ -715,6 +715,8 @@ void acct_log_json(const struct acct_json *j, const struct acct_log *a, const st
         for (int k = 0; figs[i] && k < figs[i]->n_figures; k++)
             j->num(j->ctx, figs[i]->fig[k].name, figs[i]->fig[k].value);
         j->close(j->ctx, '}');
+        if (figs[i])
+            advice_sites_json(j, figs[i]);
         j->close(j->ctx, '}');
     }
     j->close(j->ctx, ']');

@@ -63,8 +63,10 @@ void j_raw_string(struct json *j, const char *s, size_t n)
 void j_key(struct json *j, const char *k)
 {
     j_sep(j);
-    j_raw_string(j, k, strlen(k));
-    fputs(": ", j->f);
+    if (k) { /* NULL: a value inside an array */
+        j_raw_string(j, k, strlen(k));
+        fputs(": ", j->f);
+    }
     j->first[j->depth] = false;
 }
 
