@@ -141,6 +141,8 @@ static void rt_copy_done(int api, void *dst, const void *src, uint64_t bytes, en
                          cudaError_t r)
 {
     uint64_t ns = ts_now_ns() - t0;
+    ts_offload_touch(dst, bytes, TS_TOUCH_COPY);
+    ts_offload_touch(src, bytes, TS_TOUCH_COPY);
     copy_event(api, dst, src, bytes, kind, stream, async, ns, r);
     if (st->chunks)
         ts_copy_note(api, st, ns);
@@ -293,6 +295,42 @@ static inline cudaError_t ts_body_cudaSetDevice(int api, int device)
         ts_note_device(device);
     TS_OUTER_END(api, r);
     return r;
+}
+
+/* ---- launches and synchronizations: what offload's step order sees ------- */
+
+static int rt_param_info(const void *func, size_t i, size_t *off, size_t *size)
+{
+    ts_fn_cudaFuncGetParamInfo info = TS_REAL(cudaFuncGetParamInfo);
+    return info ? (int)info(func, i, off, size) : -1;
+}
+
+static inline cudaError_t ts_body_cudaLaunchKernel(int api, const void *func, dim3 gridDim, dim3 blockDim,
+                                                   void **args, size_t sharedMem, cudaStream_t stream)
+{
+    TS_OBSERVE_BODY(cudaError_t, cudaLaunchKernel, api, (func, gridDim, blockDim, args, sharedMem, stream),
+                    if (outer_ && r == cudaSuccess) ts_offload_touch_args(func, args, rt_param_info));
+}
+
+/* cudaKernel_t is a CUkernel (cuda_runtime_api.h) */
+static int rt_kernel_param_info(const void *kernel, size_t i, size_t *off, size_t *size)
+{
+    ts_fn_cuKernelGetParamInfo info = TS_REAL(cuKernelGetParamInfo);
+    return info ? (int)info((CUkernel)kernel, i, off, size) : -1;
+}
+
+static inline cudaError_t ts_body___cudaLaunchKernel(int api, cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                                     void **args, size_t sharedMem, cudaStream_t stream)
+{
+    TS_OBSERVE_BODY(cudaError_t, __cudaLaunchKernel, api, (kernel, gridDim, blockDim, args, sharedMem, stream),
+                    if (outer_ && r == cudaSuccess)
+                        ts_offload_touch_args((const void *)kernel, args, rt_kernel_param_info));
+}
+
+static inline cudaError_t ts_body_cudaStreamSynchronize(int api, cudaStream_t stream)
+{
+    TS_OBSERVE_BODY(cudaError_t, cudaStreamSynchronize, api, (stream),
+                    if (outer_ && r == cudaSuccess) ts_offload_sync_seen());
 }
 
 /* ---- driver entry points ------------------------------------------------ */

@@ -60,6 +60,7 @@ bool ts_off_host_add(uint64_t h, uint64_t bytes)
     if (ok) {
         ts_off.handles[set_slot(h)] = h;
         ts_off.hcount++;
+        __atomic_fetch_add(&ts_off.placement_gen, 1, __ATOMIC_RELEASE);
         ts_off.host_bytes += bytes;
         if (ts_off.host_bytes > ts_off.peak_host_bytes)
             ts_off.peak_host_bytes = ts_off.host_bytes;
@@ -98,6 +99,7 @@ bool ts_off_host_remove(uint64_t h, uint64_t bytes)
             }
         }
         ts_off.hcount--;
+        __atomic_fetch_add(&ts_off.placement_gen, 1, __ATOMIC_RELEASE);
         ts_off.host_bytes -= bytes;
     }
     pthread_mutex_unlock(&ts_off.lock);

@@ -44,6 +44,7 @@ struct ts_offload_state {
     uint64_t *handles;    /* host-backed handles (open addressing, 0 = empty) */
     size_t hcap, hcount;
     uint64_t host_bytes, peak_host_bytes, paused_bytes;
+    uint64_t placement_gen; /* changes whenever a page becomes or stops being host-backed */
     struct ts_off_range *tagged, *pinned;
     size_t ntagged, captagged, npinned, cappinned;
     struct ts_off_paused *paused;
