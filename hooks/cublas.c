@@ -119,7 +119,7 @@ static inline void gemm_touch(const void *a, const void *b, const void *c)
         const T *alpha, const T *A, I lda, long long int strideA, const T *B, I ldb, long long int strideB,  \
         const T *beta, T *C, I ldc, long long int strideC, I batchCount)                                     \
     {                                                                                                        \
-        gemm_touch(A, B, C);                                                                             \
+        gemm_touch(A, B, C);                                                                                 \
         GEMM_BODY(name, api,                                                                                 \
                   (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,   \
                    strideC, batchCount),                                                                     \
@@ -154,7 +154,7 @@ TYPED_STRIDED(cublasHgemmStridedBatched_64, struct __half, CUDA_R_16F, int64_t)
         I ldb, const void *beta, void *C, cudaDataType Ctype, I ldc, cublasComputeType_t computeType,        \
         cublasGemmAlgo_t algo)                                                                               \
     {                                                                                                        \
-        gemm_touch(A, B, C);                                                                             \
+        gemm_touch(A, B, C);                                                                                 \
         GEMM_BODY(name, api,                                                                                 \
                   (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,     \
                    ldc, computeType, algo),                                                                  \
@@ -179,7 +179,7 @@ TYPED_STRIDED(cublasHgemmStridedBatched_64, struct __half, CUDA_R_16F, int64_t)
         cudaDataType Btype, I ldb, long long int strideB, const void *beta, void *C, cudaDataType Ctype,     \
         I ldc, long long int strideC, I batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo)  \
     {                                                                                                        \
-        gemm_touch(A, B, C);                                                                             \
+        gemm_touch(A, B, C);                                                                                 \
         GEMM_BODY(name, api,                                                                                 \
                   (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB,   \
                    beta, C, Ctype, ldc, strideC, batchCount, computeType, algo),                             \

@@ -319,10 +319,12 @@ static int rt_kernel_param_info(const void *kernel, size_t i, size_t *off, size_
     return info ? (int)info((CUkernel)kernel, i, off, size) : -1;
 }
 
-static inline cudaError_t ts_body___cudaLaunchKernel(int api, cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                                     void **args, size_t sharedMem, cudaStream_t stream)
+static inline cudaError_t ts_body___cudaLaunchKernel(int api, cudaKernel_t kernel, dim3 gridDim,
+                                                     dim3 blockDim, void **args, size_t sharedMem,
+                                                     cudaStream_t stream)
 {
-    TS_OBSERVE_BODY(cudaError_t, __cudaLaunchKernel, api, (kernel, gridDim, blockDim, args, sharedMem, stream),
+    TS_OBSERVE_BODY(cudaError_t, __cudaLaunchKernel, api,
+                    (kernel, gridDim, blockDim, args, sharedMem, stream),
                     if (outer_ && r == cudaSuccess)
                         ts_offload_touch_args((const void *)kernel, args, rt_kernel_param_info));
 }

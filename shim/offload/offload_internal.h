@@ -21,6 +21,8 @@ struct ts_off_dev {
     void *prov_ctx;
     int (*inner_create)(void *ctx, uint64_t size, uint64_t *handle);
     int (*inner_release)(void *ctx, uint64_t handle);
+    int (*inner_map)(void *ctx, uint64_t va, uint64_t size, uint64_t handle);
+    int (*inner_unmap)(void *ctx, uint64_t va, uint64_t size);
     int (*set_access)(void *ctx, uint64_t va, uint64_t size);
 };
 

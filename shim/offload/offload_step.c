@@ -3,26 +3,23 @@
  * ts_offload_touch_args for kernel parameters): every pooled page reached is
  * noted with how many times the current step reached it and when first.
  *
- * Steps are found online, cheaply: the program's stream and device
- * synchronizations cut the work into segments, each with a signature (the
- * kinds and extents of what it reached, in order; not addresses, which may
- * change between steps); a step is the shortest run of 1..PERIOD_MAX
- * segments that repeats.  At each step boundary the previous step's use
- * counts and first-use order say what the next step needs: offload's own
- * thread (the hook returns at once; the gate holds the program's next call
- * while pages move) swaps host-backed pages the previous step used most onto
- * the device, in place of device pages it used least (unused first, then the
- * ones first used farthest ahead), and promotes into whatever room the
- * device has.  A swap costs two page transfers, so it is made only when the
- * host page was used at least two times more than the device page it
- * replaces.  A wrong guess costs link time only: every move is the
- * quiesce-and-swap of offload_move.c, with its rollback.
+ * Steps are found online, cheaply: the program's stream synchronizations
+ * (cudaStreamSynchronize) cut the work into segments, each with a signature
+ * (the kinds of operand it reached, in order: not addresses or extents,
+ * which may change between steps); a step is the shortest run of
+ * 1..PERIOD_MAX segments that repeats.  At each step boundary, before the
+ * synchronization returns to the program, the previous step's use counts
+ * and first-use order say what the next step needs: host-backed pages it
+ * used most are promoted into whatever room the device has, then swapped in
+ * place of device pages it used least (unused first, then the ones first
+ * used farthest ahead).  A swap costs two page transfers, so it is made only
+ * when the host page was used at least SWAP_MARGIN times more than the
+ * device page it replaces.  A wrong guess costs link time only: every move
+ * is the quiesce-and-swap of offload_move.c, with its rollback.
  *
  * Each step's figures go to the log (TS_REC_OFFLOAD_STEP): pages moved,
  * bytes reached, of them on host-backed pages, and the predicted link time,
  * (bytes moved + bytes reached on host pages) / TRAINSHIM_OFFLOAD_LINK_GBPS. */
-#include <semaphore.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -48,6 +45,11 @@ struct use_map {
     size_t cap, n;
 };
 
+struct mapped_page {
+    uint64_t va;
+    bool host;
+};
+
 /* A kernel's pointer-sized parameters (indexes), learned once per function. */
 struct func_params {
     const void *func;
@@ -64,11 +66,10 @@ static struct step_state {
     uint32_t step;
     uint64_t touched, host_touched, touches;
     uint64_t promoted0, demoted0; /* the move counters at the step's start */
-    uint64_t *host_va;            /* host-backed pages, sorted */
-    size_t nhost, caphost;
-    uint64_t host_gen;
-    bool host_known, exit_registered, worker_started;
-    sem_t work;
+    struct mapped_page *pages;    /* the pools' mapped pages, sorted */
+    size_t npages, cappages;
+    uint64_t pages_gen, gran;
+    bool pages_known, exit_registered;
     struct func_params funcs[FUNC_SLOTS];
 } st = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -117,22 +118,20 @@ static void map_clear(struct use_map *m)
     m->n = 0;
 }
 
-/* ---- which pages are host-backed (st.lock held) ---- */
+/* ---- the pooled pages and which are host-backed (st.lock held) ---- */
 
-static int collect_host(void *arg, ts_page_view *v)
+static int collect_page(void *arg, ts_page_view *v)
 {
     (void)arg;
-    if (!ts_off_host_has(v->handle))
-        return 0;
-    if (st.nhost == st.caphost) {
-        size_t c = st.caphost ? 2 * st.caphost : 256;
-        uint64_t *a = realloc(st.host_va, c * sizeof *a);
+    if (st.npages == st.cappages) {
+        size_t c = st.cappages ? 2 * st.cappages : 256;
+        struct mapped_page *a = realloc(st.pages, c * sizeof *a);
         if (!a)
             return -1;
-        st.host_va = a;
-        st.caphost = c;
+        st.pages = a;
+        st.cappages = c;
     }
-    st.host_va[st.nhost++] = v->va;
+    st.pages[st.npages++] = (struct mapped_page){ v->va, ts_off_host_has(v->handle) };
     return 0;
 }
 
@@ -142,25 +141,26 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Rebuilt only when a page changed its backing since the last time. */
-static void refresh_host_pages(void)
+/* Rebuilt only when a page was mapped, unmapped or changed its backing
+ * since the last time. */
+static void refresh_pages(void)
 {
     uint64_t gen = __atomic_load_n(&ts_off.placement_gen, __ATOMIC_ACQUIRE);
-    if (st.host_known && gen == st.host_gen)
+    if (st.pages_known && gen == st.pages_gen)
         return;
-    st.nhost = 0;
+    st.npages = 0;
     bool ok = true;
     for (int i = 0; i < TS_OFF_MAX_DEV && ok; i++)
         if (ts_off.dev[i].pool)
-            ok = ts_pool_pages_walk(ts_off.dev[i].pool, collect_host, NULL) == 0;
-    qsort(st.host_va, st.nhost, sizeof *st.host_va, cmp_u64);
-    st.host_gen = gen;
-    st.host_known = ok;
+            ok = ts_pool_pages_walk(ts_off.dev[i].pool, collect_page, NULL) == 0;
+    qsort(st.pages, st.npages, sizeof *st.pages, cmp_u64); /* va is the first member */
+    st.pages_gen = gen;
+    st.pages_known = ok;
 }
 
-static bool host_page(uint64_t va)
+static const struct mapped_page *page_at(uint64_t va)
 {
-    return st.nhost && bsearch(&va, st.host_va, st.nhost, sizeof va, cmp_u64);
+    return st.npages ? bsearch(&va, st.pages, st.npages, sizeof *st.pages, cmp_u64) : NULL;
 }
 
 /* ---- touches ---- */
@@ -171,48 +171,62 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdull;
 }
 
-/* The pooled block holding ptr: [*lo, *hi), and the pool's page size.  A
- * pointer inside a block (not its start) counts as its page only. */
-static bool extent_of(uint64_t ptr, uint64_t len, uint64_t *lo, uint64_t *hi, uint64_t *gran)
+/* What a touch reaches: [ptr, ptr+len), or with len 0 the pooled block
+ * from ptr to its end (a pointer inside a block, which the pool cannot
+ * look up, counts as the rest of its page).  False outside the pools. */
+static bool extent_of(uint64_t ptr, uint64_t len, uint64_t *hi)
 {
-    for (int i = 0; i < TS_OFF_MAX_DEV; i++) {
-        struct ts_off_dev *d = &ts_off.dev[i];
-        uint64_t base = 0, size = 0;
-        if (!d->pool || !d->gran)
-            continue;
-        if (ts_pool_lookup(d->pool, ptr, &base, &size) == TS_ALLOC_OK) {
-            *lo = ptr;
-            *hi = len && len < size ? ptr + len : base + size;
-            *gran = d->gran;
+    uint64_t gran = st.gran, base = 0, size = 0;
+    if (!page_at(ptr & ~(gran - 1)))
+        return false;
+    if (len) {
+        *hi = ptr + len;
+        return true;
+    }
+    for (int i = 0; i < TS_OFF_MAX_DEV; i++)
+        if (ts_off.dev[i].pool && ts_pool_lookup(ts_off.dev[i].pool, ptr, &base, &size) == TS_ALLOC_OK) {
+            *hi = base + size;
             return true;
         }
-    }
-    return false;
+    *hi = (ptr & ~(gran - 1)) + gran;
+    return true;
 }
 
-static void note_range(uint64_t lo, uint64_t hi, uint64_t gran, unsigned kind)
+/* One operand reached (st.lock held): its mapped pages are noted in the
+ * step's order, and its bytes on host-backed pages counted. */
+static void note_touch(uint64_t ptr, uint64_t len, unsigned kind)
 {
-    refresh_host_pages();
-    uint32_t seq = st.seq++;
-    for (uint64_t va = lo & ~(gran - 1); va < hi; va += gran) {
-        map_note(&st.cur, va, seq);
-        if (host_page(va)) {
-            uint64_t a = va > lo ? va : lo, b = va + gran < hi ? va + gran : hi;
-            st.host_touched += b - a;
-        }
+    if (!st.gran) {
+        for (int i = 0; i < TS_OFF_MAX_DEV && !st.gran; i++)
+            st.gran = ts_off.dev[i].gran;
+        if (!st.gran)
+            return;
     }
-    st.touched += hi - lo;
+    refresh_pages();
+    uint64_t lo = ptr, hi;
+    if (!extent_of(ptr, len, &hi))
+        return;
+    uint32_t seq = st.seq++;
+    for (uint64_t va = lo & ~(st.gran - 1); va < hi; va += st.gran) {
+        const struct mapped_page *pg = page_at(va);
+        if (!pg)
+            continue;
+        uint64_t a = va > lo ? va : lo, b = va + st.gran < hi ? va + st.gran : hi;
+        map_note(&st.cur, va, seq);
+        st.touched += b - a;
+        if (pg->host)
+            st.host_touched += b - a;
+    }
     st.touches++;
-    st.sig = mix(mix(st.sig, kind), hi - lo);
+    st.sig = mix(st.sig, kind);
 }
 
 void ts_offload_touch_range(uint64_t ptr, uint64_t len, unsigned kind)
 {
-    uint64_t lo, hi, gran;
-    if (ts_offload_mode() != TS_OFFLOAD_ON || !extent_of(ptr, len, &lo, &hi, &gran))
+    if (ts_offload_mode() != TS_OFFLOAD_ON)
         return;
     pthread_mutex_lock(&st.lock);
-    note_range(lo, hi, gran, kind);
+    note_touch(ptr, len, kind);
     pthread_mutex_unlock(&st.lock);
 }
 
@@ -246,10 +260,10 @@ void ts_offload_touch_args_slow(const void *func, void **args,
     pthread_mutex_lock(&st.lock);
     const struct func_params *f = params_of(func, param_info);
     for (unsigned i = 0; f && i < f->n; i++) {
-        uint64_t p, lo, hi, gran;
+        uint64_t p;
         memcpy(&p, args[f->idx[i]], sizeof p);
-        if (p && extent_of(p, 0, &lo, &hi, &gran))
-            note_range(lo, hi, gran, TS_TOUCH_KERNEL);
+        if (p)
+            note_touch(p, 0, TS_TOUCH_KERNEL);
     }
     pthread_mutex_unlock(&st.lock);
 }
@@ -269,9 +283,7 @@ static void end_step(bool tail)
     memset(&r, 0, sizeof r);
     uint64_t p = __atomic_load_n(&ts_off.promoted_pages, __ATOMIC_RELAXED);
     uint64_t d = __atomic_load_n(&ts_off.demoted_pages, __ATOMIC_RELAXED);
-    uint64_t gran = 0;
-    for (int i = 0; i < TS_OFF_MAX_DEV && !gran; i++)
-        gran = ts_off.dev[i].gran;
+    uint64_t gran = st.gran;
     r.step = st.step++;
     r.flags = tail ? TS_OFFLOAD_STEP_TAIL : 0;
     r.period = st.period;
@@ -285,7 +297,6 @@ static void end_step(bool tail)
     r.predicted_ns = r.link_bytes * 1000 / r.link_mbps; /* bytes / (MB/s) = us */
     r.touches = st.touches;
     ts_ev_offload_step(&r);
-    if (getenv("OFFDBG")) fprintf(stderr, "DBG step %u nhost %zu gen %llu known %d hostbytes %llu\n", r.step, st.nhost, (unsigned long long)st.host_gen, st.host_known, (unsigned long long)st.host_touched);
     st.promoted0 = p;
     st.demoted0 = d;
     st.touched = st.host_touched = st.touches = 0;
@@ -324,8 +335,6 @@ static bool segment_ends_step(void)
     return true;
 }
 
-static void *placement_thread(void *arg);
-
 static void at_exit(void)
 {
     pthread_mutex_lock(&st.lock);
@@ -334,18 +343,13 @@ static void at_exit(void)
     pthread_mutex_unlock(&st.lock);
 }
 
-static void start_worker(void)
-{
-    pthread_t t;
-    pthread_attr_t at;
-    if (sem_init(&st.work, 0, 0) != 0)
-        return;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    st.worker_started = pthread_create(&t, &at, placement_thread, NULL) == 0;
-    pthread_attr_destroy(&at);
-}
+static void place_for_next_step(void);
 
+/* Called inside the program's synchronization hook, which holds the gate
+ * shared: a boundary's moves need it exclusively, so this thread lets go of
+ * its hold for them and takes it again before the hook returns.  The hold
+ * exists: the segment that ended here had touches, which are only noted once
+ * offload is available, so the hook's entry found the gate in use. */
 void ts_offload_sync_seen_slow(void)
 {
     if (ts_offload_mode() != TS_OFFLOAD_ON)
@@ -358,15 +362,15 @@ void ts_offload_sync_seen_slow(void)
     bool boundary = st.touches && segment_ends_step();
     if (boundary)
         end_step(false);
-    bool place = boundary && ts_cfg()->offload_step_order;
-    if (place && !st.worker_started)
-        start_worker();
     pthread_mutex_unlock(&st.lock);
-    if (place && st.worker_started)
-        sem_post(&st.work);
+    if (boundary && ts_cfg()->offload_step_order) {
+        ts_offload_gate_leave(true);
+        place_for_next_step();
+        (void)ts_offload_gate_enter();
+    }
 }
 
-/* ---- the placement, on offload's own thread ---- */
+/* ---- the placement at a boundary ---- */
 
 struct cand {
     uint64_t va;
@@ -420,8 +424,8 @@ static int collect_cand(void *arg, struct ts_off_dev *d, ts_page_view *v)
         pl->cap = c;
     }
     struct page_use key = { .va = v->va }, *u = bsearch(&key, pl->uses, pl->nuses, sizeof key, cmp_use_va);
-    pl->c[pl->n++] = (struct cand){ v->va, u ? u->uses : 0, u ? u->first : UINT32_MAX,
-                                    ts_off_host_has(v->handle) };
+    pl->c[pl->n++] =
+        (struct cand){ v->va, u ? u->uses : 0, u ? u->first : UINT32_MAX, ts_off_host_has(v->handle) };
     return 0;
 }
 
@@ -519,20 +523,4 @@ static void place_for_next_step(void)
     free(pl.c);
     free(pl.demote);
     free(pl.promote);
-}
-
-static void *placement_thread(void *arg)
-{
-    (void)arg;
-    for (;;) {
-        while (sem_wait(&st.work) != 0) {
-        }
-        /* boundaries posted meanwhile are one: the latest order counts */
-        while (sem_trywait(&st.work) == 0) {
-        }
-        ts_tls_depth++; /* the shim's own CUDA calls are not the program's */
-        place_for_next_step();
-        ts_tls_depth--;
-    }
-    return NULL;
 }

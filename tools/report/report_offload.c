@@ -100,12 +100,15 @@ static uint64_t moved_bytes(const struct ts_rec_offload_step *s)
 
 size_t offload_thrashing(const struct offload_data *d, const struct ts_rec_offload_step **worst)
 {
-    size_t n = 0;
+    size_t n = 0, whole = 0;
     *worst = NULL;
     for (size_t i = 0; i < d->n_steps; i++) {
         const struct ts_rec_offload_step *s = &d->steps[i];
+        if (s->flags & TS_OFFLOAD_STEP_TAIL)
+            continue;
+        whole++;
         uint64_t moved = moved_bytes(s);
-        if ((s->flags & TS_OFFLOAD_STEP_TAIL) || moved <= s->touched_bytes)
+        if (moved <= s->touched_bytes)
             continue;
         n++;
         /* moved / reached, compared without dividing by zero */
@@ -113,6 +116,11 @@ size_t offload_thrashing(const struct offload_data *d, const struct ts_rec_offlo
             || (double)moved * (double)(*worst)->touched_bytes
                    > (double)moved_bytes(*worst) * (double)s->touched_bytes)
             *worst = s;
+    }
+    /* one reorganization (the first boundary's swaps) is not thrashing */
+    if (n < OFFLOAD_THRASH_MIN_STEPS || n * OFFLOAD_THRASH_SHARE < whole) {
+        *worst = NULL;
+        return 0;
     }
     return n;
 }
@@ -155,7 +163,8 @@ static void print_steps(FILE *f, const struct offload_data *d)
         predicted += d->steps[i].predicted_ns;
         moved += moved_bytes(&d->steps[i]);
     }
-    fprintf(f, "  steps %zu (a step every %u synchronizations); predicted link time = (bytes moved + bytes "
+    fprintf(f,
+            "  steps %zu (a step every %u synchronizations); predicted link time = (bytes moved + bytes "
             "reached on host pages) / %.1f GB/s\n",
             d->n_steps, last->period, (double)last->link_mbps / 1000);
     fprintf(f, "  %5s  %9s %9s %12s %12s %12s %14s\n", "step", "promoted", "demoted", "reached", "on host",
@@ -165,7 +174,8 @@ static void print_steps(FILE *f, const struct offload_data *d)
     if (d->n_steps > OFFLOAD_STEP_ROWS)
         fprintf(f, "  ... and %zu more steps\n", d->n_steps - OFFLOAD_STEP_ROWS);
     char b1[32], b2[32];
-    fprintf(f, "  link bytes %s in all (%s of them page moves); predicted link time %.3f ms in all, %.3f ms "
+    fprintf(f,
+            "  link bytes %s in all (%s of them page moves); predicted link time %.3f ms in all, %.3f ms "
             "per step\n",
             tslog_human_bytes(link, b1, sizeof b1), tslog_human_bytes(moved, b2, sizeof b2),
             (double)predicted / 1e6, (double)predicted / 1e6 / (double)d->n_steps);

@@ -23,10 +23,14 @@ struct offload_data {
     size_t n_steps, cap_steps;
 };
 
-/* Thrashing: a whole step whose page moves carried more bytes than its work
- * reached (each moved byte then served less than one use).  The worst such
- * step (most moved bytes per byte reached) in *worst, and how many there
- * were; 0 when none. */
+/* Thrashing: whole steps whose page moves carried more bytes than their
+ * work reached (each moved byte then served less than one use), at least
+ * OFFLOAD_THRASH_MIN_STEPS of them and at least one whole step in
+ * OFFLOAD_THRASH_SHARE (so one reorganization after the first boundary is
+ * not).  The worst such step (most moved bytes per byte reached) in *worst,
+ * and how many there were; 0 when the job does not thrash. */
+#define OFFLOAD_THRASH_MIN_STEPS 2
+#define OFFLOAD_THRASH_SHARE 4
 size_t offload_thrashing(const struct offload_data *d, const struct ts_rec_offload_step **worst);
 /* The thrashing advice line with its numbers: its length, 0 when none. */
 int offload_thrash_advice(const struct offload_data *d, char *buf, size_t n);
