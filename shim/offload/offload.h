@@ -113,9 +113,6 @@ int ts_offload_resume(unsigned tag);
 /* Sets the calling thread's tag (0: none); returns the previous one. */
 unsigned ts_offload_set_tag(unsigned tag);
 
-/* A step boundary or a device/stream synchronization: host-backed pages move
- * back to the device while it has room. */
-void ts_offload_step_boundary(void);
 
 /* Step-order placement (offload_step.c).  The hooks report what the job's
  * work reaches, in order: ts_offload_touch for a copy's or GEMM's operand
