@@ -113,7 +113,6 @@ int ts_offload_resume(unsigned tag);
 /* Sets the calling thread's tag (0: none); returns the previous one. */
 unsigned ts_offload_set_tag(unsigned tag);
 
-
 /* Step-order placement (offload_step.c).  The hooks report what the job's
  * work reaches, in order: ts_offload_touch for a copy's or GEMM's operand
  * ([ptr, ptr+len); len 0: to the end of ptr's block), ts_offload_touch_args

@@ -156,7 +156,13 @@ static void print_steps(FILE *f, const struct offload_data *d)
 {
     if (!d->n_steps)
         return;
+    /* the period as the last whole step found it (the tail's may be lost) */
     const struct ts_rec_offload_step *last = &d->steps[d->n_steps - 1];
+    for (size_t i = d->n_steps; i-- > 0;)
+        if (!(d->steps[i].flags & TS_OFFLOAD_STEP_TAIL)) {
+            last = &d->steps[i];
+            break;
+        }
     uint64_t link = 0, predicted = 0, moved = 0;
     for (size_t i = 0; i < d->n_steps; i++) {
         link += d->steps[i].link_bytes;
