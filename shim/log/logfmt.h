@@ -396,9 +396,9 @@ _Static_assert(sizeof(struct ts_rec_offload) == 112, "offload layout");
 #define TS_OFFLOAD_STEP_TAIL 1u /* flags: the run's end, not a whole step */
 struct ts_rec_offload_step {
     struct ts_rec_hdr h;
-    uint32_t step;  /* 0-based: boundaries seen before this record */
-    uint32_t flags; /* TS_OFFLOAD_STEP_* */
-    uint32_t period; /* synchronizations per step (0: none detected yet) */
+    uint32_t step;      /* 0-based: boundaries seen before this record */
+    uint32_t flags;     /* TS_OFFLOAD_STEP_* */
+    uint32_t period;    /* synchronizations per step (0: none detected yet) */
     uint32_t link_mbps; /* the link rate predicted_ns assumes (MB/s) */
     uint64_t promoted_pages, demoted_pages, page_size;
     uint64_t touched_bytes;      /* bytes the step's work reached in pooled memory */
