@@ -335,8 +335,13 @@ static bool segment_ends_step(void)
     return true;
 }
 
+static pid_t owner_pid;
+
+/* The rest of the run as a last (tail) record; a fork child logs nothing. */
 static void at_exit(void)
 {
+    if (getpid() != owner_pid)
+        return;
     pthread_mutex_lock(&st.lock);
     if (st.touches || st.step)
         end_step(true);
@@ -357,6 +362,7 @@ void ts_offload_sync_seen_slow(void)
     pthread_mutex_lock(&st.lock);
     if (!st.exit_registered) {
         st.exit_registered = true;
+        owner_pid = getpid();
         atexit(at_exit); /* after the log's own exit flush: runs before it */
     }
     bool boundary = st.touches && segment_ends_step();
