@@ -299,10 +299,26 @@ static inline cudaError_t ts_body_cudaSetDevice(int api, int device)
 
 /* ---- launches and synchronizations: what offload's step order sees ------- */
 
+/* A kernel's parameters are counted by asking past the last one, which
+ * leaves that error as the runtime's last error: it is taken back, and an
+ * error the program had not read yet is put back (ts_rt_note_error). */
 static int rt_param_info(const void *func, size_t i, size_t *off, size_t *size)
 {
+    static __thread cudaError_t unread;
     ts_fn_cudaFuncGetParamInfo info = TS_REAL(cudaFuncGetParamInfo);
-    return info ? (int)info(func, i, off, size) : -1;
+    ts_fn_cudaPeekAtLastError peek = TS_REAL(cudaPeekAtLastError);
+    ts_fn_cudaGetLastError take = TS_REAL(cudaGetLastError);
+    if (!info || !peek || !take)
+        return -1;
+    if (i == 0)
+        unread = peek();
+    cudaError_t e = info(func, i, off, size);
+    if (e != cudaSuccess) {
+        take();
+        if (unread != cudaSuccess)
+            ts_rt_note_error(unread);
+    }
+    return (int)e;
 }
 
 static inline cudaError_t ts_body_cudaLaunchKernel(int api, const void *func, dim3 gridDim, dim3 blockDim,

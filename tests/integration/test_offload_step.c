@@ -7,7 +7,8 @@
  * scratch buffer), writes the scratch chunk into the next buffer, and ends
  * with a stream synchronization.  The kernel is launched with
  * cudaLaunchKernel, so the shim learns its arguments from the parameter
- * sizes.  At the end every buffer is checksummed (FNV-1a, printed).
+ * sizes (and must leave cudaGetLastError clean).  At the end every buffer
+ * is checksummed (FNV-1a, printed).
  *
  *   steady   the hot buffer is B3 every step: on a device that cannot hold
  *            all four, B3 (allocated last) is backed by the host at the
@@ -112,6 +113,8 @@ int main(int argc, char **argv)
     CHECK(cudaMalloc((void **)&scratch, MiB));
     for (int k = 0; k < steps; k++)
         step(buf, scratch, rotate ? k % NBUF : NBUF - 1, k, s);
+    /* the shim's own questions about the kernel leave no error behind */
+    CHECK(cudaGetLastError());
     printf("%s %d steps: checksum %016llx\n", mode, steps, (unsigned long long)checksum(buf));
     for (int b = 0; b < NBUF; b++)
         CHECK(cudaFree(buf[b]));

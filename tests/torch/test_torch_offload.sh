@@ -14,12 +14,14 @@ torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 dims=2048,512,512,256,4 small=56M
 
-torch_py GEMM_TRAIN_DIMS=$dims -- tests/torch/case_gemm_train.py cuda "$tmp/plain.pt" > "$tmp/plain.out"
+torch_py GEMM_TRAIN_DIMS=$dims -- tests/torch/case_gemm_train.py cuda "$tmp/plain.pt" > "$tmp/plain.out" &
+plain_pid=$!
 if torch_shim GEMM_TRAIN_DIMS=$dims EMU_DEVICE_MEMORY=$small TRAINSHIM_LOG="$tmp/nooff.log" -- \
      tests/torch/case_gemm_train.py cuda "$tmp/nooff.pt" > "$tmp/nooff.out" 2> "$tmp/nooff.err"; then
   echo "FAIL: the loop fits in $small without offload: the test proves nothing"; exit 1
 fi
 grep -q '^trainshim: out of memory on device 0' "$tmp/nooff.err" || { echo "FAIL: no OOM report:"; tail -5 "$tmp/nooff.err"; exit 1; }
+wait $plain_pid
 torch_shim GEMM_TRAIN_DIMS=$dims EMU_DEVICE_MEMORY=$small TRAINSHIM_OFFLOAD=on EMU_JITTER_US=50 EMU_SEED=3 \
   TRAINSHIM_LOG="$tmp/on.log" -- tests/torch/case_gemm_train.py cuda "$tmp/on.pt" > "$tmp/on.out" 2> "$tmp/on.err" ||
   { echo "FAIL: TRAINSHIM_OFFLOAD=on did not complete:"; tail -5 "$tmp/on.err"; exit 1; }
