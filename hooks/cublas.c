@@ -65,6 +65,18 @@ static void gemm_finish(struct gemm_acct *a, int result)
     ts_ev_gemm(&a->r);
 }
 
+/* A GEMM's operands as offload's step order sees them (each from its
+ * pointer to the end of its block: a strided batch spans it); outermost calls
+ * only, so cuBLAS reaching cublasLtMatmul counts once. */
+static inline void gemm_touch(const void *a, const void *b, const void *c)
+{
+    if (ts_tls_depth == 0) {
+        ts_offload_touch(a, 0, TS_TOUCH_GEMM);
+        ts_offload_touch(b, 0, TS_TOUCH_GEMM);
+        ts_offload_touch(c, 0, TS_TOUCH_GEMM);
+    }
+}
+
 #define GEMM_BODY(base, api, args, stream_expr, ta, tb, m, n, k, batch, dt, odt, ct)                         \
     TS_HOOK_PROLOGUE(cublasStatus_t, base, api, args);                                                       \
     TS_OUTER_BEGIN(api);                                                                                     \
@@ -84,6 +96,7 @@ static void gemm_finish(struct gemm_acct *a, int result)
         int api, cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, I m, I n, I k,   \
         const T *alpha, const T *A, I lda, const T *B, I ldb, const T *beta, T *C, I ldc)                    \
     {                                                                                                        \
+        gemm_touch(A, B, C);                                                                                 \
         GEMM_BODY(name, api, (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc),         \
                   handle_stream(handle), transa, transb, m, n, k, 1, dt, dt,                                 \
                   handle_compute_type(handle, dt));                                                          \
@@ -106,6 +119,7 @@ static void gemm_finish(struct gemm_acct *a, int result)
         const T *alpha, const T *A, I lda, long long int strideA, const T *B, I ldb, long long int strideB,  \
         const T *beta, T *C, I ldc, long long int strideC, I batchCount)                                     \
     {                                                                                                        \
+        gemm_touch(A, B, C);                                                                                 \
         GEMM_BODY(name, api,                                                                                 \
                   (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,   \
                    strideC, batchCount),                                                                     \
@@ -140,6 +154,7 @@ TYPED_STRIDED(cublasHgemmStridedBatched_64, struct __half, CUDA_R_16F, int64_t)
         I ldb, const void *beta, void *C, cudaDataType Ctype, I ldc, cublasComputeType_t computeType,        \
         cublasGemmAlgo_t algo)                                                                               \
     {                                                                                                        \
+        gemm_touch(A, B, C);                                                                                 \
         GEMM_BODY(name, api,                                                                                 \
                   (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,     \
                    ldc, computeType, algo),                                                                  \
@@ -164,6 +179,7 @@ TYPED_STRIDED(cublasHgemmStridedBatched_64, struct __half, CUDA_R_16F, int64_t)
         cudaDataType Btype, I ldb, long long int strideB, const void *beta, void *C, cudaDataType Ctype,     \
         I ldc, long long int strideC, I batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo)  \
     {                                                                                                        \
+        gemm_touch(A, B, C);                                                                                 \
         GEMM_BODY(name, api,                                                                                 \
                   (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB,   \
                    beta, C, Ctype, ldc, strideC, batchCount, computeType, algo),                             \
@@ -243,6 +259,9 @@ static inline cublasStatus_t ts_body_cublasLtMatmul(
     TS_OUTER_BEGIN(api);
     struct gemm_acct acct;
     if (outer_) {
+        const void *operands[] = { A, B, C, D != C ? D : NULL };
+        for (int i = 0; i < 4; i++)
+            ts_offload_touch(operands[i], 0, TS_TOUCH_GEMM);
         struct lt_shape s;
         lt_read_shape(computeDesc, Adesc, Ddesc, &s);
         gemm_prepare(&acct, api, (uint64_t)(uintptr_t)stream, s.transa, s.transb, s.m, s.n, s.k, s.batch,

@@ -142,6 +142,8 @@ static void rt_copy_done(int api, void *dst, const void *src, uint64_t bytes, en
                          cudaError_t r)
 {
     uint64_t ns = ts_now_ns() - t0;
+    ts_offload_touch(dst, bytes, TS_TOUCH_COPY);
+    ts_offload_touch(src, bytes, TS_TOUCH_COPY);
     copy_event(api, dst, src, bytes, kind, stream, async, ns, r);
     if (st->chunks)
         ts_copy_note(api, st, ns);
@@ -296,17 +298,67 @@ static inline cudaError_t ts_body_cudaSetDevice(int api, int device)
     return r;
 }
 
+/* ---- launches and synchronizations: what offload's step order sees ------- */
+
+/* A kernel's parameters are counted by asking past the last one, which
+ * leaves that error as the runtime's last error: it is taken back, and an
+ * error the program had not read yet is put back (ts_rt_note_error). */
+static int rt_param_info(const void *func, size_t i, size_t *off, size_t *size)
+{
+    static __thread cudaError_t unread;
+    ts_fn_cudaFuncGetParamInfo info = TS_REAL(cudaFuncGetParamInfo);
+    ts_fn_cudaPeekAtLastError peek = TS_REAL(cudaPeekAtLastError);
+    ts_fn_cudaGetLastError take = TS_REAL(cudaGetLastError);
+    if (!info || !peek || !take)
+        return -1;
+    if (i == 0)
+        unread = peek();
+    cudaError_t e = info(func, i, off, size);
+    if (e != cudaSuccess) {
+        take();
+        if (unread != cudaSuccess)
+            ts_rt_note_error(unread);
+    }
+    return (int)e;
+}
+
+static inline cudaError_t ts_body_cudaLaunchKernel(int api, const void *func, dim3 gridDim, dim3 blockDim,
+                                                   void **args, size_t sharedMem, cudaStream_t stream)
+{
+    TS_OBSERVE_BODY(cudaError_t, cudaLaunchKernel, api, (func, gridDim, blockDim, args, sharedMem, stream),
+                    if (outer_ && r == cudaSuccess) ts_offload_touch_args(func, args, rt_param_info));
+}
+
+/* cudaKernel_t is a CUkernel (cuda_runtime_api.h) */
+static int rt_kernel_param_info(const void *kernel, size_t i, size_t *off, size_t *size)
+{
+    ts_fn_cuKernelGetParamInfo info = TS_REAL(cuKernelGetParamInfo);
+    return info ? (int)info((CUkernel)kernel, i, off, size) : -1;
+}
+
+static inline cudaError_t ts_body___cudaLaunchKernel(int api, cudaKernel_t kernel, dim3 gridDim,
+                                                     dim3 blockDim, void **args, size_t sharedMem,
+                                                     cudaStream_t stream)
+{
+    TS_OBSERVE_BODY(cudaError_t, __cudaLaunchKernel, api,
+                    (kernel, gridDim, blockDim, args, sharedMem, stream),
+                    if (outer_ && r == cudaSuccess)
+                        ts_offload_touch_args((const void *)kernel, args, rt_kernel_param_info));
+}
+
 /* ---- host synchronizations ---------------------------------------------- */
 
 static inline cudaError_t ts_body_cudaStreamSynchronize(int api, cudaStream_t stream)
 {
-    TS_SYNC_BODY(cudaError_t, cudaStreamSynchronize, api, (stream), TS_SYNC_STREAM, ts_stream_id(api, stream),
-                 ts_sync_stream_pending(ts_stream_id(api, stream)));
+    TS_SYNC_BODY_THEN(cudaError_t, cudaStreamSynchronize, api, (stream), TS_SYNC_STREAM,
+                      ts_stream_id(api, stream), ts_sync_stream_pending(ts_stream_id(api, stream)),
+                      if (r == cudaSuccess) ts_offload_sync_seen());
 }
 
 static inline cudaError_t device_sync_body(int api)
 {
-    TS_SYNC_BODY(cudaError_t, cudaDeviceSynchronize, api, (), TS_SYNC_DEVICE, 0, TS_SYNC_UNKNOWN);
+    TS_SYNC_BODY_THEN(cudaError_t, cudaDeviceSynchronize, api, (), TS_SYNC_DEVICE, 0, TS_SYNC_UNKNOWN,
+                      if (r == cudaSuccess) ts_offload_sync_seen());
 }
 /* The generated OWN hook passes its (empty) argument list after the id. */
 #define ts_body_cudaDeviceSynchronize(api, ...) device_sync_body(api)

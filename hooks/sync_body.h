@@ -10,6 +10,9 @@
 #include "observe/sync.h"
 
 #define TS_SYNC_BODY(ret, base, api, args, kind, handle, pending_expr)                                       \
+    TS_SYNC_BODY_THEN(ret, base, api, args, kind, handle, pending_expr, (void)0)
+/* `after`: a statement run on the outermost call once the wait is over (offload's step boundaries). */
+#define TS_SYNC_BODY_THEN(ret, base, api, args, kind, handle, pending_expr, after)                           \
     TS_HOOK_PROLOGUE(ret, base, api, args);                                                                  \
     TS_OUTER_BEGIN(api);                                                                                     \
     unsigned pending_ = TS_SYNC_UNKNOWN;                                                                     \
@@ -19,8 +22,10 @@
         t0_ = ts_now_ns();                                                                                   \
     }                                                                                                        \
     ret r = real_ args;                                                                                      \
-    if (outer_)                                                                                              \
+    if (outer_) {                                                                                            \
         ts_sync_record(api, kind, pending_, handle, ts_now_ns() - t0_, (int)r);                              \
+        after;                                                                                               \
+    }                                                                                                        \
     TS_OUTER_END(api, r);                                                                                    \
     return r
 #endif

@@ -83,4 +83,6 @@ void ts_ev_torch_backend(uint32_t backend_case, const char *conf);
 /* Memory offload (shim/offload): the caller fills every body field. */
 struct ts_rec_offload;
 void ts_ev_offload(const struct ts_rec_offload *o);
+struct ts_rec_offload_step;
+void ts_ev_offload_step(const struct ts_rec_offload_step *o);
 #endif

@@ -269,6 +269,17 @@ void ts_ev_offload(const struct ts_rec_offload *o)
     ts_log_commit(&r->h);
 }
 
+/* One step of offload's figures: one record per detected training step. */
+void ts_ev_offload_step(const struct ts_rec_offload_step *o)
+{
+    struct ts_rec_offload_step *r =
+        (struct ts_rec_offload_step *)ts_log_reserve(sizeof *r, TS_REC_OFFLOAD_STEP);
+    if (!r)
+        return;
+    copy_body(&r->h, &o->h, sizeof *r);
+    ts_log_commit(&r->h);
+}
+
 void ts_ev_pool_oom(int device, int mode, uint64_t requested, uint64_t reserved, uint64_t allocated,
                     uint64_t largest_free_block)
 {

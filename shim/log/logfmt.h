@@ -387,6 +387,28 @@ struct ts_rec_offload {
 };
 _Static_assert(sizeof(struct ts_rec_offload) == 112, "offload layout");
 
+/* TS_REC_OFFLOAD_STEP: one training step as offload saw it (written at each
+ * step boundary it detects, and for the rest of the run at exit).  Link
+ * bytes are the pages moved (promoted + demoted, one page each) plus the
+ * bytes the step's kernels, GEMMs and copies reached on host-backed pages;
+ * predicted_ns is link bytes / link_mbps. */
+#define TS_REC_OFFLOAD_STEP 60
+#define TS_OFFLOAD_STEP_TAIL 1u /* flags: the run's end, not a whole step */
+struct ts_rec_offload_step {
+    struct ts_rec_hdr h;
+    uint32_t step;      /* 0-based: boundaries seen before this record */
+    uint32_t flags;     /* TS_OFFLOAD_STEP_* */
+    uint32_t period;    /* synchronizations per step (0: none detected yet) */
+    uint32_t link_mbps; /* the link rate predicted_ns assumes (MB/s) */
+    uint64_t promoted_pages, demoted_pages, page_size;
+    uint64_t touched_bytes;      /* bytes the step's work reached in pooled memory */
+    uint64_t host_touched_bytes; /* of them, on host-backed pages */
+    uint64_t link_bytes;         /* moved + host_touched_bytes */
+    uint64_t predicted_ns;
+    uint64_t touches; /* kernel, GEMM and copy arguments seen */
+};
+_Static_assert(sizeof(struct ts_rec_offload_step) == 104, "offload step layout");
+
 /* ---- GPU activity from CUPTI (shim/observe/cupti.c, TRAINSHIM_CUPTI=1).
  * Numbered apart like the accounting records.  Times of kernels and copies
  * are CUPTI timestamps (ns); TS_REC_GPU_CLOCK pairs one with the log's

@@ -60,6 +60,7 @@ bool ts_off_host_add(uint64_t h, uint64_t bytes)
     if (ok) {
         ts_off.handles[set_slot(h)] = h;
         ts_off.hcount++;
+        __atomic_fetch_add(&ts_off.placement_gen, 1, __ATOMIC_RELEASE);
         ts_off.host_bytes += bytes;
         if (ts_off.host_bytes > ts_off.peak_host_bytes)
             ts_off.peak_host_bytes = ts_off.host_bytes;
@@ -98,6 +99,7 @@ bool ts_off_host_remove(uint64_t h, uint64_t bytes)
             }
         }
         ts_off.hcount--;
+        __atomic_fetch_add(&ts_off.placement_gen, 1, __ATOMIC_RELEASE);
         ts_off.host_bytes -= bytes;
     }
     pthread_mutex_unlock(&ts_off.lock);
@@ -147,6 +149,24 @@ static int wrapped_release(void *ctx, uint64_t handle)
     struct ts_off_dev *d = ts_off_dev_of_ctx(ctx);
     ts_off_host_remove(handle, d->gran);
     return d->inner_release(ctx, handle);
+}
+
+/* A page mapped or unmapped (the pool may map a handle it kept at another
+ * address): which addresses are host-backed may have changed. */
+static int wrapped_map(void *ctx, uint64_t va, uint64_t size, uint64_t handle)
+{
+    struct ts_off_dev *d = ts_off_dev_of_ctx(ctx);
+    int rc = d->inner_map(ctx, va, size, handle);
+    __atomic_fetch_add(&ts_off.placement_gen, 1, __ATOMIC_RELEASE);
+    return rc;
+}
+
+static int wrapped_unmap(void *ctx, uint64_t va, uint64_t size)
+{
+    struct ts_off_dev *d = ts_off_dev_of_ctx(ctx);
+    int rc = d->inner_unmap(ctx, va, size);
+    __atomic_fetch_add(&ts_off.placement_gen, 1, __ATOMIC_RELEASE);
+    return rc;
 }
 
 /* "offload unavailable: <reason>" once, and offload stays off. */
@@ -201,8 +221,14 @@ void ts_offload_attach(int dev, const ts_offload_driver *drv, ts_page_provider *
     d->inner_create = prov->create;
     d->inner_release = prov->release;
     d->set_access = prov->set_access;
+    d->inner_map = prov->map;
+    d->inner_unmap = prov->unmap;
     prov->create = wrapped_create;
     prov->release = wrapped_release;
+    if (prov->map && prov->unmap) {
+        prov->map = wrapped_map;
+        prov->unmap = wrapped_unmap;
+    }
     d->attached = true;
 }
 

@@ -113,9 +113,37 @@ int ts_offload_resume(unsigned tag);
 /* Sets the calling thread's tag (0: none); returns the previous one. */
 unsigned ts_offload_set_tag(unsigned tag);
 
-/* A step boundary or a device/stream synchronization: host-backed pages move
- * back to the device while it has room. */
-void ts_offload_step_boundary(void);
+/* Step-order placement (offload_step.c).  The hooks report what the job's
+ * work reaches, in order: ts_offload_touch for a copy's or GEMM's operand
+ * ([ptr, ptr+len); len 0: to the end of ptr's block), ts_offload_touch_args
+ * for a kernel's parameters (each pointer-sized one that falls in a pooled
+ * block counts as that block from the pointer on; param_info answers a
+ * parameter's offset and size, nonzero past the last), and
+ * ts_offload_sync_seen for a stream or device synchronization the program
+ * made, where a step may end.  Each is one load while offload is
+ * unavailable; none may be called with the gate held exclusively. */
+enum ts_offload_touch_kind { TS_TOUCH_COPY = 1, TS_TOUCH_GEMM = 2, TS_TOUCH_KERNEL = 3, TS_TOUCH_COLL = 4 };
+void ts_offload_touch_range(uint64_t ptr, uint64_t len, unsigned kind);
+void ts_offload_touch_args_slow(const void *func, void **args,
+                                int (*param_info)(const void *func, size_t i, size_t *off, size_t *size));
+void ts_offload_sync_seen_slow(void);
+static inline void ts_offload_touch(const void *ptr, uint64_t len, unsigned kind)
+{
+    if (__builtin_expect(__atomic_load_n(&ts_offload_gating, __ATOMIC_RELAXED), 0) && ptr)
+        ts_offload_touch_range((uint64_t)(uintptr_t)ptr, len, kind);
+}
+static inline void ts_offload_touch_args(const void *func, void **args,
+                                         int (*param_info)(const void *func, size_t i, size_t *off,
+                                                           size_t *size))
+{
+    if (__builtin_expect(__atomic_load_n(&ts_offload_gating, __ATOMIC_RELAXED), 0) && args)
+        ts_offload_touch_args_slow(func, args, param_info);
+}
+static inline void ts_offload_sync_seen(void)
+{
+    if (__builtin_expect(__atomic_load_n(&ts_offload_gating, __ATOMIC_RELAXED), 0))
+        ts_offload_sync_seen_slow();
+}
 
 /* Figures for the report and tests. */
 typedef struct ts_offload_stats {

@@ -21,6 +21,8 @@ struct ts_off_dev {
     void *prov_ctx;
     int (*inner_create)(void *ctx, uint64_t size, uint64_t *handle);
     int (*inner_release)(void *ctx, uint64_t handle);
+    int (*inner_map)(void *ctx, uint64_t va, uint64_t size, uint64_t handle);
+    int (*inner_unmap)(void *ctx, uint64_t va, uint64_t size);
     int (*set_access)(void *ctx, uint64_t va, uint64_t size);
 };
 
@@ -44,6 +46,7 @@ struct ts_offload_state {
     uint64_t *handles;    /* host-backed handles (open addressing, 0 = empty) */
     size_t hcap, hcount;
     uint64_t host_bytes, peak_host_bytes, paused_bytes;
+    uint64_t placement_gen; /* changes whenever a page becomes or stops being host-backed */
     struct ts_off_range *tagged, *pinned;
     size_t ntagged, captagged, npinned, cappinned;
     struct ts_off_paused *paused;

@@ -1,6 +1,5 @@
 /* offload_pause.c: pause and resume by tag, the signal that toggles them,
- * the promotion of host-backed pages at synchronizations, and the ranges
- * that never move (NCCL-registered buffers).
+ * and the ranges that never move (NCCL-registered buffers).
  *
  * Tags: an allocation made while trainshim_tag(t) is in effect on its thread
  * carries t.  Pause(t) moves the pages under live allocations tagged t (all
@@ -234,35 +233,6 @@ int ts_offload_resume(unsigned tag)
     __atomic_fetch_add(&ts_off.resumes, 1, __ATOMIC_RELAXED);
     ts_off_note_pause(false, tag, a.moved, ts_now_ns() - t0);
     return rc ? -1 : 0;
-}
-
-/* ---- promotion at synchronizations ---- */
-
-static int promote_page(void *arg, struct ts_off_dev *d, ts_page_view *v)
-{
-    (void)arg;
-    if (!ts_off_host_has(v->handle) || v->exported || ts_off_pinned(v->va, v->size))
-        return 0;
-    pthread_mutex_lock(&ts_off.lock);
-    bool paused = false;
-    for (size_t i = 0; i < ts_off.npaused && !paused; i++)
-        paused = ts_off.paused[i].handle == v->handle;
-    pthread_mutex_unlock(&ts_off.lock);
-    if (paused)
-        return 0; /* stays on the host until resumed */
-    int rc = ts_off_move_page(d, v, false);
-    return rc == TS_PROV_OK ? 0 : 1; /* the device is full (or moves stopped): done */
-}
-
-void ts_offload_step_boundary(void)
-{
-    if (ts_offload_mode() != TS_OFFLOAD_ON)
-        return;
-    pthread_mutex_lock(&ts_off.lock);
-    bool any = ts_off.hcount > ts_off.npaused;
-    pthread_mutex_unlock(&ts_off.lock);
-    if (any)
-        ts_off_walk_all(promote_page, NULL, false);
 }
 
 /* ---- the signal trigger: TRAINSHIM_OFFLOAD_SIGNAL toggles pause(0) and

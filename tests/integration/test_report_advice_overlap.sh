@@ -32,7 +32,7 @@ def advice(name):
         txt = f.read()
     out = {}
     for a in j.get("advice", []):
-        if set(a) != {"rule", "text", "figures"}:
+        if not {"rule", "text", "figures"} <= set(a) <= {"rule", "text", "figures", "sites"}:
             bad.append(f"{name}: advice members {sorted(a)}")
         if "- " + a["text"] not in txt:
             bad.append(f"{name}: JSON line {a['rule']} not in the text ADVICE section")

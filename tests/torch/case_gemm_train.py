@@ -11,12 +11,17 @@ Usage: case_gemm_train.py cuda|cpu OUT.pt.  Prints every step's loss and the
 weights' checksum, and saves the final weights to OUT.pt."""
 import hashlib
 import json
+import os
 import sys
 
 import torch
 
 N, D, HID, O = 256, 64, 48, 16
 STEPS, LR = 12, 0.05
+# GEMM_TRAIN_DIMS=N,D,HID,O,STEPS: a larger job (the offload test needs one
+# whose tensors span many 2 MiB pages)
+if os.environ.get("GEMM_TRAIN_DIMS"):
+    N, D, HID, O, STEPS = (int(v) for v in os.environ["GEMM_TRAIN_DIMS"].split(","))
 
 
 def data():

@@ -150,6 +150,25 @@ static void register_emulated_kernels(void)
     reg((const void *)sgd, NULL, cpu_sgd, 4, psgd);
 }
 
+// MLP_EMU_COUNTERS=1 (under the emulator): after each step and at the end,
+// the host link's simulated nanoseconds and bytes so far on stderr
+// ("emu step N link.host.ns X link.host.bytes Y"), for tests that compare
+// them with trainshim's predicted link time.  Silent on a real GPU.
+static void print_emu_link(const char *what, int step)
+{
+    static uint64_t (*get)(const char *);
+    static int looked;
+    if (!looked) {
+        looked = 1;
+        const char *on = getenv("MLP_EMU_COUNTERS");
+        void *drv = on && *on && strcmp(on, "0") ? dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) : NULL;
+        if (drv) get = (uint64_t (*)(const char *))dlsym(drv, "emuGetCounter");
+    }
+    if (!get) return;
+    fprintf(stderr, "emu %s %d link.host.ns %llu link.host.bytes %llu\n", what, step,
+            (unsigned long long)get("link.host.ns"), (unsigned long long)get("link.host.bytes"));
+}
+
 // ---------------------------------------------------------------- host side
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static float frand(void)   // deterministic uniform in [-1, 1)
@@ -463,6 +482,7 @@ int main(int argc, char **argv)
         else
             printf("step %d loss %.6f\n", step, hloss);
         fflush(stdout);
+        print_emu_link("step", step);
 
         // per-step frees right after queuing work: cudaFree waits for the device
         float *tmp[] = {x, t, h, y, dy, dh, gw1, gb1, gw2, gb2, loss};
@@ -483,6 +503,7 @@ int main(int argc, char **argv)
         free(hw);
         CHECK(cudaFree(params[p]));
     }
+    print_emu_link("end", steps);
     int status = 0;
     if (parallel && !weights_agree(&dist, stream, sum)) status = 1;
     else if (dist.rank == 0) printf("weights checksum %016llx\n", (unsigned long long)sum);

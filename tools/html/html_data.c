@@ -143,7 +143,7 @@ static void write_offload(struct json *j, const struct tslog *log)
     j_u64(j, "more_events", d->n_more);
     j_str(j, "advice", offload_advice(d, advice, sizeof advice) ? advice : NULL);
     j_close(j, '}');
-    free(d);
+    offload_free(d);
 }
 
 static int write_log(struct json *j, const struct html_input *in, int i)

@@ -525,7 +525,8 @@ static const char *dispatch_record(struct tslog *log, const unsigned char *rec, 
     case TS_REC_GPU_STATUS: break;
     case TS_REC_NUMA: break; /* read by tools/report/report_numa.c */
     case TS_REC_TORCH_BACKEND: read_torch_backend(log, rec, h->len); break;
-    case TS_REC_OFFLOAD: break; /* read by tools/report/report_offload.c */
+    case TS_REC_OFFLOAD:
+    case TS_REC_OFFLOAD_STEP: break; /* read by tools/report/report_offload.c */
     case TS_REC_END: read_end(log, h, rec); break;
     default: log->n_unknown++; break;
     }

@@ -1,7 +1,9 @@
 /* report_offload.c: the OFFLOAD part of the report: how much of the job's
  * memory lived on the host, the pages moved, every pause and resume with its
- * bytes and duration, failed (rolled back) moves, and an advice line with
- * the numbers when memory had to live on the host. */
+ * bytes and duration, failed (rolled back) moves, the per-step figures of
+ * step-order placement (pages promoted and demoted, link bytes, predicted
+ * link time), and advice lines with the numbers when memory had to live on
+ * the host and when steps thrash. */
 #include "report/report_offload.h"
 
 #include <stdlib.h>
@@ -9,9 +11,26 @@
 
 #include <stdio.h>
 
+static void add_step(struct offload_data *d, const unsigned char *rec)
+{
+    if (d->n_steps == d->cap_steps) {
+        size_t c = d->cap_steps ? 2 * d->cap_steps : 64;
+        struct ts_rec_offload_step *a = realloc(d->steps, c * sizeof *a);
+        if (!a)
+            return; /* out of memory: the rest of the steps are not shown */
+        d->steps = a;
+        d->cap_steps = c;
+    }
+    memcpy(&d->steps[d->n_steps++], rec, sizeof *d->steps);
+}
+
 static int read_one(void *arg, const struct ts_rec_hdr *h, const unsigned char *rec)
 {
     struct offload_data *d = arg;
+    if (h->type == TS_REC_OFFLOAD_STEP && h->len >= sizeof(struct ts_rec_offload_step)) {
+        add_step(d, rec);
+        return 0;
+    }
     if (h->type != TS_REC_OFFLOAD || h->len < sizeof(struct ts_rec_offload))
         return 0;
     struct ts_rec_offload r;
@@ -48,11 +67,18 @@ struct offload_data *offload_load(const struct tslog *log)
     struct offload_data *d = calloc(1, sizeof *d);
     if (d)
         tslog_walk_records(log->raw, log->raw_size, read_one, d);
-    if (d && !d->n_records) {
-        free(d);
+    if (d && !d->n_records && !d->n_steps) {
+        offload_free(d);
         return NULL;
     }
     return d;
+}
+
+void offload_free(struct offload_data *d)
+{
+    if (d)
+        free(d->steps);
+    free(d);
 }
 
 int offload_advice(const struct offload_data *d, char *buf, size_t n)
@@ -65,6 +91,100 @@ int offload_advice(const struct offload_data *d, char *buf, size_t n)
         "up to %s of this job's memory lived on the host, reached over the host link at every use: a "
         "smaller batch, activation checkpointing or a larger GPU removes that traffic",
         tslog_human_bytes(d->last.peak_host_bytes, b, sizeof b));
+}
+
+static uint64_t moved_bytes(const struct ts_rec_offload_step *s)
+{
+    return (s->promoted_pages + s->demoted_pages) * s->page_size;
+}
+
+size_t offload_thrashing(const struct offload_data *d, const struct ts_rec_offload_step **worst)
+{
+    size_t n = 0, whole = 0;
+    *worst = NULL;
+    for (size_t i = 0; i < d->n_steps; i++) {
+        const struct ts_rec_offload_step *s = &d->steps[i];
+        if (s->flags & TS_OFFLOAD_STEP_TAIL)
+            continue;
+        whole++;
+        uint64_t moved = moved_bytes(s);
+        if (moved <= s->touched_bytes)
+            continue;
+        n++;
+        /* moved / reached, compared without dividing by zero */
+        if (!*worst
+            || (double)moved * (double)(*worst)->touched_bytes
+                   > (double)moved_bytes(*worst) * (double)s->touched_bytes)
+            *worst = s;
+    }
+    /* one reorganization (the first boundary's swaps) is not thrashing */
+    if (n < OFFLOAD_THRASH_MIN_STEPS || n * OFFLOAD_THRASH_SHARE < whole) {
+        *worst = NULL;
+        return 0;
+    }
+    return n;
+}
+
+int offload_thrash_advice(const struct offload_data *d, char *buf, size_t n)
+{
+    const struct ts_rec_offload_step *w;
+    size_t steps = offload_thrashing(d, &w);
+    if (!steps)
+        return 0;
+    char b1[32], b2[32];
+    return snprintf(buf, n,
+                    "thrashing: %zu of %zu steps moved more bytes between device and host than their work "
+                    "reached (step %u: %s moved for %s reached, %.3f ms of predicted link time); the "
+                    "previous step's order does not predict the next one: TRAINSHIM_OFFLOAD_STEP_ORDER=0 "
+                    "leaves pages where they are, a smaller batch keeps them on the device",
+                    steps, d->n_steps, w->step, tslog_human_bytes(moved_bytes(w), b1, sizeof b1),
+                    tslog_human_bytes(w->touched_bytes, b2, sizeof b2), (double)w->predicted_ns / 1e6);
+}
+
+static void print_step(FILE *f, const struct ts_rec_offload_step *s)
+{
+    char b1[32], b2[32], b3[32];
+    fprintf(f, "  %5u%s %9llu %9llu %12s %12s %12s %11.3f ms\n", s->step,
+            s->flags & TS_OFFLOAD_STEP_TAIL ? "+" : " ", (unsigned long long)s->promoted_pages,
+            (unsigned long long)s->demoted_pages, tslog_human_bytes(s->touched_bytes, b1, sizeof b1),
+            tslog_human_bytes(s->host_touched_bytes, b2, sizeof b2),
+            tslog_human_bytes(s->link_bytes, b3, sizeof b3), (double)s->predicted_ns / 1e6);
+}
+
+/* One line per step (the first OFFLOAD_STEP_ROWS), then the totals. */
+static void print_steps(FILE *f, const struct offload_data *d)
+{
+    if (!d->n_steps)
+        return;
+    /* the period as the last whole step found it (the tail's may be lost) */
+    const struct ts_rec_offload_step *last = &d->steps[d->n_steps - 1];
+    for (size_t i = d->n_steps; i-- > 0;)
+        if (!(d->steps[i].flags & TS_OFFLOAD_STEP_TAIL)) {
+            last = &d->steps[i];
+            break;
+        }
+    uint64_t link = 0, predicted = 0, moved = 0;
+    for (size_t i = 0; i < d->n_steps; i++) {
+        link += d->steps[i].link_bytes;
+        predicted += d->steps[i].predicted_ns;
+        moved += moved_bytes(&d->steps[i]);
+    }
+    fprintf(f,
+            "  steps %zu (a step every %u synchronizations); predicted link time = (bytes moved + bytes "
+            "reached on host pages) / %.1f GB/s\n",
+            d->n_steps, last->period, (double)last->link_mbps / 1000);
+    fprintf(f, "  %5s  %9s %9s %12s %12s %12s %14s\n", "step", "promoted", "demoted", "reached", "on host",
+            "link bytes", "predicted");
+    for (size_t i = 0; i < d->n_steps && i < OFFLOAD_STEP_ROWS; i++)
+        print_step(f, &d->steps[i]);
+    if (d->n_steps > OFFLOAD_STEP_ROWS)
+        fprintf(f, "  ... and %zu more steps\n", d->n_steps - OFFLOAD_STEP_ROWS);
+    char b1[32], b2[32];
+    fprintf(f,
+            "  link bytes %s in all (%s of them page moves); predicted link time %.3f ms in all, %.3f ms "
+            "per step\n",
+            tslog_human_bytes(link, b1, sizeof b1), tslog_human_bytes(moved, b2, sizeof b2),
+            (double)predicted / 1e6, (double)predicted / 1e6 / (double)d->n_steps);
 }
 
 void offload_report_text(FILE *f, const struct tslog *log)
@@ -84,7 +204,10 @@ void offload_report_text(FILE *f, const struct tslog *log)
             (unsigned long long)t->demoted_pages, (unsigned long long)t->promoted_pages,
             (unsigned long long)t->failed_moves, (unsigned long long)t->managed_allocs);
     print_events(f, d);
+    print_steps(f, d);
     if (offload_advice(d, advice, sizeof advice))
         fprintf(f, "  advice: %s\n", advice);
-    free(d);
+    if (offload_thrash_advice(d, advice, sizeof advice))
+        fprintf(f, "  advice: %s\n", advice);
+    offload_free(d);
 }

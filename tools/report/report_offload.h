@@ -11,12 +11,31 @@
 
 #define OFFLOAD_MAX_EVENTS 64 /* pauses and resumes listed; the rest are counted */
 
+#define OFFLOAD_STEP_ROWS 12 /* steps listed one per line; the rest are summed */
+
 /* What the OFFLOAD part reads from a log's offload records. */
 struct offload_data {
     struct ts_rec_offload last; /* the latest record: totals so far */
     struct ts_rec_offload events[OFFLOAD_MAX_EVENTS];
     size_t n_records, n_events, n_more, n_failed;
+    /* per-step figures (TS_REC_OFFLOAD_STEP), in order; steps is calloc'd */
+    struct ts_rec_offload_step *steps;
+    size_t n_steps, cap_steps;
 };
+
+/* Thrashing: whole steps whose page moves carried more bytes than their
+ * work reached (each moved byte then served less than one use), at least
+ * OFFLOAD_THRASH_MIN_STEPS of them and at least one whole step in
+ * OFFLOAD_THRASH_SHARE (so one reorganization after the first boundary is
+ * not).  The worst such step (most moved bytes per byte reached) in *worst,
+ * and how many there were; 0 when the job does not thrash. */
+#define OFFLOAD_THRASH_MIN_STEPS 2
+#define OFFLOAD_THRASH_SHARE 4
+size_t offload_thrashing(const struct offload_data *d, const struct ts_rec_offload_step **worst);
+/* The thrashing advice line with its numbers: its length, 0 when none. */
+int offload_thrash_advice(const struct offload_data *d, char *buf, size_t n);
+/* Frees what offload_load returned. */
+void offload_free(struct offload_data *d);
 
 /* The log's offload records (calloc'd, the caller frees), or NULL when it
  * has none or cannot be read again. */

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Step-order placement (shim/offload/offload_step.c) and the OFFLOAD
+# section's per-step figures, under emulator jitter:
+#   - mlp_train (batch 16384, ~46 MiB at peak) on a 30 MiB device (1.5x
+#     oversubscribed), TRAINSHIM_OFFLOAD=on, a 25 GB/s host link: every loss
+#     and the weights checksum bit-identical to the run without the shim; the
+#     report lists its steps, and its predicted link time is within 20% of
+#     the emulator's link.host.ns (MLP_EMU_COUNTERS); no thrashing advice;
+#     the learned order moves pages (some promoted and demoted) and costs
+#     fewer link bytes than the same run with TRAINSHIM_OFFLOAD_STEP_ORDER=0;
+#   - test_offload_step steady (a hot buffer the out-of-memory put on the
+#     host, read every step through kernel arguments and copies): identical
+#     checksum, the hot buffer's 4 pages promoted (and 4 cold ones demoted)
+#     at one boundary, the last whole step reaches nothing on host pages
+#     (with step order off it still does), and no thrashing advice;
+#   - test_offload_step rotate (a different hot buffer every step: the
+#     previous step never predicts the next): identical checksum and the
+#     thrashing advice line with its numbers.
+set -u
+B=${B:-build}
+mlp=$PWD/$B/workloads/mlp_train
+prog=$PWD/$B/tests/integration/test_offload_step
+shim=$PWD/$B/libtrainshim.so
+ts=$PWD/$B/trainshim
+for f in "$mlp" "$prog" "$shim" "$ts"; do [ -e "$f" ] || { echo "FAIL: $f not built"; exit 1; }; done
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export EMU_JITTER_US=${EMU_JITTER_US:-50} EMU_HOST_LINK_GBPS=25
+fail=0
+steps_of() {   # report file: the OFFLOAD section's step rows
+  sed -n '/^== OFFLOAD/,/^$/p' "$1" | grep -E '^ +[0-9]+\+? +[0-9]+ +[0-9]+ '
+}
+show() { echo "--- $1:"; sed -n '/^== OFFLOAD/,/^$/p' "$1"; }
+
+# ---- mlp_train at 1.5x
+"$mlp" 6 16384 > "$tmp/plain" || { echo "FAIL: plain mlp_train"; exit 1; }
+for order in 1 0; do
+  MLP_EMU_COUNTERS=1 EMU_DEVICE_MEMORY=30M TRAINSHIM_OFFLOAD=on TRAINSHIM_OFFLOAD_STEP_ORDER=$order \
+    TRAINSHIM_LOG="$tmp/mlp$order.log" LD_PRELOAD="$shim" "$mlp" 6 16384 > "$tmp/mlp$order" 2> "$tmp/mlp$order.err" ||
+    { echo "FAIL: mlp_train with offload (step order $order):"; tail -3 "$tmp/mlp$order.err"; fail=1; }
+  cmp -s "$tmp/plain" "$tmp/mlp$order" || { echo "FAIL: mlp_train (step order $order) output differs"; diff "$tmp/plain" "$tmp/mlp$order" | head; fail=1; }
+  "$ts" report "$tmp/mlp$order.log" > "$tmp/mlp$order.txt" 2>&1
+done
+rows=$(steps_of "$tmp/mlp1.txt" | wc -l)
+[ "$rows" -ge 4 ] || { echo "FAIL: mlp_train: $rows step rows (want >= 4)"; show "$tmp/mlp1.txt"; fail=1; }
+measured=$(awk '/^emu end/ { print $5 }' "$tmp/mlp1.err")
+predicted=$(sed -n 's/.*predicted link time \([0-9.]*\) ms in all.*/\1/p' "$tmp/mlp1.txt")
+if [ -z "$measured" ] || [ -z "$predicted" ] ||
+   ! awk -v p="$predicted" -v n="$measured" 'BEGIN { r = p * 1e6 / n; exit !(n > 0 && r >= 0.8 && r <= 1.2) }'; then
+  echo "FAIL: mlp_train: predicted link time '$predicted' ms vs the emulator's link.host.ns '$measured' (want within 20%)"
+  show "$tmp/mlp1.txt"; fail=1
+fi
+! grep -q 'advice: thrashing' "$tmp/mlp1.txt" || { echo "FAIL: mlp_train: thrashing advice"; show "$tmp/mlp1.txt"; fail=1; }
+moves=$(steps_of "$tmp/mlp1.txt" | awk '{ s += $2 + $3 } END { print s + 0 }')
+[ "$moves" -gt 0 ] || { echo "FAIL: mlp_train: step order moved no page"; show "$tmp/mlp1.txt"; fail=1; }
+on=$(awk '/^emu end/ { print $7 }' "$tmp/mlp1.err") off=$(awk '/^emu end/ { print $7 }' "$tmp/mlp0.err")
+[ -n "$on" ] && [ -n "$off" ] && [ "$on" -lt "$off" ] ||
+  { echo "FAIL: mlp_train: link bytes with step order $on, without $off (want fewer with)"; fail=1; }
+
+# ---- the steady and rotating hot buffer
+run_prog() {   # name mode order
+  EMU_DEVICE_MEMORY=24M TRAINSHIM_OFFLOAD=on TRAINSHIM_OFFLOAD_STEP_ORDER=$3 TRAINSHIM_LOG="$tmp/$1.log" \
+    LD_PRELOAD="$shim" "$prog" "$2" 8 > "$tmp/$1.out" 2> "$tmp/$1.err" || { echo "FAIL: $1 run:"; cat "$tmp/$1.err"; fail=1; }
+  "$prog" "$2" 8 > "$tmp/$1.plain" || { echo "FAIL: $1 plain run"; fail=1; }
+  cmp -s "$tmp/$1.plain" "$tmp/$1.out" || { echo "FAIL: $1: checksum differs with the shim"; cat "$tmp/$1.plain" "$tmp/$1.out"; fail=1; }
+  "$ts" report "$tmp/$1.log" > "$tmp/$1.txt" 2>&1
+}
+run_prog steady steady 1
+run_prog fixed steady 0
+run_prog rotate rotate 1
+steps_of "$tmp/steady.txt" | awk '$2 >= 4 && $3 >= 4 { found = 1 } END { exit !found }' ||
+  { echo "FAIL: steady: no boundary promoted and demoted the hot buffer's pages"; show "$tmp/steady.txt"; fail=1; }
+last_host() { steps_of "$1" | grep -v '+' | tail -1 | awk '{ print $6 }'; }
+[ "$(last_host "$tmp/steady.txt")" = 0 ] ||
+  { echo "FAIL: steady: the last step still reached host pages"; show "$tmp/steady.txt"; fail=1; }
+[ "$(last_host "$tmp/fixed.txt")" != 0 ] ||
+  { echo "FAIL: steady without step order reached no host page: the test proves nothing"; show "$tmp/fixed.txt"; fail=1; }
+! grep -q 'advice: thrashing' "$tmp/steady.txt" || { echo "FAIL: steady: thrashing advice"; show "$tmp/steady.txt"; fail=1; }
+grep -q 'advice: thrashing: [0-9]* of [0-9]* steps moved more bytes between device and host than their work reached (step [0-9]*: [0-9.]* MiB moved for [0-9.]* MiB reached' "$tmp/rotate.txt" ||
+  { echo "FAIL: rotate: no thrashing advice"; show "$tmp/rotate.txt"; fail=1; }
+[ $fail = 0 ] && echo "offload step ok: mlp_train predicted link ${predicted} ms, measured $(awk -v n="$measured" 'BEGIN { printf "%.3f", n / 1e6 }') ms; link bytes with step order $on, without $off"
+exit $fail
