@@ -130,7 +130,8 @@ int ts_off_host_create(struct ts_off_dev *d, uint64_t size, uint64_t *handle)
     return TS_PROV_OK;
 }
 
-static __thread bool oom_backing; /* this thread's allocation may be backed by the host */
+static __thread bool oom_backing
+    __attribute__((tls_model("initial-exec"))); /* this thread's allocation may be backed by the host */
 
 static int wrapped_create(void *ctx, uint64_t size, uint64_t *handle)
 {

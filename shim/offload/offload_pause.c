@@ -15,7 +15,7 @@
 #include "core/core.h"
 #include "offload/offload_internal.h"
 
-static __thread unsigned thread_tag;
+static __thread unsigned thread_tag __attribute__((tls_model("initial-exec"))); /* read on every allocation */
 
 unsigned ts_offload_set_tag(unsigned tag)
 {
