@@ -8,10 +8,11 @@
  *               is served by best fit among free blocks whose pages are all
  *               mapped; only when none holds it does it grow, placed where it
  *               maps the fewest new pages (next to mapped free space).  An
- *               idle page is unmapped only under pressure (at the memory
- *               limit or when the device refuses a page, its handle moves to
- *               where it is needed; released on OOM), on trim, or once idle
- *               longer than cfg.idle_release_ns.  Requests < small_max come
+ *               idle page is unmapped only under pressure (past the growth
+ *               budget cfg.grow_slack_pct, at the memory limit or when the
+ *               device refuses a page, its handle moves to where it is
+ *               needed; released on OOM), on trim, or once idle longer than
+ *               cfg.idle_release_ns.  Requests < small_max come
  *               from a separate small arena so they never pin large pages.
  *   caching     PyTorch-like: segments from the provider's seg_alloc (2 MiB for
  *               small requests, 20 MiB for 1-10 MiB, else rounded to 2 MiB),
@@ -96,7 +97,13 @@ typedef struct ts_pool_config {
     bool no_thread_cache;     /* serve stream-ordered frees only through the pool */
     bool sync_thread_cache;   /* synchronous frees too go to the thread cache (see below) */
     uint64_t idle_release_ns; /* expandable: unmap pages idle this long (0: never) */
+    /* Expandable: growth creates pages while reserved stays under the
+     * allocated peak plus this percentage, then moves idle pages' handles
+     * (VMM calls, fewer reserved bytes); 0: moves whenever an idle page is
+     * safe to take; TS_GROW_UNBOUNDED: moves only at the memory limit. */
+    uint32_t grow_slack_pct;
 } ts_pool_config;
+#define TS_GROW_UNBOUNDED UINT32_MAX
 
 typedef struct ts_alloc_stats {
     uint64_t reserved_bytes, allocated_bytes;

@@ -72,7 +72,8 @@ static ts_block *scan_best(ts_block *b, uint64_t size)
 {
     ts_block *best = NULL;
     for (int n = 0; b && n < SCAN_LIMIT; b = b->fnext, n++)
-        if (b->size >= size && (!best || b->size < best->size || (b->size == best->size && b->addr < best->addr)))
+        if (b->size >= size
+            && (!best || b->size < best->size || (b->size == best->size && b->addr < best->addr)))
             best = b;
     return best;
 }

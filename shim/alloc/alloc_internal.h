@@ -171,7 +171,8 @@ struct ts_pool {
      * requests; seq holds the growth generation they were kept at.  Those
      * unused for two growths, and all under memory pressure, go to index. */
     ts_index kindex;
-    uint64_t grow_gen; /* growths of the expandable arenas so far */
+    uint64_t grow_gen;    /* growths of the expandable arenas so far */
+    uint64_t grow_budget; /* reserved bytes the growth in progress may create up to */
     ts_block_map map;
     /* fences */
     ts_stream_ent streams[TS_MAX_STREAMS];

@@ -298,8 +298,7 @@ static int grow(ts_pool *p, struct fit *f, ts_block **out)
     }
     /* expandable: blocks parked in thread caches too (growth in a steady
      * state would otherwise depend on what the caches happen to hold) */
-    if (!f->synced
-        && (frees_pending(p) || (p->cfg.mode == TS_ALLOC_EXPANDABLE && ts_tcache_bytes(p)))) {
+    if (!f->synced && (frees_pending(p) || (p->cfg.mode == TS_ALLOC_EXPANDABLE && ts_tcache_bytes(p)))) {
         sync_frees(p, f);
         return FIT_AGAIN;
     }

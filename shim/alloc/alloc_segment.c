@@ -223,23 +223,30 @@ static int take_idle_handle(ts_pool *p, uint64_t *h)
     return TS_PROV_OK;
 }
 
-/* Gives page i a physical handle: a new one below the memory limit, else
- * (or when the device has no memory left) an idle page's whose fence is
- * done, moved here. */
+/* Gives page i a physical handle: a new one below the growth budget and the
+ * memory limit, else (or when the device has no memory left) an idle page's
+ * whose fence is done, moved here. */
 static int map_one(ts_pool *p, uint64_t i)
 {
     uint64_t g = p->gran, va = p->va_base + i * g, h = 0;
     bool at_limit = p->cfg.memory_limit && p->reserved + g > p->cfg.memory_limit;
-    int rc = at_limit ? TS_PROV_OOM : TS_PCALL(p, create, g, &h);
-    if (rc == TS_PROV_OOM) {
-        rc = take_idle_handle(p, &h);
-        if (rc)
-            return rc;
-    } else if (rc) {
-        return TS_PROV_ERROR;
-    } else {
-        p->reserved += g;
-        ts_stats_note(p);
+    /* past the budget an idle page moves here if one is safe to take; else
+     * new memory, or (at the limit, or refused) an idle page after all */
+    int rc = p->reserved + g > p->grow_budget ? take_idle_handle(p, &h) : TS_PROV_OOM;
+    if (rc == TS_PROV_ERROR)
+        return rc;
+    if (rc != TS_PROV_OK) {
+        rc = at_limit ? TS_PROV_OOM : TS_PCALL(p, create, g, &h);
+        if (rc == TS_PROV_OK) {
+            p->reserved += g;
+            ts_stats_note(p);
+        } else if (rc == TS_PROV_OOM) {
+            rc = take_idle_handle(p, &h);
+            if (rc)
+                return rc;
+        } else {
+            return TS_PROV_ERROR;
+        }
     }
     rc = TS_PCALL(p, map, va, g, h);
     if (rc) {
@@ -306,8 +313,13 @@ int ts_seg_pages_get(ts_pool *p, uint64_t addr, uint64_t size)
             if (TS_PCALL(p, set_access, p->va_base + i * g, g) == TS_PROV_OK)
                 pg->fresh = 0;
         }
-        if (--pg->refs == 0 && pg->mapped)
+        if (--pg->refs == 0 && pg->mapped) {
+            /* the caller may put the block back pending under the next
+             * free sequence: not safe before that free's fences */
+            if (pg->idle_seq < p->seq + 1)
+                pg->idle_seq = p->seq + 1;
             idle_append(p, (int32_t)i);
+        }
     }
     return rc;
 }
@@ -359,7 +371,8 @@ static ts_block *file_free_run(ts_pool *p, ts_block *b)
 }
 
 /* Free blocks filed as mapped (kept ones too) over pages unmapped since:
- * cut again. */
+ * cut again.  A refiled piece may merge with a neighbour that is itself
+ * stale, so the merged block is looked at again. */
 static void refile_unmapped(ts_pool *p)
 {
     if (!p->unmapped_dirty)
@@ -367,16 +380,20 @@ static void refile_unmapped(ts_pool *p)
     p->unmapped_dirty = false;
     uint64_t g = p->gran;
     for (int k = 0; k < 2; k++)
-        for (ts_block *b = p->arena[k].first; b; b = b->next) {
+        for (ts_block *b = p->arena[k].first; b;) {
             ts_index *ix = b->index;
             if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_FREE
-                || (ix != &p->index[k] && ix != &p->kindex))
+                || (ix != &p->index[k] && ix != &p->kindex)) {
+                b = b->next;
                 continue;
+            }
             uint64_t f = (b->addr - p->va_base) / g, l = (b->addr + b->size - 1 - p->va_base) / g;
             while (f <= l && p->pages[f].mapped)
                 f++;
-            if (f > l)
+            if (f > l) {
+                b = b->next;
                 continue;
+            }
             ts_index_remove(ix, b);
             b = file_free_run(p, b);
         }
@@ -498,6 +515,11 @@ int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out)
         b = x;
     }
     post = ts_block_split(&p->slab, b, rsize);
+    /* new memory up to the budget (cfg.grow_slack_pct over the allocated
+     * peak, this request counted); past it growth reuses idle pages' handles */
+    uint64_t peak = p->held + rsize > p->peak_held ? p->held + rsize : p->peak_held;
+    uint32_t pct = p->cfg.grow_slack_pct;
+    p->grow_budget = pct == TS_GROW_UNBOUNDED ? UINT64_MAX : pct ? peak + peak / 100 * pct : 0;
     int rc = b->size == rsize ? ts_seg_pages_get(p, b->addr, b->size) : TS_PROV_ERROR;
     refile_unmapped(p); /* pages moved here from idle ones */
     if (pre)
