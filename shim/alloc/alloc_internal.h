@@ -65,7 +65,7 @@ struct ts_pool;
 void ts_block_release(struct ts_pool *p, ts_block *b);
 /* A freed block whose fences are done: kept whole (kindex) when large in
  * the expandable mode, else ts_block_release. */
-#define TS_KEEP_MIN (8ull << 20)
+#define TS_KEEP_MIN (32ull << 20)
 void ts_block_release_freed(struct ts_pool *p, ts_block *b);
 /* Gives kept blocks of a growth generation below max_gen to the free index;
  * returns how many. */

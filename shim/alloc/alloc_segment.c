@@ -424,7 +424,7 @@ uint64_t ts_seg_release_idle(ts_pool *p, uint64_t idle_before_ns)
  * `right` (if any), mapping `pages` new pages. */
 typedef struct {
     ts_block *left, *hole, *right;
-    uint64_t start, pages;
+    uint64_t start, pages, span;
 } grow_spot;
 
 /* b if it is a free block over mapped pages too small for the request
@@ -437,18 +437,26 @@ static ts_block *mapped_free(ts_pool *p, ts_block *b, uint64_t size)
                : NULL;
 }
 
-static void keep_better(grow_spot *best, grow_spot c)
+/* Fewest new pages, then fewest pages spanned (a block sharing a page with
+ * its neighbour pins that page too: at the memory limit it is a page
+ * short), then the smallest hole, then the lowest address. */
+static void keep_better(const ts_pool *p, grow_spot *best, grow_spot c, uint64_t size)
 {
+    uint64_t g = p->gran, base = p->va_base;
+    c.span = (c.start + size - 1 - base) / g - (c.start - base) / g + 1;
     if (!best->hole || c.pages < best->pages
         || (c.pages == best->pages
-            && (c.hole->size < best->hole->size
-                || (c.hole->size == best->hole->size && c.start < best->start))))
+            && (c.span < best->span
+                || (c.span == best->span
+                    && (c.hole->size < best->hole->size
+                        || (c.hole->size == best->hole->size && c.start < best->start))))))
         *best = c;
 }
 
 /* The places for `size` bytes at hole h: from the start of the mapped free
  * block before it (or of h) into h (and on into the block after it when h
- * is short), or ending where the mapped free block after it ends. */
+ * is short), at the start of h, or ending where the mapped free block after
+ * it ends. */
 static void consider_hole(ts_pool *p, ts_block *h, uint64_t size, grow_spot *best)
 {
     uint64_t g = p->gran;
@@ -457,12 +465,15 @@ static void consider_hole(ts_pool *p, ts_block *h, uint64_t size, grow_spot *bes
     uint64_t start = l ? l->addr : h->addr;
     uint64_t need = size > ls ? size - ls : 0;
     if (need <= h->size)
-        keep_better(best, (grow_spot){ l, h, NULL, start, (need + g - 1) / g });
+        keep_better(p, best, (grow_spot){ l, h, NULL, start, (need + g - 1) / g, 0 }, size);
     else if (r && need <= h->size + rs)
-        keep_better(best, (grow_spot){ l, h, r, start, (h->size + g - 1) / g });
+        keep_better(p, best, (grow_spot){ l, h, r, start, (h->size + g - 1) / g, 0 }, size);
+    if (l && size <= h->size)
+        keep_better(p, best, (grow_spot){ NULL, h, NULL, h->addr, (size + g - 1) / g, 0 }, size);
     need = size > rs ? size - rs : 0;
     if (r && need <= h->size)
-        keep_better(best, (grow_spot){ NULL, h, r, h->addr + h->size - need, (need + g - 1) / g });
+        keep_better(p, best, (grow_spot){ NULL, h, r, h->addr + h->size - need, (need + g - 1) / g, 0 },
+                    size);
 }
 
 #define GROW_SCAN 4096 /* holes looked at per growth, smallest first */
