@@ -2,13 +2,18 @@
  *
  * Modes:
  *   expandable  one virtual range (va_factor x capacity) reserved once; 2 MiB
- *               physical pages (one handle each) mapped only under live
- *               blocks; an idle page (no live block) stays mapped until memory
- *               is needed elsewhere, then it is unmapped and its handle mapped
- *               where it is needed (so reserved = pages under live blocks at
- *               the peak); best fit with split/coalesce in virtual space.
- *               Requests < small_max come from a separate small arena so
- *               they never pin large pages.
+ *               physical pages (one handle each) mapped under live blocks.
+ *               A freed page stays mapped where it is (idle), so that a
+ *               training loop's steady state makes no driver call: a request
+ *               is served by best fit among free blocks whose pages are all
+ *               mapped; only when none holds it does it grow, placed where it
+ *               maps the fewest new pages (next to mapped free space).  An
+ *               idle page is unmapped only under pressure (past the growth
+ *               budget cfg.grow_slack_pct, at the memory limit or when the
+ *               device refuses a page, its handle moves to where it is
+ *               needed; released on OOM), on trim, or once idle longer than
+ *               cfg.idle_release_ns.  Requests < small_max come
+ *               from a separate small arena so they never pin large pages.
  *   caching     PyTorch-like: segments from the provider's seg_alloc (2 MiB for
  *               small requests, 20 MiB for 1-10 MiB, else rounded to 2 MiB),
  *               best fit with split/coalesce inside segments; fully free
@@ -86,12 +91,19 @@ static inline uint64_t ts_round_up(uint64_t x, uint64_t a) { return (x + a - 1) 
 typedef struct ts_pool_config {
     int mode; /* enum ts_alloc_mode */
     int device;
-    uint64_t capacity;      /* device memory, bytes (sizes the virtual range) */
-    uint64_t memory_limit;  /* cap on reserved bytes; 0 = none */
-    unsigned va_factor;     /* virtual range = va_factor * capacity; 0 = 4 */
-    bool no_thread_cache;   /* serve stream-ordered frees only through the pool */
-    bool sync_thread_cache; /* synchronous frees too go to the thread cache (see below) */
+    uint64_t capacity;        /* device memory, bytes (sizes the virtual range) */
+    uint64_t memory_limit;    /* cap on reserved bytes; 0 = none */
+    unsigned va_factor;       /* virtual range = va_factor * capacity; 0 = 4 */
+    bool no_thread_cache;     /* serve stream-ordered frees only through the pool */
+    bool sync_thread_cache;   /* synchronous frees too go to the thread cache (see below) */
+    uint64_t idle_release_ns; /* expandable: unmap pages idle this long (0: never) */
+    /* Expandable: growth creates pages while reserved stays under the
+     * allocated peak plus this percentage, then moves idle pages' handles
+     * (VMM calls, fewer reserved bytes); 0: moves whenever an idle page is
+     * safe to take; TS_GROW_UNBOUNDED: moves only at the memory limit. */
+    uint32_t grow_slack_pct;
 } ts_pool_config;
+#define TS_GROW_UNBOUNDED UINT32_MAX
 
 typedef struct ts_alloc_stats {
     uint64_t reserved_bytes, allocated_bytes;

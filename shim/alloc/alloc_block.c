@@ -82,6 +82,8 @@ static void absorb(ts_block_slab *s, ts_block *left, ts_block *right)
     ts_block_delete(s, right);
 }
 
+void ts_block_merge_next(ts_block_slab *s, ts_block *b) { absorb(s, b, b->next); }
+
 /* Neighbour states are read atomically: a thread cache flips its own
  * blocks between TCACHED and LIVE without the pool lock (neither is FREE). */
 ts_block *ts_block_coalesce(ts_block_slab *s, ts_index *ix, ts_block *b)
@@ -106,4 +108,32 @@ void ts_block_release(ts_pool *p, ts_block *b)
     __atomic_store_n(&b->state, TS_B_FREE, __ATOMIC_RELAXED);
     b = ts_block_coalesce(&p->slab, ix, b);
     ts_index_insert(ix, b);
+}
+
+void ts_block_release_freed(ts_pool *p, ts_block *b)
+{
+    if (p->cfg.mode != TS_ALLOC_EXPANDABLE || b->size < TS_KEEP_MIN) {
+        ts_block_release(p, b);
+        return;
+    }
+    __atomic_store_n(&b->state, TS_B_FREE, __ATOMIC_RELAXED);
+    b->seq = p->grow_gen;
+    ts_index_insert(&p->kindex, b);
+}
+
+uint64_t ts_block_unkeep(ts_pool *p, uint64_t max_gen)
+{
+    uint64_t n = 0;
+    ts_index *ix = &p->kindex;
+    for (int fl = 0; fl < TS_IDX_FL && ix->count; fl++)
+        for (int sl = 0; sl < TS_IDX_SL; sl++)
+            for (ts_block *b = ix->heads[fl][sl], *nx; b; b = nx) {
+                nx = b->fnext;
+                if (b->seq >= max_gen)
+                    continue;
+                ts_index_remove(ix, b);
+                ts_block_release(p, b);
+                n++;
+            }
+    return n;
 }

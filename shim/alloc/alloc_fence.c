@@ -104,7 +104,7 @@ static void drain(ts_pool *p)
         if (b->index)
             ts_index_remove(b->index, b);
         p->pending_bytes -= b->size;
-        ts_block_release(p, b);
+        ts_block_release_freed(p, b);
     }
 }
 

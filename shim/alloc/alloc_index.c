@@ -64,16 +64,17 @@ void ts_index_remove(ts_index *ix, ts_block *b)
     ix->bytes -= b->size;
 }
 
-/* Smallest block >= size among the first SCAN_LIMIT of a list. */
+/* Smallest block >= size among the first SCAN_LIMIT of a list, the lowest
+ * address among equals: placements then depend on the free space, not on
+ * the order blocks were freed in, so a repeated pattern settles into the
+ * same layout. */
 static ts_block *scan_best(ts_block *b, uint64_t size)
 {
     ts_block *best = NULL;
     for (int n = 0; b && n < SCAN_LIMIT; b = b->fnext, n++)
-        if (b->size >= size && (!best || b->size < best->size)) {
+        if (b->size >= size
+            && (!best || b->size < best->size || (b->size == best->size && b->addr < best->addr)))
             best = b;
-            if (b->size == size)
-                break;
-        }
     return best;
 }
 

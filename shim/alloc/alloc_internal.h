@@ -19,7 +19,7 @@ typedef struct ts_block {
     struct ts_block *qprev, *qnext; /* pending FIFO (state PENDING) */
     struct ts_index *index;         /* index holding it (FREE, or PENDING on a stream) */
     struct ts_segment *seg;
-    uint64_t seq;    /* free sequence number while PENDING */
+    uint64_t seq;    /* free sequence number while PENDING; growth generation while kept */
     uint64_t stream; /* allocation stream / stream of a stream-ordered free */
     int state;
     int kind;
@@ -55,12 +55,21 @@ void ts_block_delete(ts_block_slab *s, ts_block *b);
 void ts_block_slab_destroy(ts_block_slab *s);
 /* Cuts b to `size` bytes; returns the remainder (same state, not indexed), or NULL. */
 ts_block *ts_block_split(ts_block_slab *s, ts_block *b, uint64_t size);
+/* Merges b->next (in no index) into b. */
+void ts_block_merge_next(ts_block_slab *s, ts_block *b);
 /* Merges b with its FREE neighbours (removing them from ix); returns the result. */
 ts_block *ts_block_coalesce(ts_block_slab *s, ts_index *ix, ts_block *b);
 struct ts_pool;
 /* Frees the block into its kind's main index of pool p: coalesce (and, for
  * arenas, nothing else). */
 void ts_block_release(struct ts_pool *p, ts_block *b);
+/* A freed block whose fences are done: kept whole (kindex) when large in
+ * the expandable mode, else ts_block_release. */
+#define TS_KEEP_MIN (32ull << 20)
+void ts_block_release_freed(struct ts_pool *p, ts_block *b);
+/* Gives kept blocks of a growth generation below max_gen to the free index;
+ * returns how many. */
+uint64_t ts_block_unkeep(struct ts_pool *p, uint64_t max_gen);
 
 /* Map from a live block's address to its record: sharded so that threads on
  * the fast path rarely meet on one lock. */
@@ -103,6 +112,7 @@ typedef struct ts_page {
     uint8_t fresh;        /* mapped by the ts_seg_pages_get in progress */
     int32_t iprev, inext; /* idle LRU (mapped, refs == 0) */
     uint64_t idle_seq;    /* free sequence at which it became idle */
+    uint64_t idle_ns;     /* monotonic clock when it became idle (cfg.idle_release_ns set) */
 } ts_page;
 typedef struct ts_segment {
     uint64_t base, size;
@@ -142,12 +152,27 @@ struct ts_pool {
     uint64_t npages;
     int32_t idle_head, idle_tail;
     uint64_t idle_count, mapped_count;
+    bool unmapped_dirty; /* pages were unmapped under free blocks of index[]: resplit them */
     /* caching / off */
     ts_segment *segs;
     uint64_t nsegs;
     /* blocks */
     ts_block_slab slab;
+    /* Free blocks: index[kind] holds those whose pages are all mapped
+     * (expandable) or all free blocks (caching); uindex[kind] the expandable
+     * arenas' free runs of whole unmapped pages.  Adjacent free blocks of the
+     * same index are always merged. */
     ts_index index[2];
+    ts_index uindex[2];
+    /* Expandable: freed blocks of TS_KEEP_MIN bytes or more, kept whole and
+     * unmerged for a request of their exact size (a training step asks for
+     * the same large sizes again: logits, attention scores), so that the
+     * next step finds them where they were instead of a hole cut by smaller
+     * requests; seq holds the growth generation they were kept at.  Those
+     * unused for two growths, and all under memory pressure, go to index. */
+    ts_index kindex;
+    uint64_t grow_gen;    /* growths of the expandable arenas so far */
+    uint64_t grow_budget; /* reserved bytes the growth in progress may create up to */
     ts_block_map map;
     /* fences */
     ts_stream_ent streams[TS_MAX_STREAMS];
@@ -185,15 +210,25 @@ struct ts_pool {
 int ts_seg_init_arenas(ts_pool *p);
 void ts_seg_fini_arenas(ts_pool *p);
 /* Takes a reference on every page under [addr, addr+size) and maps the
- * missing ones (moving idle pages or creating handles).  On failure nothing
- * changed and the status is TS_PROV_OOM or TS_PROV_ERROR. */
+ * missing ones (new handles, or idle pages' handles moved when the memory
+ * limit or the device is reached).  On failure nothing changed and the
+ * status is TS_PROV_OOM or TS_PROV_ERROR. */
 int ts_seg_pages_get(ts_pool *p, uint64_t addr, uint64_t size);
 /* Drops the references; pages left without one become idle at seq. */
 void ts_seg_pages_put(ts_pool *p, uint64_t addr, uint64_t size, uint64_t seq);
-/* Unmaps and releases idle pages whose fences are done; returns pages freed. */
-uint64_t ts_seg_release_idle(ts_pool *p);
+/* Unmaps and releases idle pages whose fences are done and that became idle
+ * before the monotonic time idle_before_ns (UINT64_MAX: all); returns the
+ * pages freed. */
+uint64_t ts_seg_release_idle(ts_pool *p, uint64_t idle_before_ns);
 /* Largest run of mapped pages inside [addr, addr+size). */
 uint64_t ts_seg_mapped_run(ts_pool *p, uint64_t addr, uint64_t size);
+/* A block of rsize bytes for a request that no free block over mapped pages
+ * holds: placed where it maps the fewest new pages (next to mapped free
+ * space), its pages mapped.  TS_PROV_OK with *out detached from every index,
+ * else TS_PROV_OOM (no room or memory) or TS_PROV_ERROR. */
+int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out);
+/* Monotonic clock, nanoseconds. */
+uint64_t ts_seg_now_ns(void);
 
 /* alloc_fence.c */
 ts_stream_ent *ts_fence_stream(ts_pool *p, uint64_t stream, bool create);

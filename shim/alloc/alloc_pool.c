@@ -43,8 +43,11 @@ ts_pool *ts_pool_create(const ts_pool_config *cfg, const ts_page_provider *prov,
     p->prov = *prov;
     p->id = __atomic_fetch_add(&pool_ids, 1, __ATOMIC_RELAXED);
     p->idle_head = p->idle_tail = -1;
-    ts_index_init(&p->index[0]);
-    ts_index_init(&p->index[1]);
+    for (int k = 0; k < 2; k++) {
+        ts_index_init(&p->index[k]);
+        ts_index_init(&p->uindex[k]);
+    }
+    ts_index_init(&p->kindex);
     ts_map_init(&p->map);
     if (cfg->mode == TS_ALLOC_EXPANDABLE) {
         int rc = ts_seg_init_arenas(p);
@@ -160,29 +163,6 @@ static uint64_t release_free_segments(ts_pool *p)
     return n;
 }
 
-/* Idle pages whose fence is done, up to `want`, not counting the pages of
- * [addr, addr+size) itself (the allocation will use those, not move them).
- * The LRU is in free order, so the first unsafe page ends the count. */
-static uint64_t safe_idle_pages(ts_pool *p, uint64_t want, uint64_t addr, uint64_t size)
-{
-    uint64_t n = 0;
-    int64_t f = (int64_t)((addr - p->va_base) / p->gran),
-            l = (int64_t)((addr + size - 1 - p->va_base) / p->gran);
-    for (int32_t i = p->idle_head; i >= 0 && n < want && p->pages[i].idle_seq <= p->safe_seq;
-         i = p->pages[i].inext)
-        n += i < f || i > l;
-    return n;
-}
-
-static uint64_t unmapped_pages(ts_pool *p, uint64_t addr, uint64_t size)
-{
-    uint64_t g = p->gran, n = 0;
-    uint64_t f = (addr - p->va_base) / g, l = (addr + size - 1 - p->va_base) / g;
-    for (uint64_t i = f; i <= l; i++)
-        n += !p->pages[i].mapped;
-    return n;
-}
-
 /* Puts a block taken for an allocation that then failed back: free, or
  * pending again if it came from its stream's pending frees. */
 static void unwind_block(ts_pool *p, ts_block *b, bool from_pending, uint64_t stream)
@@ -233,8 +213,10 @@ static int alloc_off(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stream,
 struct fit {
     uint64_t rsize, stream; /* rsize: the request rounded to the block size */
     int kind;
-    bool polled, synced, retried;
+    bool polled, synced;
+    int reclaims;      /* memory-giving steps taken after an OOM (reclaim) */
     bool from_pending; /* the block came from the stream's own pending frees */
+    bool unkept;       /* expandable: old kept blocks given to the free index */
 };
 
 /* An outcome of the steps below besides the provider's TS_PROV_*: the state
@@ -257,13 +239,22 @@ static void sync_frees(ts_pool *p, struct fit *f)
 static ts_block *find_block(ts_pool *p, struct fit *f, bool *again)
 {
     f->from_pending = false;
+    bool expandable = p->cfg.mode == TS_ALLOC_EXPANDABLE;
     ts_stream_ent *e = ts_fence_stream(p, f->stream, false);
     if (e && e->pending && e->pending->count) {
         ts_block *c = ts_index_find(e->pending, f->rsize);
-        if (c && c->kind == f->kind) {
+        /* a large freed block serves its own size only (see kindex) */
+        if (c && c->kind == f->kind && (!expandable || c->size < TS_KEEP_MIN || c->size == f->rsize)) {
             ts_fence_take_pending(p, c, f->rsize);
             f->from_pending = true;
             return c;
+        }
+    }
+    if (expandable && f->rsize >= TS_KEEP_MIN) {
+        ts_block *k = ts_index_find(&p->kindex, f->rsize);
+        if (k && k->size == f->rsize) {
+            ts_index_remove(&p->kindex, k);
+            return k;
         }
     }
     ts_block *b = ts_index_find(&p->index[f->kind], f->rsize);
@@ -283,60 +274,77 @@ static ts_block *find_block(ts_pool *p, struct fit *f, bool *again)
     return b;
 }
 
-/* Expandable: the pages under b, mapped (TS_PROV_OK) or not (b is unwound);
- * FIT_AGAIN after polling or waiting for fences first. */
+/* Expandable: the pages under b (from a free block over mapped pages, or
+ * from its stream's pending frees: mapped too) referenced; b is unwound on
+ * failure. */
 static int map_block(ts_pool *p, struct fit *f, ts_block *b)
 {
-    uint64_t need = unmapped_pages(p, b->addr, b->size);
-    if (need && !f->polled && frees_pending(p)) {
-        unwind_block(p, b, f->from_pending, f->stream);
-        f->polled = true;
-        ts_fence_poll(p);
-        return FIT_AGAIN;
-    }
-    uint64_t safe = need ? safe_idle_pages(p, need, b->addr, b->size) : 0;
-    /* growing the reserved memory: first let pending frees finish
-     * (thread-cached blocks stay: at most TC_MAX_BYTES a thread,
-     * given back on OOM, trim and thread exit) */
-    if (need && !f->synced && (p->q_head || (safe < need && safe < p->idle_count))) {
-        unwind_block(p, b, f->from_pending, f->stream);
-        sync_frees(p, f);
-        return FIT_AGAIN;
-    }
     int rc = ts_seg_pages_get(p, b->addr, b->size);
     if (rc)
         unwind_block(p, b, f->from_pending, f->stream);
     return rc;
 }
 
-/* No block fits: the caching mode polls, then waits for pending frees, then
- * adds a segment (FIT_AGAIN each time); the expandable range is exhausted. */
-static int grow(ts_pool *p, struct fit *f)
+/* No block fits.  Both modes poll, then wait for pending frees (memory over
+ * latency: a real cudaFree would have waited for the whole device), FIT_AGAIN
+ * each time; then the caching mode adds a segment and the expandable one
+ * maps pages for the block (*out). */
+static int grow(ts_pool *p, struct fit *f, ts_block **out)
 {
-    if (p->cfg.mode != TS_ALLOC_CACHING)
-        return TS_PROV_OOM; /* virtual range exhausted */
     if (!f->polled && frees_pending(p)) {
         f->polled = true;
         ts_fence_poll(p);
         return FIT_AGAIN;
     }
-    if (!f->synced && frees_pending(p)) {
+    /* expandable: blocks parked in thread caches too (growth in a steady
+     * state would otherwise depend on what the caches happen to hold) */
+    if (!f->synced && (frees_pending(p) || (p->cfg.mode == TS_ALLOC_EXPANDABLE && ts_tcache_bytes(p)))) {
         sync_frees(p, f);
         return FIT_AGAIN;
+    }
+    if (p->cfg.mode == TS_ALLOC_EXPANDABLE) {
+        /* kept blocks no request took for two growths are the sizes of a
+         * past pattern: free space again before growing */
+        if (!f->unkept) {
+            f->unkept = true;
+            if (ts_block_unkeep(p, p->grow_gen >= 2 ? p->grow_gen - 1 : 0))
+                return FIT_AGAIN;
+        }
+        p->grow_gen++;
+        int rc = ts_seg_grow(p, f->kind, f->rsize, out);
+        if (rc == TS_PROV_OOM && ts_block_unkeep(p, UINT64_MAX))
+            return FIT_AGAIN; /* short of memory: every kept block may be cut */
+        return rc;
     }
     int rc = new_segment(p, f->kind, f->rsize);
     return rc ? rc : FIT_AGAIN;
 }
 
-/* OOM once: finish pending frees, give idle memory back, then retry. */
-static void reclaim(ts_pool *p, struct fit *f)
+/* After an OOM: finish pending frees (expandable: growth may then move idle
+ * pages' handles), then give idle memory back (expandable: a second step,
+ * when growth still fails); false when nothing is left to try. */
+static bool reclaim(ts_pool *p, struct fit *f)
 {
-    f->retried = true;
-    sync_frees(p, f);
-    if (p->cfg.mode == TS_ALLOC_EXPANDABLE)
-        ts_seg_release_idle(p);
-    else
+    bool expandable = p->cfg.mode == TS_ALLOC_EXPANDABLE;
+    if (f->reclaims >= (expandable ? 2 : 1))
+        return false;
+    if (f->reclaims++ == 0)
+        sync_frees(p, f);
+    if (!expandable)
         release_free_segments(p);
+    else if (f->reclaims == 2)
+        ts_seg_release_idle(p, UINT64_MAX);
+    return true;
+}
+
+/* Expandable: pages idle longer than cfg.idle_release_ns (and safe) go back. */
+static void release_long_idle(ts_pool *p)
+{
+    if (!p->cfg.idle_release_ns || p->idle_head < 0)
+        return;
+    uint64_t now = ts_seg_now_ns();
+    if (p->pages[p->idle_head].idle_ns + p->cfg.idle_release_ns <= now)
+        ts_seg_release_idle(p, now - p->cfg.idle_release_ns + 1);
 }
 
 static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stream, ts_block **out)
@@ -355,6 +363,8 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
         f.polled = true;
         ts_fence_poll(p);
     }
+    if (p->cfg.mode == TS_ALLOC_EXPANDABLE)
+        release_long_idle(p);
     for (;;) {
         bool again = false;
         ts_block *b = find_block(p, &f, &again);
@@ -364,7 +374,7 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
         if (p->cfg.mode == TS_ALLOC_EXPANDABLE && b)
             rc = map_block(p, &f, b);
         else if (!b)
-            rc = grow(p, &f);
+            rc = grow(p, &f, &b);
         if (rc == FIT_AGAIN)
             continue;
         if (!rc) {
@@ -378,11 +388,10 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
         }
         if (rc != TS_PROV_OOM)
             return TS_ALLOC_ERROR;
-        if (f.retried) {
+        if (!reclaim(p, &f)) {
             fail_oom(p, size);
             return TS_ALLOC_OOM;
         }
-        reclaim(p, &f);
     }
 }
 
@@ -601,7 +610,7 @@ int ts_pool_trim(ts_pool *p)
     ts_tcache_flush_all(p);
     bool ok = ts_fence_sync(p);
     if (p->cfg.mode == TS_ALLOC_EXPANDABLE)
-        ts_seg_release_idle(p);
+        ts_seg_release_idle(p, UINT64_MAX);
     else if (p->cfg.mode == TS_ALLOC_CACHING)
         release_free_segments(p);
     pthread_mutex_unlock(&p->lock);

@@ -2,11 +2,15 @@
  * One range is reserved at pool creation (va_factor x capacity): the first
  * capacity bytes are the small arena, the rest the large arena.  A page is
  * mapped exactly while a live (or thread-cached) block touches it, or while it
- * is idle in the LRU; when a page is needed and an idle page's fence is done,
- * the idle page's handle is moved (unmap + map) instead of creating memory,
- * so the reserved bytes never exceed the pages under live blocks at the peak. */
+ * is idle in the LRU.  Idle pages stay where they are: a free block lies
+ * either over mapped pages only (index) or over whole unmapped pages only
+ * (uindex), so the allocator serves what it can without a driver call and
+ * grows (maps pages) only when mapped free space cannot hold a request.
+ * Growth creates pages up to the memory limit; at the limit, or when the
+ * device refuses, an idle page's handle is moved (unmap + map) instead. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "alloc/alloc_internal.h"
 
 /* ---- expandable pools by address, for exporting a block's pages ----------
@@ -166,7 +170,7 @@ int ts_seg_init_arenas(ts_pool *p)
         b->kind = k;
         __atomic_store_n(&b->state, TS_B_FREE, __ATOMIC_RELAXED);
         s->first = b;
-        ts_index_insert(&p->index[k], b);
+        ts_index_insert(&p->uindex[k], b);
     }
     seg_register(p);
     return TS_PROV_OK;
@@ -191,32 +195,58 @@ void ts_seg_fini_arenas(ts_pool *p)
     p->mapped_count = p->idle_count = 0;
 }
 
-/* Gives page i a physical handle: an idle page's whose fence is done, else a
- * new one (unless the memory limit is reached). */
+uint64_t ts_seg_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The handle of the oldest idle page whose fence is done, unmapped there
+ * (the free blocks over it are cut later: unmapped_dirty); TS_PROV_OOM if
+ * there is none. */
+static int take_idle_handle(ts_pool *p, uint64_t *h)
+{
+    int32_t j = p->idle_head;
+    if (j < 0 || p->pages[j].idle_seq > p->safe_seq)
+        return TS_PROV_OOM;
+    idle_remove(p, j);
+    if (TS_PCALL(p, unmap, p->va_base + (uint64_t)j * p->gran, p->gran)) {
+        idle_append(p, j);
+        return TS_PROV_ERROR;
+    }
+    p->pages[j].mapped = 0;
+    p->mapped_count--;
+    p->page_moves++;
+    p->unmapped_dirty = true;
+    *h = p->pages[j].handle;
+    return TS_PROV_OK;
+}
+
+/* Gives page i a physical handle: a new one below the growth budget and the
+ * memory limit, else (or when the device has no memory left) an idle page's
+ * whose fence is done, moved here. */
 static int map_one(ts_pool *p, uint64_t i)
 {
-    uint64_t g = p->gran, va = p->va_base + i * g, h;
-    int rc;
-    int32_t j = p->idle_head;
-    if (j >= 0 && p->pages[j].idle_seq <= p->safe_seq) {
-        idle_remove(p, j);
-        rc = TS_PCALL(p, unmap, p->va_base + (uint64_t)j * g, g);
-        if (rc) {
-            idle_append(p, j);
+    uint64_t g = p->gran, va = p->va_base + i * g, h = 0;
+    bool at_limit = p->cfg.memory_limit && p->reserved + g > p->cfg.memory_limit;
+    /* past the budget an idle page moves here if one is safe to take; else
+     * new memory, or (at the limit, or refused) an idle page after all */
+    int rc = p->reserved + g > p->grow_budget ? take_idle_handle(p, &h) : TS_PROV_OOM;
+    if (rc == TS_PROV_ERROR)
+        return rc;
+    if (rc != TS_PROV_OK) {
+        rc = at_limit ? TS_PROV_OOM : TS_PCALL(p, create, g, &h);
+        if (rc == TS_PROV_OK) {
+            p->reserved += g;
+            ts_stats_note(p);
+        } else if (rc == TS_PROV_OOM) {
+            rc = take_idle_handle(p, &h);
+            if (rc)
+                return rc;
+        } else {
             return TS_PROV_ERROR;
         }
-        p->pages[j].mapped = 0;
-        p->mapped_count--;
-        h = p->pages[j].handle;
-        p->page_moves++;
-    } else {
-        if (p->cfg.memory_limit && p->reserved + g > p->cfg.memory_limit)
-            return TS_PROV_OOM;
-        rc = TS_PCALL(p, create, g, &h);
-        if (rc)
-            return rc == TS_PROV_OOM ? TS_PROV_OOM : TS_PROV_ERROR;
-        p->reserved += g;
-        ts_stats_note(p);
     }
     rc = TS_PCALL(p, map, va, g, h);
     if (rc) {
@@ -283,39 +313,236 @@ int ts_seg_pages_get(ts_pool *p, uint64_t addr, uint64_t size)
             if (TS_PCALL(p, set_access, p->va_base + i * g, g) == TS_PROV_OK)
                 pg->fresh = 0;
         }
-        if (--pg->refs == 0 && pg->mapped)
+        if (--pg->refs == 0 && pg->mapped) {
+            /* the caller may put the block back pending under the next
+             * free sequence: not safe before that free's fences */
+            if (pg->idle_seq < p->seq + 1)
+                pg->idle_seq = p->seq + 1;
             idle_append(p, (int32_t)i);
+        }
     }
     return rc;
 }
 
 void ts_seg_pages_put(ts_pool *p, uint64_t addr, uint64_t size, uint64_t seq)
 {
-    uint64_t g = p->gran;
+    uint64_t g = p->gran, now = 0;
     uint64_t f = (addr - p->va_base) / g, l = (addr + size - 1 - p->va_base) / g;
     seg_gone(p, addr, size); /* before the pages can move to another block */
     for (uint64_t i = f; i <= l; i++) {
         ts_page *pg = &p->pages[i];
         if (--pg->refs == 0) {
+            if (p->cfg.idle_release_ns && !now)
+                now = ts_seg_now_ns();
             pg->idle_seq = seq;
+            pg->idle_ns = now;
             idle_append(p, (int32_t)i);
         }
     }
 }
 
-uint64_t ts_seg_release_idle(ts_pool *p)
+static bool mapped_at(const ts_pool *p, uint64_t a) { return p->pages[(a - p->va_base) / p->gran].mapped; }
+
+/* Files a free block that is in no index: cut where its pages turn from
+ * mapped to unmapped, each piece merged into index (mapped) or uindex.
+ * Returns the piece holding its last byte, as merged. */
+static ts_block *file_free_run(ts_pool *p, ts_block *b)
+{
+    uint64_t g = p->gran;
+    for (;;) {
+        bool m = mapped_at(p, b->addr);
+        uint64_t end = b->addr + b->size;
+        uint64_t at = p->va_base + ((b->addr - p->va_base) / g + 1) * g;
+        while (at < end && mapped_at(p, at) == m)
+            at += g;
+        /* a record the slab cannot give leaves the run whole: unmapped
+         * somewhere, it goes to uindex, whose growth maps what is missing */
+        ts_block *rest = at < end ? ts_block_split(&p->slab, b, at - b->addr) : NULL;
+        if (at < end && !rest)
+            m = false;
+        ts_index *ix = m ? &p->index[b->kind] : &p->uindex[b->kind];
+        __atomic_store_n(&b->state, TS_B_FREE, __ATOMIC_RELAXED);
+        b = ts_block_coalesce(&p->slab, ix, b);
+        ts_index_insert(ix, b);
+        if (!rest)
+            return b;
+        b = rest;
+    }
+}
+
+/* Free blocks filed as mapped (kept ones too) over pages unmapped since:
+ * cut again.  A refiled piece may merge with a neighbour that is itself
+ * stale, so the merged block is looked at again. */
+static void refile_unmapped(ts_pool *p)
+{
+    if (!p->unmapped_dirty)
+        return;
+    p->unmapped_dirty = false;
+    uint64_t g = p->gran;
+    for (int k = 0; k < 2; k++)
+        for (ts_block *b = p->arena[k].first; b;) {
+            ts_index *ix = b->index;
+            if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_FREE
+                || (ix != &p->index[k] && ix != &p->kindex)) {
+                b = b->next;
+                continue;
+            }
+            uint64_t f = (b->addr - p->va_base) / g, l = (b->addr + b->size - 1 - p->va_base) / g;
+            while (f <= l && p->pages[f].mapped)
+                f++;
+            if (f > l) {
+                b = b->next;
+                continue;
+            }
+            ts_index_remove(ix, b);
+            b = file_free_run(p, b);
+        }
+}
+
+uint64_t ts_seg_release_idle(ts_pool *p, uint64_t idle_before_ns)
 {
     uint64_t n = 0;
-    while (p->idle_head >= 0 && p->pages[p->idle_head].idle_seq <= p->safe_seq) {
+    while (p->idle_head >= 0) {
         int32_t i = p->idle_head;
+        ts_page *pg = &p->pages[i];
+        if (pg->idle_seq > p->safe_seq || (idle_before_ns != UINT64_MAX && pg->idle_ns >= idle_before_ns))
+            break;
         idle_remove(p, i);
         if (!unmap_release(p, (uint64_t)i)) {
             idle_append(p, i);
             break;
         }
+        p->unmapped_dirty = true;
         n++;
     }
+    refile_unmapped(p);
     return n;
+}
+
+/* A place for a grown block: from `start`, over the mapped free block
+ * `left` (if any), the unmapped run `hole` and the mapped free block
+ * `right` (if any), mapping `pages` new pages. */
+typedef struct {
+    ts_block *left, *hole, *right;
+    uint64_t start, pages, span;
+} grow_spot;
+
+/* b if it is a free block over mapped pages too small for the request
+ * alone (a larger one would have served it, or is kept whole). */
+static ts_block *mapped_free(ts_pool *p, ts_block *b, uint64_t size)
+{
+    return b && __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_FREE && b->index == &p->index[b->kind]
+                   && b->size < size
+               ? b
+               : NULL;
+}
+
+/* Fewest new pages, then fewest pages spanned (a block sharing a page with
+ * its neighbour pins that page too: at the memory limit it is a page
+ * short), then the smallest hole, then the lowest address. */
+static void keep_better(const ts_pool *p, grow_spot *best, grow_spot c, uint64_t size)
+{
+    uint64_t g = p->gran, base = p->va_base;
+    c.span = (c.start + size - 1 - base) / g - (c.start - base) / g + 1;
+    if (!best->hole || c.pages < best->pages
+        || (c.pages == best->pages
+            && (c.span < best->span
+                || (c.span == best->span
+                    && (c.hole->size < best->hole->size
+                        || (c.hole->size == best->hole->size && c.start < best->start))))))
+        *best = c;
+}
+
+/* The places for `size` bytes at hole h: from the start of the mapped free
+ * block before it (or of h) into h (and on into the block after it when h
+ * is short), at the start of h, or ending where the mapped free block after
+ * it ends. */
+static void consider_hole(ts_pool *p, ts_block *h, uint64_t size, grow_spot *best)
+{
+    uint64_t g = p->gran;
+    ts_block *l = mapped_free(p, h->prev, size), *r = mapped_free(p, h->next, size);
+    uint64_t ls = l ? l->size : 0, rs = r ? r->size : 0;
+    uint64_t start = l ? l->addr : h->addr;
+    uint64_t need = size > ls ? size - ls : 0;
+    if (need <= h->size)
+        keep_better(p, best, (grow_spot){ l, h, NULL, start, (need + g - 1) / g, 0 }, size);
+    else if (r && need <= h->size + rs)
+        keep_better(p, best, (grow_spot){ l, h, r, start, (h->size + g - 1) / g, 0 }, size);
+    if (l && size <= h->size)
+        keep_better(p, best, (grow_spot){ NULL, h, NULL, h->addr, (size + g - 1) / g, 0 }, size);
+    need = size > rs ? size - rs : 0;
+    if (r && need <= h->size)
+        keep_better(p, best, (grow_spot){ NULL, h, r, h->addr + h->size - need, (need + g - 1) / g, 0 },
+                    size);
+}
+
+#define GROW_SCAN 4096 /* holes looked at per growth, smallest first */
+
+static grow_spot find_spot(ts_pool *p, int kind, uint64_t size)
+{
+    grow_spot best = { 0 };
+    ts_index *ix = &p->uindex[kind];
+    unsigned seen = 0;
+    for (int fl = 0; fl < TS_IDX_FL && seen < GROW_SCAN; fl++) {
+        if (!(ix->fl_map & (1ull << fl)))
+            continue;
+        for (int sl = 0; sl < TS_IDX_SL; sl++)
+            for (ts_block *h = ix->heads[fl][sl]; h && seen < GROW_SCAN; h = h->fnext, seen++)
+                consider_hole(p, h, size, &best);
+    }
+    if (!best.hole) {
+        /* past the scan: any hole that holds it whole */
+        ts_block *h = ts_index_find(ix, ts_round_up(size, p->gran));
+        if (h)
+            consider_hole(p, h, size, &best);
+    }
+    return best;
+}
+
+int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out)
+{
+    grow_spot s = find_spot(p, kind, rsize);
+    if (!s.hole)
+        return TS_PROV_OOM; /* virtual range exhausted */
+    ts_block *b = s.hole;
+    ts_index_remove(&p->uindex[kind], b);
+    if (s.left) {
+        ts_index_remove(&p->index[kind], s.left);
+        ts_block_merge_next(&p->slab, s.left);
+        b = s.left;
+    }
+    if (s.right) {
+        ts_index_remove(&p->index[kind], s.right);
+        ts_block_merge_next(&p->slab, b);
+    }
+    ts_block *pre = NULL, *post = NULL;
+    if (s.start > b->addr) {
+        ts_block *x = ts_block_split(&p->slab, b, s.start - b->addr);
+        if (!x) {
+            file_free_run(p, b);
+            return TS_PROV_ERROR;
+        }
+        pre = b;
+        b = x;
+    }
+    post = ts_block_split(&p->slab, b, rsize);
+    /* new memory up to the budget (cfg.grow_slack_pct over the allocated
+     * peak, this request counted); past it growth reuses idle pages' handles */
+    uint64_t peak = p->held + rsize > p->peak_held ? p->held + rsize : p->peak_held;
+    uint32_t pct = p->cfg.grow_slack_pct;
+    p->grow_budget = pct == TS_GROW_UNBOUNDED ? UINT64_MAX : pct ? peak + peak / 100 * pct : 0;
+    int rc = b->size == rsize ? ts_seg_pages_get(p, b->addr, b->size) : TS_PROV_ERROR;
+    refile_unmapped(p); /* pages moved here from idle ones */
+    if (pre)
+        file_free_run(p, pre);
+    if (post)
+        file_free_run(p, post);
+    if (rc) {
+        file_free_run(p, b);
+        return rc;
+    }
+    *out = b;
+    return TS_PROV_OK;
 }
 
 uint64_t ts_seg_mapped_run(ts_pool *p, uint64_t addr, uint64_t size)

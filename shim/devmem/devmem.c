@@ -413,7 +413,12 @@ static struct devpool *create_pool(int dev)
                            .device = dev,
                            .capacity = total,
                            .memory_limit = limit,
-                           .sync_thread_cache = true };
+                           .sync_thread_cache = true,
+                           .idle_release_ns = ts_cfg()->alloc_idle_ms * 1000000ull,
+                           .grow_slack_pct =
+                               ts_cfg()->alloc_slack_pct && ts_cfg()->alloc_slack_pct < TS_GROW_UNBOUNDED
+                                   ? (uint32_t)ts_cfg()->alloc_slack_pct
+                                   : TS_GROW_UNBOUNDED };
     int status = 0;
     d->pool = ts_pool_create(&cfg, &prov, &status);
     if (!d->pool && cfg.mode == TS_ALLOC_EXPANDABLE) {

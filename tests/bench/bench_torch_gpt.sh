@@ -5,7 +5,10 @@
 # allocated figures for three allocators in one run: torch native, torch
 # expandable_segments:True, and trainshim serving every tensor (the shim's
 # default: backend:cudaMallocAsync, figures from trainshim's pool).  The
-# ratios are trainshim's peak reserved over each torch figure.
+# ratios are trainshim's peak reserved over each torch figure.  A second
+# table runs the same model on batches of random length (128-1024 tokens,
+# the same lengths in every run), where torch's native allocator fragments
+# most.
 # Skipped (exit 0 with a line) when the torch venv cannot be made.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,18 +19,20 @@ rc=0
 [ $rc = 0 ] || { echo "skipped: no torch venv (scripts/setup-torch.sh exit $rc)"; exit 0; }
 torch_env
 dims=(--steps ${BENCH_GPT_STEPS:-3} --batch 8 --seq 1024 --layers 12 --dim 768 --heads 12 --vocab 50304)
-run_one() { # runner name [env...]
+run_one() { # runner name [env...] (extra gpt_small.py arguments in $extra)
   local runner=$1 name=$2; shift 2
   "$runner" EMU_UNKNOWN_KERNELS=skip EMU_COMPUTE=skip "$@" -- tests/bench/torch_gpt_mem.py tests/torch/gpt_small.py \
-    "${dims[@]}" 2> /dev/null | sed -n "s/^peak_reserved /$name /p"
+    "${dims[@]}" $extra 2> /dev/null | sed -n "s/^peak_reserved /$name /p"
 }
-out=$( {
-  run_one torch_py native TRAINSHIM=0
-  run_one torch_py expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
-  run_one torch_shim trainshim TRAINSHIM_LOG=off TRAINSHIM_TORCH_BACKEND=cudaMallocAsync
-} )
-echo "GPT-2-small, batch 8 x 1024 tokens, ${BENCH_GPT_STEPS:-3} steps (bytes, torch's max_memory_reserved / max_memory_allocated)"
-python3 - "$out" <<'PY'
+table() { # title: the three runs and their ratios
+  local out
+  out=$( {
+    run_one torch_py native TRAINSHIM=0
+    run_one torch_py expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    run_one torch_shim trainshim TRAINSHIM_LOG=off TRAINSHIM_TORCH_BACKEND=cudaMallocAsync
+  } )
+  echo "$1 (bytes, torch's max_memory_reserved / max_memory_allocated)"
+  python3 - "$out" <<'PY'
 import sys
 rows = {}
 for line in sys.argv[1].splitlines():
@@ -46,3 +51,10 @@ else:
     print("  a run failed: ", sorted(rows))
     sys.exit(1)
 PY
+}
+steps=${BENCH_GPT_STEPS:-3}
+extra=""
+table "GPT-2-small, batch 8 x 1024 tokens, $steps steps" || rc=1
+extra="--random-seq 128"
+table "GPT-2-small, batch 8 x random 128-1024 tokens, $steps steps" || rc=1
+exit $rc

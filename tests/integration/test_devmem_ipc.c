@@ -248,9 +248,11 @@ static int exporter(int pooled)
     m.pooled = pooled;
     CHECK(cudaSetDevice(0) == cudaSuccess, "device 0");
     /* fillers put block 0 mid-page in the large arena and block 1 mid-page
-     * in the small one; block 2 is a plain 8 MiB block */
+     * in the small one; block 2 is a plain 8 MiB block.  Block 0 is sized so
+     * that starting in the filler's last page maps fewer new pages than
+     * starting on a page of its own (the expandable pool's growth rule) */
     void *filler_large = NULL, *filler_small = NULL, *blk[NBLOCKS] = {NULL, NULL, NULL};
-    m.size[0] = (5u << 20) + 4096;
+    m.size[0] = (4u << 20) + 4096;
     m.size[1] = 64u << 10;
     m.size[2] = 8u << 20;
     CHECK(cudaMalloc(&filler_large, 3u << 20) == cudaSuccess, "filler large");

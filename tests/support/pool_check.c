@@ -2,8 +2,9 @@
  * after every operation: blocks tile their segments, no two free neighbours
  * are left unmerged, each state is where it must be (index, FIFO, map),
  * byte accounting is exact, and (expandable) every page's references match
- * the live blocks over it and a page is mapped exactly when referenced or
- * idle in the LRU.  Call it with no other thread inside the pool. */
+ * the live blocks over it, a page is mapped exactly when referenced or
+ * idle in the LRU, and a free block lies over mapped pages only (index) or
+ * over whole unmapped pages only (uindex).  Call it with no other thread inside the pool. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,12 +56,15 @@ int ts_pool_check(ts_pool *p, char *err, size_t errlen)
     int rc = 0;
     uint32_t *refs = NULL;
     pthread_mutex_lock(&p->lock);
-    uint64_t held = 0, pending = 0, nlive = 0, nfree[2] = {0, 0}, mapcount = 0, segbytes = 0;
+    uint64_t held = 0, pending = 0, nlive = 0, nfree[2] = {0, 0}, nufree[2] = {0, 0}, nkept = 0, mapcount = 0, segbytes = 0;
     for (int i = 0; i < TS_MAP_SHARDS; i++)
         mapcount += p->map.shards[i].count;
     for (int k = 0; k < 2; k++)
-        if ((rc = check_index(&p->index[k], false, err, errlen)))
+        if ((rc = check_index(&p->index[k], false, err, errlen))
+            || (rc = check_index(&p->uindex[k], false, err, errlen)))
             goto out;
+    if ((rc = check_index(&p->kindex, false, err, errlen)))
+        goto out;
     for (int i = 0; i < p->nstreams; i++)
         if (p->streams[i].pending && (rc = check_index(p->streams[i].pending, true, err, errlen)))
             goto out;
@@ -91,11 +95,29 @@ int ts_pool_check(ts_pool *p, char *err, size_t errlen)
                 FAIL("block %#lx kind %d in segment kind %d", (unsigned long)b->addr, b->kind, seg->kind);
             switch (__atomic_load_n(&b->state, __ATOMIC_RELAXED)) {
             case TS_B_FREE:
-                if (b->index != &p->index[b->kind] || !in_list(b->index, b))
+                if ((b->index != &p->index[b->kind] && b->index != &p->uindex[b->kind] && b->index != &p->kindex)
+                    || !in_list(b->index, b))
                     FAIL("free block %#lx not in its index", (unsigned long)b->addr);
-                if (prev && __atomic_load_n(&prev->state, __ATOMIC_RELAXED) == TS_B_FREE)
+                if (prev && __atomic_load_n(&prev->state, __ATOMIC_RELAXED) == TS_B_FREE && prev->index == b->index
+                    && b->index != &p->kindex)
                     FAIL("free blocks %#lx and %#lx not merged", (unsigned long)prev->addr, (unsigned long)b->addr);
-                nfree[b->kind]++;
+                if (p->cfg.mode == TS_ALLOC_EXPANDABLE) {
+                    bool um = b->index == &p->uindex[b->kind];
+                    uint64_t f = (b->addr - p->va_base) / p->gran;
+                    uint64_t l = (b->addr + b->size - 1 - p->va_base) / p->gran;
+                    if (um && ((b->addr - p->va_base) % p->gran || b->size % p->gran))
+                        FAIL("unmapped free block %#lx not page-aligned", (unsigned long)b->addr);
+                    for (uint64_t i = f; i <= l; i++)
+                        if (p->pages[i].mapped == um)
+                            FAIL("free block %#lx (%s) over page %lu %s", (unsigned long)b->addr,
+                                 um ? "unmapped" : "mapped", (unsigned long)i, um ? "mapped" : "unmapped");
+                }
+                if (b->index == &p->kindex)
+                    nkept++;
+                else if (b->index == &p->uindex[b->kind])
+                    nufree[b->kind]++;
+                else
+                    nfree[b->kind]++;
                 break;
             case TS_B_PENDING:
                 pending += b->size;
@@ -136,10 +158,16 @@ int ts_pool_check(ts_pool *p, char *err, size_t errlen)
              (unsigned long)p->live_blocks);
     if (pending != p->pending_bytes)
         FAIL("pending bytes %lu, blocks say %lu", (unsigned long)p->pending_bytes, (unsigned long)pending);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
         if (p->cfg.mode != TS_ALLOC_OFF && nfree[k] != p->index[k].count)
             FAIL("index %d holds %lu blocks, segments %lu free", k, (unsigned long)p->index[k].count,
                  (unsigned long)nfree[k]);
+        if (k == 0 && nkept != p->kindex.count)
+            FAIL("kept index holds %lu blocks, segments %lu", (unsigned long)p->kindex.count, (unsigned long)nkept);
+        if (nufree[k] != p->uindex[k].count)
+            FAIL("unmapped index %d holds %lu blocks, segments %lu", k, (unsigned long)p->uindex[k].count,
+                 (unsigned long)nufree[k]);
+    }
     uint64_t qbytes = 0, lastseq = 0;
     for (ts_block *b = p->q_head; b; b = b->qnext) {
         if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_PENDING)

@@ -61,13 +61,30 @@ class GPT(nn.Module):
         return self.head(self.ln(x))
 
 
+def vmm_counter():
+    """A function returning the emulator's VMM call count so far, or None."""
+    import ctypes
+    try:
+        emu = ctypes.CDLL("libcuda.so.1")
+        get = emu.emuGetCounter
+    except (OSError, AttributeError):
+        return None
+    get.restype = ctypes.c_uint64
+    get.argtypes = [ctypes.c_char_p]
+    names = [f"calls.cuMem{n}".encode() for n in ("Create", "Map", "Unmap", "Release", "SetAccess")]
+    return lambda: sum(get(n) for n in names)
+
+
 def main():
     p = argparse.ArgumentParser()
     for name, default in (("steps", 3), ("batch", 4), ("seq", 64), ("layers", 2), ("dim", 128),
                           ("heads", 4), ("vocab", 512)):
         p.add_argument(f"--{name}", type=int, default=default)
     p.add_argument("--device", default="cuda")
+    p.add_argument("--random-seq", type=int, default=0)
+    p.add_argument("--vmm-calls", action="store_true")
     a = p.parse_args()
+    vmm = vmm_counter() if a.vmm_calls else None
     assert a.dim % a.heads == 0
     torch.manual_seed(0)
     model = GPT(a.vocab, a.dim, a.heads, a.layers, a.seq).to(a.device)
@@ -76,8 +93,13 @@ def main():
     dims = {k: getattr(a, k) for k in ("steps", "batch", "seq", "layers", "dim", "heads", "vocab")}
     dims["params"] = sum(q.numel() for q in model.parameters())
     print("dims", json.dumps(dims), flush=True)
+    lengths = torch.Generator().manual_seed(2)
     for step in range(a.steps):
-        tokens = torch.randint(a.vocab, (a.batch, a.seq + 1), generator=g)
+        t = a.seq
+        if a.random_seq:
+            t = int(torch.randint(a.random_seq, a.seq + 1, (1,), generator=lengths))
+        calls0 = vmm() if vmm else 0
+        tokens = torch.randint(a.vocab, (a.batch, t + 1), generator=g)
         x, y = tokens[:, :-1].to(a.device), tokens[:, 1:].to(a.device)
         logits = model(x)
         loss = F.cross_entropy(logits.view(-1, a.vocab), y.reshape(-1))
@@ -85,6 +107,8 @@ def main():
         loss.backward()
         opt.step()
         print(f"step {step} loss {loss.item():.4f}", flush=True)
+        if vmm:
+            print(f"vmm step {step} {vmm() - calls0}", flush=True)
     if a.device.startswith("cuda"):
         torch.cuda.synchronize()
         print(f"peak allocated {torch.cuda.max_memory_allocated()} bytes")

@@ -35,13 +35,14 @@ typedef struct {
     const char *file, *level, *mode, *provider;
     int device, json, offload;
     uint64_t capacity, limit, device_memory;
+    uint32_t slack; /* expandable growth budget (ts_pool_config.grow_slack_pct) */
 } rp_opts;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: trainshim replay FILE [--level tensor|segment] [--device N] [--capacity BYTES]\n"
                "                        [--mode expandable|caching|off] [--limit BYTES]\n"
-               "                        [--provider auto|cuda|fake] [--json]\n"
+               "                        [--provider auto|cuda|fake] [--json] [--slack PCT|none]\n"
                "                        [--device-memory BYTES [--offload]]\n");
 }
 
@@ -328,6 +329,18 @@ static int parse_args(int argc, char **argv, rp_opts *o)
             if (size_arg("--capacity", v, &o->capacity))
                 return 2;
             i++;
+        } else if (!strcmp(a, "--slack") && v) {
+            /* expandable growth budget: PCT over the allocated peak, then
+             * idle pages move; 0 (default) moves whenever one is safe: a
+             * trace is one step, with no steady state to keep pages for */
+            char *end = NULL;
+            unsigned long pct = strcmp(v, "none") ? strtoul(v, &end, 10) : TS_GROW_UNBOUNDED;
+            if (end && (*end || end == v || pct >= TS_GROW_UNBOUNDED)) {
+                fprintf(stderr, "trainshim: error: bad --slack '%s': a percentage or none\n", v);
+                return 2;
+            }
+            o->slack = (uint32_t)pct;
+            i++;
         } else if (!strcmp(a, "--offload")) {
             o->offload = 1;
         } else if (!strcmp(a, "--device-memory") && v) {
@@ -584,9 +597,11 @@ int cmd_replay(int argc, char **argv)
         free(ev);
         return 1;
     }
-    ts_pool_config cfg = {
-        .mode = mode_of(o.mode), .device = o.device, .capacity = prov.capacity, .memory_limit = o.limit
-    };
+    ts_pool_config cfg = { .mode = mode_of(o.mode),
+                           .device = o.device,
+                           .capacity = prov.capacity,
+                           .memory_limit = o.limit,
+                           .grow_slack_pct = o.slack };
     int st;
     ts_pool *pool = ts_pool_create(&cfg, prov.table, &st);
     if (!pool) {

@@ -1,0 +1,220 @@
+/* The expandable pool in a training loop's steady state, over the fake
+ * provider: a step pattern repeated (parameters kept, the previous step's
+ * gradients freed during the next forward pass, activations freed in
+ * reverse, temporaries, stream-ordered and synchronous frees) makes VMM
+ * calls while it warms up and none once settled (its peak reserved / peak
+ * allocated is printed); idle pages are unmapped past
+ * cfg.idle_release_ns and not before; at the memory limit growth moves idle
+ * pages' handles instead of failing; ts_pool_check holds throughout. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "alloc/alloc.h"
+
+#define MiB (1ull << 20)
+static int failures;
+#define CHECK(c, ...) do { if (!(c)) { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); failures++; } } while (0)
+
+static ts_pool *mk(ts_fake_provider **fp, uint64_t cap, uint64_t limit, uint64_t idle_ns, uint32_t slack)
+{
+    *fp = ts_fake_create(cap, 2 * MiB);
+    ts_pool_config cfg = {.mode = TS_ALLOC_EXPANDABLE, .capacity = cap, .memory_limit = limit,
+                          .idle_release_ns = idle_ns, .grow_slack_pct = slack};
+    int st;
+    ts_pool *p = ts_pool_create(&cfg, ts_fake_provider_table(*fp), &st);
+    if (!p) {
+        printf("FAIL: pool create %d\n", st);
+        exit(1);
+    }
+    return p;
+}
+
+static void check(ts_pool *p, const char *what)
+{
+    char err[256];
+    CHECK(ts_pool_check(p, err, sizeof err) == 0, "%s: %s", what, err);
+}
+
+static uint64_t vmm_calls(ts_fake_provider *f)
+{
+    ts_fake_counters c;
+    ts_fake_counters_get(f, &c);
+    return c.creates + c.releases + c.maps + c.unmaps + c.set_access;
+}
+
+static void finish(ts_pool *p, ts_fake_provider *f)
+{
+    CHECK(ts_pool_trim(p) == TS_ALLOC_OK, "trim");
+    ts_alloc_stats st;
+    ts_pool_stats(p, &st);
+    CHECK(st.reserved_bytes == 0, "reserved after trim: %lu", (unsigned long)st.reserved_bytes);
+    check(p, "finish");
+    ts_pool_destroy(p);
+    ts_fake_counters c;
+    ts_fake_counters_get(f, &c);
+    CHECK(c.live_handles == 0 && c.mapped_pages == 0 && c.misuse == 0, "leak: handles %lu pages %lu misuse %lu",
+          (unsigned long)c.live_handles, (unsigned long)c.mapped_pages, (unsigned long)c.misuse);
+    ts_fake_destroy(f);
+}
+
+static uint64_t rng(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+/* A size like a transformer's tensors: many small ones, mid-size
+ * activations, a few large ones, none a multiple of the page. */
+static uint64_t tensor_size(uint64_t *s)
+{
+    uint64_t r = rng(s) % 100;
+    if (r < 40)
+        return 512 + rng(s) % (256 * 1024);
+    if (r < 85)
+        return 1 * MiB + rng(s) % (24 * MiB);
+    return 32 * MiB + rng(s) % (96 * MiB);
+}
+
+#define NPARAM 40
+#define NACT 120
+#define STREAM 7
+
+/* One training step; grads[] holds the previous step's gradients, freed
+ * during this forward pass as zero_grad(set_to_none) does. */
+static void step(ts_pool *p, uint64_t *params, uint64_t *grads)
+{
+    uint64_t seed = 42, act[NACT], ptr;
+    for (int i = 0; i < NACT; i++) {
+        CHECK(ts_pool_alloc(p, tensor_size(&seed), STREAM, 0, &act[i]) == TS_ALLOC_OK, "act %d", i);
+        /* a temporary, freed at once (stream-ordered, like torch's frees) */
+        if (ts_pool_alloc(p, tensor_size(&seed) / 2 + 512, STREAM, 0, &ptr) == TS_ALLOC_OK)
+            ts_pool_free(p, ptr, STREAM, TS_FF_STREAM_ORDERED);
+        if (i == NACT / 2)
+            for (int k = 0; k < NPARAM; k++) {
+                ts_pool_free(p, grads[k], TS_STREAM_NONE, 0);
+                grads[k] = 0;
+            }
+    }
+    for (int i = NACT - 1; i >= 0; i--) {
+        if (i % 3 == 0 && i / 3 < NPARAM)
+            CHECK(ts_pool_alloc(p, ts_pool_lookup(p, params[i / 3], NULL, &ptr) == 0 ? ptr : 4096, STREAM, 0,
+                                &grads[i / 3]) == TS_ALLOC_OK,
+                  "grad %d", i / 3);
+        ts_pool_free(p, act[i], STREAM, TS_FF_STREAM_ORDERED);
+    }
+}
+
+/* slack TS_GROW_UNBOUNDED (the shim's default): settles with no call;
+ * slack 0: reserved stays at the allocated peak, pages keep moving. */
+static void steady_state(uint32_t slack)
+{
+    ts_fake_provider *f;
+    ts_pool *p = mk(&f, 8192 * MiB, 0, 0, slack);
+    ts_pool_stream_add(p, 0);
+    uint64_t params[NPARAM], grads[NPARAM] = { 0 }, seed = 7;
+    for (int k = 0; k < NPARAM; k++)
+        CHECK(ts_pool_alloc(p, tensor_size(&seed), TS_STREAM_NONE, 0, &params[k]) == TS_ALLOC_OK, "param %d", k);
+    uint64_t calls[14];
+    for (int s = 0; s < 14; s++) {
+        uint64_t before = vmm_calls(f);
+        step(p, params, grads);
+        calls[s] = vmm_calls(f) - before;
+        check(p, "step");
+        printf("step %d: %lu VMM calls\n", s + 1, (unsigned long)calls[s]);
+    }
+    /* this pattern (every tensor a size of its own, grads freed mid-forward)
+     * settles later than a GPT's: the last half of the run must be silent */
+    CHECK(calls[0] > 0, "the first step mapped nothing: the test measures nothing");
+    for (int s = 7; s < 14 && slack == TS_GROW_UNBOUNDED; s++)
+        CHECK(calls[s] == 0, "step %d made %lu VMM calls", s + 1, (unsigned long)calls[s]);
+    ts_alloc_stats st;
+    ts_pool_stats(p, &st);
+    double ratio = (double)st.peak_reserved_bytes / (double)st.peak_allocated_bytes;
+    printf("peak reserved %lu, peak allocated %lu: %.4f; page moves %lu\n", (unsigned long)st.peak_reserved_bytes,
+           (unsigned long)st.peak_allocated_bytes, ratio, (unsigned long)st.page_moves);
+    if (slack == TS_GROW_UNBOUNDED)
+        CHECK(st.page_moves == 0, "pages moved without memory pressure: %lu", (unsigned long)st.page_moves);
+    else
+        CHECK(ratio < 1.03, "slack 0: peak reserved / peak allocated %.4f", ratio);
+    for (int k = 0; k < NPARAM; k++) {
+        ts_pool_free(p, params[k], TS_STREAM_NONE, 0);
+        ts_pool_free(p, grads[k], TS_STREAM_NONE, 0);
+    }
+    finish(p, f);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts))
+        ;
+}
+
+/* Pages idle past the threshold are given back at the next allocation;
+ * without a threshold (or before it) they stay mapped. */
+static void idle_threshold(uint64_t idle_ns)
+{
+    ts_fake_provider *f;
+    ts_pool *p = mk(&f, 1024 * MiB, 0, idle_ns, TS_GROW_UNBOUNDED);
+    uint64_t big, small;
+    CHECK(ts_pool_alloc(p, 64 * MiB, TS_STREAM_NONE, 0, &big) == TS_ALLOC_OK, "big");
+    ts_pool_free(p, big, TS_STREAM_NONE, 0);
+    CHECK(ts_pool_alloc(p, 4096, TS_STREAM_NONE, 0, &small) == TS_ALLOC_OK, "small at once");
+    ts_alloc_stats st;
+    ts_pool_stats(p, &st);
+    CHECK(st.reserved_bytes == 66 * MiB, "idle pages released before the threshold: reserved %lu",
+          (unsigned long)st.reserved_bytes);
+    sleep_ms(30);
+    uint64_t small2;
+    CHECK(ts_pool_alloc(p, 8192, TS_STREAM_NONE, 0, &small2) == TS_ALLOC_OK, "small after the wait");
+    ts_pool_stats(p, &st);
+    uint64_t want = idle_ns ? 2 * MiB : 66 * MiB;
+    CHECK(st.reserved_bytes == want, "threshold %lu ns: reserved %lu, want %lu", (unsigned long)idle_ns,
+          (unsigned long)st.reserved_bytes, (unsigned long)want);
+    check(p, "idle");
+    ts_pool_free(p, small, TS_STREAM_NONE, 0);
+    ts_pool_free(p, small2, TS_STREAM_NONE, 0);
+    finish(p, f);
+}
+
+/* At the memory limit, growth takes idle pages' handles (moves) and stays
+ * under the limit; the free blocks over the pages it took are refiled. */
+static void limit_moves(void)
+{
+    ts_fake_provider *f;
+    ts_pool *p = mk(&f, 1024 * MiB, 64 * MiB, 0, TS_GROW_UNBOUNDED);
+    uint64_t x, y, z;
+    CHECK(ts_pool_alloc(p, 32 * MiB, TS_STREAM_NONE, 0, &x) == TS_ALLOC_OK, "x");
+    CHECK(ts_pool_alloc(p, 2 * MiB, TS_STREAM_NONE, 0, &y) == TS_ALLOC_OK, "y");
+    ts_pool_free(p, x, TS_STREAM_NONE, 0);
+    CHECK(ts_pool_alloc(p, 40 * MiB, TS_STREAM_NONE, 0, &z) == TS_ALLOC_OK, "z at the limit");
+    ts_alloc_stats st;
+    ts_pool_stats(p, &st);
+    CHECK(st.reserved_bytes <= 64 * MiB && st.page_moves > 0, "reserved %lu, moves %lu",
+          (unsigned long)st.reserved_bytes, (unsigned long)st.page_moves);
+    check(p, "after moves");
+    /* what is left mapped and free still serves without a driver call */
+    uint64_t before = vmm_calls(f), w;
+    CHECK(ts_pool_alloc(p, 4 * MiB, TS_STREAM_NONE, 0, &w) == TS_ALLOC_OK, "w");
+    CHECK(vmm_calls(f) == before, "mapped free space not used: %lu calls", (unsigned long)(vmm_calls(f) - before));
+    check(p, "w");
+    ts_pool_free(p, w, TS_STREAM_NONE, 0);
+    ts_pool_free(p, z, TS_STREAM_NONE, 0);
+    ts_pool_free(p, y, TS_STREAM_NONE, 0);
+    finish(p, f);
+}
+
+int main(void)
+{
+    steady_state(TS_GROW_UNBOUNDED);
+    steady_state(0);
+    idle_threshold(0);
+    idle_threshold(5 * 1000000ull);
+    limit_moves();
+    if (failures) {
+        printf("%d failures\n", failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
