@@ -267,11 +267,11 @@ static void restated_ratio(double bwn, double bound)
            "(%.2f GB/s):\n", q, bound);
     printf("  %-3s %8s %12s %15s %7s %6s %22s %9s\n", "dir", "size", "pinned GB/s", "converted GB/s", "ratio", "goal",
            "unlimited link GB/s", "of bound");
-    static const size_t sizes[] = {8u * MIB, 64u * MIB};
-    for (int k = 0; k < 2; k++)
+    static const size_t sizes[] = {8u * MIB, 16u * MIB, 64u * MIB, 256u * MIB};
+    for (int k = 0; k < 4; k++)
         for (int dir = 0; dir < 2; dir++) {
             size_t n = sizes[k];
-            int reps = n >= 64u * MIB ? 4 : 16;
+            int reps = n >= 256u * MIB ? 2 : n >= 64u * MIB ? 4 : 16;
             set_env(link, NULL);
             double pin = best_of3(0, dir ? "pinned_d2h" : "pinned_h2d", n, reps);
             double conv = best_of3(1, dir ? "d2h" : "h2d", n, reps);
