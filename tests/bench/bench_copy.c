@@ -16,8 +16,8 @@
  *      (EMU_PINNED_GBPS=25, EMU_PAGEABLE_GBPS=8), end-to-end H2D/D2H
  *      throughput with and without the shim;
  *   6. the copy goal restated (after 2): EMU_PINNED_GBPS a quarter of the
- *      all-threads memcpy bandwidth, converted pageable copies of 8 and
- *      64 MiB against pinned ones, goal >= 0.9 both directions, and the
+ *      all-threads memcpy bandwidth, converted pageable copies of 8, 16, 64
+ *      and 256 MiB against pinned ones, goal >= 0.9 both directions, and the
  *      unlimited-link figure as a share of the emulator bound.
  *
  * The program re-runs itself as a child for every measurement that needs
@@ -352,8 +352,8 @@ int main(int argc, char **argv)
     /* Defaults by measurement: chunk size and helper threads, 64 MiB each way. */
     printf("\ndefaults: 64 MiB cudaMemcpy GB/s under the shim against TRAINSHIM_COPY_CHUNK / TRAINSHIM_COPY_THREADS "
            "(helpers are capped at CPUs - 1 = %d here):\n", ncpu - 1);
-    static const char *const chunks[] = {"TRAINSHIM_COPY_CHUNK=1MiB", "TRAINSHIM_COPY_CHUNK=2MiB",
-                                         "TRAINSHIM_COPY_CHUNK=4MiB", "TRAINSHIM_COPY_CHUNK=8MiB"};
+    static const char *const chunks[] = {"TRAINSHIM_COPY_CHUNK=2MiB", "TRAINSHIM_COPY_CHUNK=4MiB",
+                                         "TRAINSHIM_COPY_CHUNK=8MiB", "TRAINSHIM_COPY_CHUNK=16MiB"};
     static const char *const threads[] = {"TRAINSHIM_COPY_THREADS=0", "TRAINSHIM_COPY_THREADS=1",
                                           "TRAINSHIM_COPY_THREADS=4"};
     printf("  %-26s", "");
