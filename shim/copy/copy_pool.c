@@ -13,7 +13,10 @@
  * what waking a thread blocked on a condition variable costs (more on a
  * loaded machine).  So a helper that ran out of parts, and a caller waiting
  * for its last parts, first spin for up to SPIN_NS before they sleep: back to
- * back pieces then find the helpers awake. */
+ * back pieces then find the helpers awake.  A helper whose last wait for work
+ * was longer than SPIN_NS (slow pieces: a slow link, or no copy at all) spins
+ * only SPIN_IDLE_NS next time, so an idle or slow pool does not keep CPUs
+ * busy that the program could use. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -34,6 +37,7 @@ enum {
     SPLIT_MIN = 512 << 10, /* below this, one memcpy is as fast */
     PART_MIN = 256 << 10,
     SPIN_NS = 200000,
+    SPIN_IDLE_NS = 5000,
 };
 
 struct job {
@@ -82,9 +86,9 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Spins until *v is zero (want_zero) or non-zero, at most SPIN_NS; true if
+/* Spins until *v is zero (want_zero) or non-zero, at most limit_ns; true if
  * it got there. */
-static bool spin_until(atomic_uint *v, bool want_zero)
+static bool spin_until(atomic_uint *v, bool want_zero, uint64_t limit_ns)
 {
     uint64_t deadline = 0;
     for (unsigned i = 0;; i++) {
@@ -93,7 +97,7 @@ static bool spin_until(atomic_uint *v, bool want_zero)
         if ((i & 63) == 0) {
             uint64_t now = mono_ns();
             if (!deadline)
-                deadline = now + SPIN_NS;
+                deadline = now + limit_ns;
             else if (now >= deadline)
                 return false;
         }
@@ -156,13 +160,16 @@ static void run_part(const struct part *p)
 static void *helper_main(void *arg)
 {
     (void)arg;
+    uint64_t spin_ns = SPIN_NS;
     for (;;) {
         struct part p;
-        spin_until(&n_queued, false);
+        uint64_t t0 = mono_ns();
+        spin_until(&n_queued, false, spin_ns);
         pthread_mutex_lock(&pool_lock);
         while (!pop_locked(&p))
             pthread_cond_wait(&work_cond, &pool_lock);
         pthread_mutex_unlock(&pool_lock);
+        spin_ns = mono_ns() - t0 <= SPIN_NS ? SPIN_NS : SPIN_IDLE_NS;
         run_part(&p);
     }
     return NULL;
@@ -226,7 +233,7 @@ static void help_until_done(struct job *job)
         pthread_mutex_unlock(&pool_lock);
         if (got)
             run_part(&p);
-        else if (spin_until(&job->remaining, true))
+        else if (spin_until(&job->remaining, true, SPIN_NS))
             return;
         else
             break;

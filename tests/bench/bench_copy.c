@@ -272,9 +272,16 @@ static void restated_ratio(double bwn, double bound)
         for (int dir = 0; dir < 2; dir++) {
             size_t n = sizes[k];
             int reps = n >= 256u * MIB ? 2 : n >= 64u * MIB ? 4 : 16;
+            /* pinned and converted runs alternate, best of each: a burst of
+             * another job's load hits both alike */
             set_env(link, NULL);
-            double pin = best_of3(0, dir ? "pinned_d2h" : "pinned_h2d", n, reps);
-            double conv = best_of3(1, dir ? "d2h" : "h2d", n, reps);
+            double pin = -1, conv = -1;
+            for (int t = 0; t < 4; t++) {
+                double a = measure(0, 0, dir ? "pinned_d2h" : "pinned_h2d", n, reps);
+                double b = measure(1, 0, dir ? "d2h" : "h2d", n, reps);
+                if (a > pin) pin = a;
+                if (b > conv) conv = b;
+            }
             set_env(NULL, NULL);
             double free_link = best_of3(1, dir ? "d2h" : "h2d", n, reps);
             double r = pin > 0 ? conv / pin : 0;
