@@ -104,8 +104,9 @@ check_copies() {
   local row="" c
   for c in $(printf '%s\n' $counts | sort -nu); do row="$row ${c}T:$(kv "$m" "t$c")"; done
   fig "host memcpy by threads (a converted copy's staging bound)" "${row# }" GB/s
+  local mib_of='{ printf "%g MiB", $1 / 1048576 }'
   fig "engine defaults: COPY_CHUNK / COPY_THREADS (threads copying) / STAGING_BYTES" \
-    "$(sed -n 's/^TRAINSHIM_COPY_CHUNK=//p' "$OUT/logs/copies.config") / $(copy_default_threads) ($def_t) / $(sed -n 's/^TRAINSHIM_STAGING_BYTES=//p' "$OUT/logs/copies.config")" B
+    "$(sed -n 's/^TRAINSHIM_COPY_CHUNK=//p' "$OUT/logs/copies.config" | awk "$mib_of") / $(copy_default_threads) (${def_t}T) / $(sed -n 's/^TRAINSHIM_STAGING_BYTES=//p' "$OUT/logs/copies.config" | awk "$mib_of")"
   local mc_def; mc_def=$(kv "$m" "t$def_t")
   local pass=1 line dir size pin page shimpage r blk shimblk bound
   while read -r line; do
