@@ -195,6 +195,10 @@ $(B)/tests/%: tests/%.cu $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -Itests/emu -Itests -o $@ $< -L$(CUDA_HOME)/lib64 -lcublas -lnccl -L$(EMU) -lcuda
 
+# tests that compile a copy-engine source into themselves
+$(B)/tests/integration/test_copy_pieces: shim/copy/copy_plan.c
+$(B)/tests/integration/test_copy_pool: shim/copy/copy_pool.c
+
 WORKLOAD_CU  := $(wildcard tests/workloads/*.cu)
 WORKLOAD_BIN := $(patsubst tests/workloads/%.cu,$(B)/workloads/%,$(WORKLOAD_CU))
 # -g: the demo report's allocation sites show file:line

@@ -27,9 +27,9 @@
 #include "log/logfmt.h"
 
 /* Staging buffers a synchronous H2D or a D2H copy keeps: pieces in flight
- * at once.  Three cover the piece being staged or copied out, the one on the
- * link and one queued behind it. */
-enum { DEPTH = 3 };
+ * at once (the piece being staged or copied out, the one on the link and two
+ * queued behind it, which absorb the ramp's growing pieces). */
+enum { DEPTH = 4 };
 
 bool ts_copy_wanted(uint64_t bytes)
 {

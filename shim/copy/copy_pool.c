@@ -16,7 +16,10 @@
  * back pieces then find the helpers awake.  A helper whose last wait for work
  * was longer than SPIN_NS (slow pieces: a slow link, or no copy at all) spins
  * only SPIN_IDLE_NS next time, so an idle or slow pool does not keep CPUs
- * busy that the program could use. */
+ * busy that the program could use.  Nobody spins unless the process may use
+ * at least two CPUs beyond the caller and the helpers: with fewer, a
+ * spinning caller holds the very CPU its sleeping helper needs (and the
+ * driver's own threads need one). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -60,6 +63,7 @@ static unsigned q_head, q_tail; /* q_tail - q_head parts are queued */
 static atomic_uint n_queued;    /* the same, read by spinning threads without the lock */
 static int threads_started;     /* -1: could not start, 0: not yet */
 static int n_threads;
+static bool spin_ok; /* CPUs to spare for spinning (see above) */
 
 static bool pop_locked(struct part *out)
 {
@@ -90,6 +94,8 @@ static inline void cpu_relax(void)
  * it got there. */
 static bool spin_until(atomic_uint *v, bool want_zero, uint64_t limit_ns)
 {
+    if (!__atomic_load_n(&spin_ok, __ATOMIC_RELAXED))
+        limit_ns = 0;
     uint64_t deadline = 0;
     for (unsigned i = 0;; i++) {
         if ((atomic_load_explicit(v, memory_order_acquire) == 0) == want_zero)
@@ -219,6 +225,7 @@ static void start_helpers_locked(void)
         n_threads++;
     }
     pthread_attr_destroy(&attr);
+    __atomic_store_n(&spin_ok, cpus >= (long)n_threads + 3, __ATOMIC_RELAXED);
     threads_started = n_threads > 0 ? 1 : -1;
 }
 
