@@ -279,24 +279,56 @@ static void count_piece(const struct piece *p, struct piece *done, struct ts_cop
     st->chunks++;
 }
 
-/* Synchronous H2D.  Its first piece is a synchronous copy (transfer_sync:
- * the stream drains first), so from then on only its own transfers are on
- * the stream: DEPTH buffers keep the link busy, and staging further ahead
- * would only leave a backlog that the next synchronous call waits for with
- * the CPU idle.  The call returns once the last piece is staged and queued. */
+/* A synchronous H2D's first piece is a synchronous copy (transfer_sync: the
+ * stream drains first).  The second piece is staged before it, while the
+ * stream still drains, and queued right after it, so the link does not sit
+ * idle while the second piece is staged.  False when nothing more can be
+ * done (the rest, or the whole copy, passes through). */
+static bool h2d_sync_first(const struct ts_copy_req *q, struct held_bufs *h, CUcontext ctx,
+                           struct piece *done, struct ts_copy_stats *st)
+{
+    struct piece p0, p1;
+    if (!next_piece(q, done, &p0))
+        return false;
+    struct ts_staging_buf *b0 = held_take(h, ctx, st), *b1 = NULL;
+    if (!b0)
+        return false;
+    stage_piece(q, &p0, b0);
+    if (next_piece(q, &p0, &p1)) {
+        b1 = held_take(h, ctx, st);
+        if (b1 == b0)
+            b1 = NULL; /* one buffer only: the second piece waits its turn */
+        else if (b1)
+            stage_piece(q, &p1, b1);
+    }
+    if (transfer_sync(q, &p0, ts_staging_ptr(b0), true) != CUDA_SUCCESS)
+        return false;
+    count_piece(&p0, done, st);
+    if (!b1)
+        return true;
+    if (queue_recorded(q, &p1, b1, true) != CUDA_SUCCESS)
+        return false;
+    count_piece(&p1, done, st);
+    return true;
+}
+
+/* Synchronous H2D.  After its first piece (h2d_sync_first) only its own
+ * transfers are on the stream: DEPTH buffers keep the link busy, and staging
+ * further ahead would only leave a backlog that the next synchronous call
+ * waits for with the CPU idle.  The call returns once the last piece is
+ * staged and queued. */
 static void run_h2d_sync(const struct ts_copy_req *q, CUcontext ctx, struct piece *done,
                          struct ts_copy_stats *st)
 {
     struct held_bufs h = { .n = 0 };
     struct piece p;
-    while (next_piece(q, done, &p)) {
+    bool go = h2d_sync_first(q, &h, ctx, done, st);
+    while (go && next_piece(q, done, &p)) {
         struct ts_staging_buf *b = held_take(&h, ctx, st);
         if (!b)
             break; /* a failed device or no staging: the original call does the rest */
         stage_piece(q, &p, b);
-        CUresult r =
-            st->chunks == 0 ? transfer_sync(q, &p, ts_staging_ptr(b), true) : queue_recorded(q, &p, b, true);
-        if (r != CUDA_SUCCESS)
+        if (queue_recorded(q, &p, b, true) != CUDA_SUCCESS)
             break;
         count_piece(&p, done, st);
     }
