@@ -195,6 +195,10 @@ $(B)/tests/%: tests/%.cu $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -Itests/emu -Itests -o $@ $< -L$(CUDA_HOME)/lib64 -lcublas -lnccl -L$(EMU) -lcuda
 
+# tests that compile a copy-engine source into themselves
+$(B)/tests/integration/test_copy_pieces: shim/copy/copy_plan.c
+$(B)/tests/integration/test_copy_pool: shim/copy/copy_pool.c
+
 WORKLOAD_CU  := $(wildcard tests/workloads/*.cu)
 WORKLOAD_BIN := $(patsubst tests/workloads/%.cu,$(B)/workloads/%,$(WORKLOAD_CU))
 # -g: the demo report's allocation sites show file:line
@@ -247,7 +251,7 @@ test: setup
 # and NVCC=tests/san/nvcc.sh.  Scripts that preload the shim into programs we
 # do not build (python3, /bin/true) stay out: they would test the sanitizer.
 ASAN_INTEGRATION ?= devmem_semantics devmem_streams devmem_faults devmem_capture devmem_peer \
-                    devmem_fast devmem_ipc copy_semantics copy_hostcache copy_pool cupti_timeline compute_cupti \
+                    devmem_fast devmem_ipc copy_semantics copy_hostcache copy_pool copy_pieces cupti_timeline compute_cupti \
                     interpose_ demo_differential nccl_multirank log_limits nccl_accounting
 ASAN_INTEGRATION_PREFIXES := $(addprefix tests/integration/test_,$(ASAN_INTEGRATION))
 # -Xcompiler splits at commas: one sanitizer per option.

@@ -72,11 +72,43 @@ check_probe() {
   fig stacks "$(cat "$OUT/logs/build.deps" 2>/dev/null)"
 }
 
-# converted pageable (shim) / pinned (plain run), per size and direction
+# Helper threads the shim's copy pool starts for TRAINSHIM_COPY_THREADS=$1,
+# plus the calling thread: the threads that copy a piece's host side
+# (copy_pool.c: at most the CPUs this process may use minus one).
+copy_threads_used() {
+  local cpus; cpus=$(nproc 2> /dev/null || echo 1)
+  local t=$1; [ "$t" -gt $((cpus - 1)) ] && t=$((cpus - 1)); [ "$t" -lt 0 ] && t=0
+  echo $((t + 1))
+}
+copy_default_threads() { sed -n 's/^TRAINSHIM_COPY_THREADS=//p' "$OUT/logs/copies.config"; }
+min_of() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a + 0 < b + 0) print a; else print b }'; }
+
+# converted pageable (shim) / pinned (plain run), per size and direction;
+# beside it the bound the staging side allows: min(host memcpy with the
+# threads that copy, the pinned link rate), and the converted figure as a
+# share of it.  Then the engine settings swept (helper threads x largest
+# piece) at 8, 64 and 256 MiB, so one GPU run names the best defaults.
 check_copies() {
   local max=${GPU_CHECK_COPY_MAX_MIB:-1024}; [ "$MODE" = emu ] && max=16
+  "$TOOL" config --effective | sed 's/  #.*//' > "$OUT/logs/copies.config" || return 1
   run_both sweep "$GB/gpu_copy" sweep $max || return 1
-  local pass=1 line dir size pin page shimpage r blk shimblk
+  local sweep_threads="2 4 8 12" sweep_chunks="4MiB 8MiB 16MiB" sweep_mib="8 64 256"
+  [ "$MODE" = emu ] && { sweep_threads=2; sweep_chunks=8MiB; sweep_mib=8; }
+  local s kept=""; for s in $sweep_mib; do [ "$s" -le "$max" ] && kept="$kept $s"; done; sweep_mib=${kept# }
+  local def_t; def_t=$(copy_threads_used "$(copy_default_threads)")
+  local counts="1 $def_t" t
+  for t in $sweep_threads; do counts="$counts $(copy_threads_used "$t")"; done
+  local m; m=$("$GB/gpu_copy" memcpy $(printf '%s\n' $counts | sort -nu)) || return 1
+  echo "$m" > "$OUT/logs/$CHECK.memcpy.out"
+  fig "host memcpy 1 thread / $(kv "$m" threads) threads" "$(kv "$m" one_thread_gbps) / $(kv "$m" all_threads_gbps)" GB/s
+  local row="" c
+  for c in $(printf '%s\n' $counts | sort -nu); do row="$row ${c}T:$(kv "$m" "t$c")"; done
+  fig "host memcpy by threads (a converted copy's staging bound)" "${row# }" GB/s
+  local mib_of='{ printf "%g MiB", $1 / 1048576 }'
+  fig "engine defaults: COPY_CHUNK / COPY_THREADS (threads copying) / STAGING_BYTES" \
+    "$(sed -n 's/^TRAINSHIM_COPY_CHUNK=//p' "$OUT/logs/copies.config" | awk "$mib_of") / $(copy_default_threads) (${def_t}T) / $(sed -n 's/^TRAINSHIM_STAGING_BYTES=//p' "$OUT/logs/copies.config" | awk "$mib_of")"
+  local mc_def; mc_def=$(kv "$m" "t$def_t")
+  local pass=1 line dir size pin page shimpage r blk shimblk bound
   while read -r line; do
     dir=$(kv "$line" dir); size=$(kv "$line" size); pin=$(kv "$line" pinned_gbps); page=$(kv "$line" pageable_gbps)
     shimpage=$(kv "$(grep "dir=$dir size=$size " "$OUT/logs/$CHECK.sweep.shim.out")" pageable_gbps)
@@ -88,28 +120,52 @@ check_copies() {
     fi
     fig "${dir}_$((size >> 10))KiB pinned/pageable/converted" "$pin / $page / $shimpage" GB/s
     fig "${dir}_$((size >> 10))KiB converted/pinned" "$r" x "$goal" "$v"
+    if [ "$size" -ge $((8 << 20)) ]; then
+      bound=$(min_of "$mc_def" "$pin")
+      fig "${dir}_$((size >> 10))KiB bound min(memcpy ${def_t}T, pinned) / converted of bound" "$bound / $(ratio "$shimpage" "$bound")" "GB/s / x"
+    fi
     if [ "$dir" = h2d ]; then
       blk=$(kv "$line" blocked_us)
       shimblk=$(kv "$(grep "dir=h2d size=$size " "$OUT/logs/$CHECK.sweep.shim.out")" blocked_us)
       fig "h2d_$((size >> 10))KiB host-blocked per async call plain/shim" "$blk / $shimblk" us
     fi
   done < <(grep '^copy ' "$OUT/logs/$CHECK.sweep.plain.out")
-  # the staging side's bound, and the converted ratio with other engine settings (>= 8 MiB)
-  local m; m=$("$GB/gpu_copy" memcpy) && fig "host memcpy 1 thread / $(kv "$m" threads) threads" \
-    "$(kv "$m" one_thread_gbps) / $(kv "$m" all_threads_gbps)" GB/s
-  local setting
-  for setting in TRAINSHIM_COPY_THREADS=8 TRAINSHIM_COPY_CHUNK=1MiB TRAINSHIM_COPY_CHUNK=8MiB; do
-    env $(shim_env) $setting "$GB/gpu_copy" sweep $max 8192 > "$OUT/logs/$CHECK.$setting.out" || continue
-    local rs=""
-    while read -r line; do
-      dir=$(kv "$line" dir); size=$(kv "$line" size)
-      pin=$(kv "$(grep "dir=$dir size=$size " "$OUT/logs/$CHECK.sweep.plain.out")" pinned_gbps)
-      rs="$rs $dir/$((size >> 20))M:$(ratio "$(kv "$line" pageable_gbps)" "$pin")"
-    done < <(grep '^copy ' "$OUT/logs/$CHECK.$setting.out")
-    fig "converted/pinned with $setting" "${rs# }" x
-  done
+  [ -n "$sweep_mib" ] && copies_sweep "$m" "$sweep_threads" "$sweep_chunks" "$sweep_mib"
   [ "$MODE" = emu ] && { verdict EMULATED; note "data checked; the 0.9 goal is judged on a GPU only"; return 0; }
   [ $pass = 1 ] || verdict FAIL
+}
+
+# copies_sweep MEMCPY_LINE THREADS CHUNKS MIBS: converted/pinned for each
+# TRAINSHIM_COPY_THREADS x TRAINSHIM_COPY_CHUNK at each size (pinned from the
+# plain sweep), one row per setting with its staging bound, then the best
+# setting per direction and size.
+copies_sweep() {
+  local m=$1 t c line dir size pin r used out key
+  declare -A best best_at
+  for c in $3; do
+    for t in $2; do
+      used=$(copy_threads_used "$t")
+      out="$OUT/logs/$CHECK.t$t.c$c.out"
+      env $(shim_env) TRAINSHIM_COPY_THREADS=$t TRAINSHIM_COPY_CHUNK=$c "$GB/gpu_copy" pageable $4 > "$out" \
+        || { note "sweep COPY_THREADS=$t COPY_CHUNK=$c failed"; continue; }
+      local rs=""
+      while read -r line; do
+        dir=$(kv "$line" dir); size=$(kv "$line" size)
+        pin=$(kv "$(grep "dir=$dir size=$size " "$OUT/logs/$CHECK.sweep.plain.out")" pinned_gbps)
+        r=$(ratio "$(kv "$line" pageable_gbps)" "$pin")
+        key="$dir/$((size >> 20))M"
+        rs="$rs $key:$r"
+        [ "$r" = nan ] && continue
+        if [ -z "${best[$key]:-}" ] || awk -v a="$r" -v b="${best[$key]}" 'BEGIN{ exit !(a + 0 > b + 0) }'; then
+          best[$key]=$r; best_at[$key]="COPY_THREADS=$t COPY_CHUNK=$c"
+        fi
+      done < <(grep '^copy ' "$out")
+      fig "converted/pinned, COPY_THREADS=$t (${used}T, memcpy $(kv "$m" "t$used") GB/s) COPY_CHUNK=$c" "${rs# }" x
+    done
+  done
+  for key in $(printf '%s\n' "${!best[@]}" | sort -t/ -k1,1 -k2n); do
+    fig "best setting $key" "${best_at[$key]}: ${best[$key]}" x
+  done
 }
 
 check_copy_threads() {
@@ -537,7 +593,7 @@ echo "gpu-check: mode $MODE; results in $OUT"
 # name timeout-on-GPU timeout-on-emulator
 CHECKS="probe 30 60
 semantics 60 120
-copies 100 120
+copies 160 180
 cupti 60 120
 demo 90 180
 alloc 45 120

@@ -1,16 +1,22 @@
-/* copy_engine.c: converts a pageable host<->device copy into chunked
+/* copy_engine.c: converts a pageable host<->device copy into pipelined
  * asynchronous copies through pinned staging (see copy_engine.h for the
- * contract).
+ * contract), in the pieces copy_plan.c sizes: small first and last pieces,
+ * large ones between.
  *
- * H2D: chunk i is copied (by the caller and the copy pool) into a staging
- * buffer, its transfer queued on the stream and the buffer's event recorded;
- * the buffer goes back to the ring at once and is reused only after that
- * event, so the CPU copy of chunk i+1 overlaps the transfer of chunk i.
- * D2H: up to PIPE_DEPTH chunk transfers are queued ahead; the oldest is waited
- * for, copied out to the destination, and its buffer refilled with the next.
+ * H2D: piece k is copied (by the caller and the copy pool) into a staging
+ * buffer, its transfer queued on the stream and the buffer's event recorded,
+ * so the CPU copy of piece k+1 overlaps the transfer of piece k.
+ * D2H: up to DEPTH piece transfers are queued ahead; the oldest is waited
+ * for and copied out to the destination while the later ones cross the link,
+ * and its buffer is refilled with the next piece.
+ * A synchronous H2D and every D2H keep up to DEPTH buffers for the whole copy
+ * and reuse them piece after piece (waiting on a buffer's own event), so a
+ * piece costs no ring lock, event query or driver check; an asynchronous H2D
+ * takes a fresh buffer from the ring per piece and returns it at once, so it
+ * can stage as far ahead of a busy stream as the ring allows.
  *
  * A 1D copy is cut into byte ranges; a 2D copy into whole rows (packed in the
- * staging buffer with pitch = width), so a row wider than a chunk is left to
+ * staging buffer with pitch = width), so a row wider than a buffer is left to
  * the original call. */
 #include <string.h>
 
@@ -20,21 +26,10 @@
 #include "log/log.h"
 #include "log/logfmt.h"
 
-enum {
-    PIPE_DEPTH = 4,
-    /* The first piece of a synchronous entry point is a synchronous copy
-     * (transfer_sync): nothing overlaps it, so it is kept small. */
-    FIRST_SYNC_PIECE = 256 << 10,
-    SYNC_AHEAD = 3, /* chunks a synchronous H2D stages ahead of its transfers (run_h2d) */
-};
-
-/* Bytes of the next piece: a whole chunk, or FIRST_SYNC_PIECE for the
- * synchronous first piece. */
-static size_t piece_limit(const struct ts_copy_req *q, const struct ts_copy_stats *st)
-{
-    size_t chunk = ts_staging_chunk();
-    return q->sync && st->chunks == 0 && chunk > FIRST_SYNC_PIECE ? FIRST_SYNC_PIECE : chunk;
-}
+/* Staging buffers a synchronous H2D or a D2H copy keeps: pieces in flight
+ * at once (the piece being staged or copied out, the one on the link and two
+ * queued behind it, which absorb the ramp's growing pieces). */
+enum { DEPTH = 4 };
 
 bool ts_copy_wanted(uint64_t bytes)
 {
@@ -93,20 +88,30 @@ struct piece {
     size_t off, len, row, rows;
 };
 
-static bool next_piece(const struct ts_copy_req *q, const struct piece *done, struct piece *p, size_t chunk)
+/* The piece after `done`, sized by the plan (ts_copy_plan_piece) over the
+ * copy's bytes; a 2D piece is whole rows, at least one, at most a buffer. */
+static bool next_piece(const struct ts_copy_req *q, const struct piece *done, struct piece *p)
 {
+    size_t largest = ts_staging_chunk();
     if (is_1d(q)) {
         size_t off = done->off + done->len;
         if (off >= q->width)
             return false;
-        *p = (struct piece){ .off = off, .len = q->width - off < chunk ? q->width - off : chunk };
-    } else {
-        size_t row = done->row + done->rows, per = chunk / q->width ? chunk / q->width : 1;
-        if (row >= q->height)
-            return false;
-        *p = (struct piece){ .row = row, .rows = q->height - row < per ? q->height - row : per };
-        p->len = p->rows * q->width;
+        *p = (struct piece){ .off = off, .len = ts_copy_plan_piece(q->width, off, largest) };
+        return true;
     }
+    size_t row = done->row + done->rows;
+    if (row >= q->height)
+        return false;
+    size_t rows = ts_copy_plan_piece(q->height * q->width, row * q->width, largest) / q->width;
+    size_t fit = largest / q->width, left = q->height - row;
+    if (rows < 1)
+        rows = 1;
+    if (rows > fit)
+        rows = fit;
+    if (rows > left)
+        rows = left;
+    *p = (struct piece){ .row = row, .rows = rows, .len = rows * q->width };
     return true;
 }
 
@@ -208,167 +213,265 @@ static CUresult transfer_sync(const struct ts_copy_req *q, const struct piece *p
     return dtoh ? dtoh(staging, (CUdeviceptr)(uintptr_t)(q->src + p->off), p->len) : CUDA_ERROR_NOT_SUPPORTED;
 }
 
-/* H2D.  Chunk i is staged while earlier chunks transfer.  A synchronous
- * entry point's first piece drained its stream (transfer_sync), so from then
- * on only its own transfers are queued there: staging more than SYNC_AHEAD
- * chunks ahead of them gains nothing and leaves a backlog that transfers
- * alone after the call (the next synchronous call waits for it with the CPU
- * idle).  So a synchronous copy cycles through SYNC_AHEAD buffers of its
- * own, waiting for the oldest transfer; an asynchronous one stages as far
- * ahead as the ring allows (its stream may hold earlier work for long). */
-static void run_h2d(const struct ts_copy_req *q, CUcontext ctx, struct piece *done, struct ts_copy_stats *st)
+/* Queues piece p's transfer and records b's event after it; a record that
+ * fails is replaced by draining the stream (the transfer is then complete). */
+static CUresult queue_recorded(const struct ts_copy_req *q, const struct piece *p, struct ts_staging_buf *b,
+                               bool h2d)
 {
-    struct ts_staging_buf *held[SYNC_AHEAD];
-    int n_held = 0, oldest = 0;
-    struct piece p;
-    while (next_piece(q, done, &p, piece_limit(q, st))) {
-        bool first_sync = q->sync && st->chunks == 0, own = q->sync && !first_sync;
-        struct ts_staging_buf *b;
-        bool in_held = own && n_held == SYNC_AHEAD;
-        if (in_held) {
-            b = held[oldest];
-            uint64_t t0 = ts_now_ns();
-            CUresult r = ts_staging_wait(b);
-            st->staging_wait_ns += ts_now_ns() - t0;
-            if (r != CUDA_SUCCESS)
-                break; /* a failed device: the original call reports it */
-            oldest = (oldest + 1) % SYNC_AHEAD;
-        } else {
-            b = ts_staging_acquire(ctx, &st->staging_wait_ns);
-            if (!b)
-                break;
-        }
-        char *buf = ts_staging_ptr(b);
-        if (is_1d(q))
-            ts_copy_pool_memcpy(buf, q->src + p.off, p.len);
-        else
-            pack_rows(buf, q->src + p.row * q->spitch, q->spitch, q->width, p.rows);
-        if (first_sync) {
-            CUresult r = transfer_sync(q, &p, buf, true);
-            ts_staging_release(b); /* the copy is complete: nothing reads it any more */
-            if (r != CUDA_SUCCESS)
-                break;
-        } else {
-            if (queue_transfer(q, &p, buf, true) != CUDA_SUCCESS) {
-                if (!in_held)
-                    ts_staging_release(b); /* nothing queued reads it */
-                break;
-            }
-            if (ts_staging_record(b, q->stream) != CUDA_SUCCESS) {
-                /* Cannot track this transfer alone: wait for the stream. */
-                ts_cuda_fn_cuStreamSynchronize sync = TS_CUDA_REAL(cuStreamSynchronize);
-                if (sync)
-                    sync(q->stream);
-            }
-            if (own && !in_held)
-                held[n_held++] = b;
-            else if (!own)
-                ts_staging_release(b);
-        }
-        *done = p;
-        st->bytes += p.len;
-        st->chunks++;
-    }
-    for (int i = 0; i < n_held; i++)
-        ts_staging_release(held[i]); /* reusable once their events complete */
+    CUresult r = queue_transfer(q, p, ts_staging_ptr(b), h2d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (ts_staging_record(b, q->stream) == CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    ts_cuda_fn_cuStreamSynchronize sync = TS_CUDA_REAL(cuStreamSynchronize);
+    return sync ? sync(q->stream) : CUDA_ERROR_NOT_SUPPORTED;
 }
 
-/* A device->host piece landed in staging buffer b: to the host, b released,
- * the piece counted as done. */
-static void d2h_deliver(const struct ts_copy_req *q, struct ts_staging_buf *b, const struct piece *p,
-                        struct piece *done, struct ts_copy_stats *st)
+/* The buffers one copy keeps: taken from the ring while fewer than DEPTH are
+ * held and the ring gives one, then reused oldest first. */
+struct held_bufs {
+    struct ts_staging_buf *b[DEPTH];
+    int n, next;
+    bool ring_done; /* the ring gave no more: cycle through those held */
+};
+
+/* A held buffer for the next piece, idle (its last transfer waited for), or
+ * NULL: no buffer at all, or a failed wait (a device error). */
+static struct ts_staging_buf *held_take(struct held_bufs *h, CUcontext ctx, struct ts_copy_stats *st)
 {
-    const char *buf = ts_staging_ptr(b);
+    if (!h->ring_done && h->n < DEPTH) {
+        struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
+        if (b)
+            return h->b[h->n++] = b;
+        h->ring_done = true;
+    }
+    if (h->n == 0)
+        return NULL;
+    struct ts_staging_buf *b = h->b[h->next];
+    h->next = (h->next + 1) % h->n;
+    uint64_t t0 = ts_now_ns();
+    CUresult r = ts_staging_wait(b);
+    st->staging_wait_ns += ts_now_ns() - t0;
+    return r == CUDA_SUCCESS ? b : NULL;
+}
+
+/* Back to the ring: each reusable once its recorded event completes. */
+static void held_release(struct held_bufs *h)
+{
+    for (int i = 0; i < h->n; i++)
+        ts_staging_release(h->b[i]);
+    h->n = 0;
+}
+
+static void stage_piece(const struct ts_copy_req *q, const struct piece *p, struct ts_staging_buf *b)
+{
+    char *buf = ts_staging_ptr(b);
     if (is_1d(q))
-        ts_copy_pool_memcpy_out(q->dst + p->off, buf, p->len);
+        ts_copy_pool_memcpy(buf, q->src + p->off, p->len);
     else
-        unpack_rows(q->dst + p->row * q->dpitch, buf, q->dpitch, q->width, p->rows);
-    ts_staging_release(b);
+        pack_rows(buf, q->src + p->row * q->spitch, q->spitch, q->width, p->rows);
+}
+
+static void count_piece(const struct piece *p, struct piece *done, struct ts_copy_stats *st)
+{
     *done = *p;
     st->bytes += p->len;
     st->chunks++;
 }
 
-/* A synchronous copy's first piece, carried synchronously (its size is
- * piece_limit's); false when nothing could be done. */
-static bool d2h_first_sync(const struct ts_copy_req *q, CUcontext ctx, struct piece *done,
+/* A synchronous H2D's first piece is a synchronous copy (transfer_sync: the
+ * stream drains first).  The second piece is staged before it, while the
+ * stream still drains, and queued right after it, so the link does not sit
+ * idle while the second piece is staged.  False when nothing more can be
+ * done (the rest, or the whole copy, passes through). */
+static bool h2d_sync_first(const struct ts_copy_req *q, struct held_bufs *h, CUcontext ctx,
+                           struct piece *done, struct ts_copy_stats *st)
+{
+    struct piece p0, p1;
+    if (!next_piece(q, done, &p0))
+        return false;
+    struct ts_staging_buf *b0 = held_take(h, ctx, st), *b1 = NULL;
+    if (!b0)
+        return false;
+    stage_piece(q, &p0, b0);
+    if (next_piece(q, &p0, &p1)) {
+        b1 = held_take(h, ctx, st);
+        if (b1 == b0)
+            b1 = NULL; /* one buffer only: the second piece waits its turn */
+        else if (b1)
+            stage_piece(q, &p1, b1);
+    }
+    if (transfer_sync(q, &p0, ts_staging_ptr(b0), true) != CUDA_SUCCESS)
+        return false;
+    count_piece(&p0, done, st);
+    if (!b1)
+        return true;
+    if (queue_recorded(q, &p1, b1, true) != CUDA_SUCCESS)
+        return false;
+    count_piece(&p1, done, st);
+    return true;
+}
+
+/* Synchronous H2D.  After its first piece (h2d_sync_first) only its own
+ * transfers are on the stream: DEPTH buffers keep the link busy, and staging
+ * further ahead would only leave a backlog that the next synchronous call
+ * waits for with the CPU idle.  The call returns once the last piece is
+ * staged and queued. */
+static void run_h2d_sync(const struct ts_copy_req *q, CUcontext ctx, struct piece *done,
+                         struct ts_copy_stats *st)
+{
+    struct held_bufs h = { .n = 0 };
+    struct piece p;
+    bool go = h2d_sync_first(q, &h, ctx, done, st);
+    while (go && next_piece(q, done, &p)) {
+        struct ts_staging_buf *b = held_take(&h, ctx, st);
+        if (!b)
+            break; /* a failed device or no staging: the original call does the rest */
+        stage_piece(q, &p, b);
+        if (queue_recorded(q, &p, b, true) != CUDA_SUCCESS)
+            break;
+        count_piece(&p, done, st);
+    }
+    held_release(&h);
+}
+
+/* Asynchronous H2D: a buffer from the ring per piece, back to the ring as
+ * soon as its transfer is queued (reused after its event), so the call
+ * stages as far ahead of the stream's earlier work as the ring allows. */
+static void run_h2d_async(const struct ts_copy_req *q, CUcontext ctx, struct piece *done,
+                          struct ts_copy_stats *st)
+{
+    struct piece p;
+    while (next_piece(q, done, &p)) {
+        struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
+        if (!b)
+            break;
+        stage_piece(q, &p, b);
+        CUresult r = queue_recorded(q, &p, b, true);
+        ts_staging_release(b);
+        if (r != CUDA_SUCCESS)
+            break;
+        count_piece(&p, done, st);
+    }
+}
+
+/* D2H pipeline: pieces whose transfers are queued (oldest first) and the
+ * held buffers that carry them. */
+struct d2h_pipe {
+    struct {
+        struct ts_staging_buf *b;
+        struct piece p;
+    } fifo[DEPTH];
+    int head, count;
+    struct ts_staging_buf *idle[DEPTH]; /* held, piece delivered */
+    int n_idle, n_held;
+    bool ring_done, failed;
+    struct piece issued; /* the last piece queued */
+};
+
+static struct ts_staging_buf *d2h_buffer(struct d2h_pipe *d, CUcontext ctx, struct ts_copy_stats *st)
+{
+    if (d->n_idle > 0)
+        return d->idle[--d->n_idle];
+    if (d->ring_done || d->n_held == DEPTH)
+        return NULL;
+    struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
+    if (b)
+        d->n_held++;
+    else
+        d->ring_done = true;
+    return b;
+}
+
+static void d2h_push(struct d2h_pipe *d, struct ts_staging_buf *b, const struct piece *p)
+{
+    int slot = (d->head + d->count) % DEPTH;
+    d->fifo[slot].b = b;
+    d->fifo[slot].p = *p;
+    d->count++;
+    d->issued = *p;
+}
+
+/* Queues transfers until DEPTH are in flight, the buffers run out or the
+ * copy is all queued. */
+static void d2h_fill(const struct ts_copy_req *q, struct d2h_pipe *d, CUcontext ctx, struct ts_copy_stats *st)
+{
+    struct piece p;
+    while (!d->failed && d->count < DEPTH && next_piece(q, &d->issued, &p)) {
+        struct ts_staging_buf *b = d2h_buffer(d, ctx, st);
+        if (!b)
+            return;
+        if (queue_recorded(q, &p, b, false) != CUDA_SUCCESS) {
+            d->idle[d->n_idle++] = b;
+            d->failed = true; /* nothing after it may be claimed */
+            return;
+        }
+        d2h_push(d, b, &p);
+    }
+}
+
+/* A synchronous copy's first piece, carried by a synchronous copy; false
+ * when it could not be (the whole copy then passes through). */
+static bool d2h_first_sync(const struct ts_copy_req *q, struct d2h_pipe *d, CUcontext ctx,
                            struct ts_copy_stats *st)
 {
     struct piece p;
-    if (!next_piece(q, done, &p, piece_limit(q, st)))
+    if (!next_piece(q, &d->issued, &p))
         return false;
-    struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
+    struct ts_staging_buf *b = d2h_buffer(d, ctx, st);
     if (!b)
         return false;
     if (transfer_sync(q, &p, ts_staging_ptr(b), false) != CUDA_SUCCESS) {
         ts_staging_release(b);
         return false;
     }
-    d2h_deliver(q, b, &p, done, st);
+    d2h_push(d, b, &p); /* complete: nothing recorded, so waiting for it returns at once */
     return true;
 }
 
+/* Waits for the oldest queued piece and copies it out; false when its
+ * transfer failed (a device error: the original call redoes the rest and
+ * reports it). */
+static bool d2h_deliver(const struct ts_copy_req *q, struct d2h_pipe *d, struct piece *done,
+                        struct ts_copy_stats *st)
+{
+    struct ts_staging_buf *b = d->fifo[d->head].b;
+    struct piece p = d->fifo[d->head].p;
+    uint64_t t0 = ts_now_ns();
+    CUresult r = ts_staging_wait(b);
+    st->staging_wait_ns += ts_now_ns() - t0;
+    if (r != CUDA_SUCCESS)
+        return false;
+    d->head = (d->head + 1) % DEPTH;
+    d->count--;
+    const char *buf = ts_staging_ptr(b);
+    if (is_1d(q))
+        ts_copy_pool_memcpy_out(q->dst + p.off, buf, p.len);
+    else
+        unpack_rows(q->dst + p.row * q->dpitch, buf, q->dpitch, q->width, p.rows);
+    d->idle[d->n_idle++] = b;
+    count_piece(&p, done, st);
+    return true;
+}
+
+/* D2H, both entry point kinds: the call returns once every piece it claims
+ * is in the destination. */
 static void run_d2h(const struct ts_copy_req *q, CUcontext ctx, struct piece *done, struct ts_copy_stats *st)
 {
-    struct {
-        struct ts_staging_buf *b;
-        struct piece p;
-    } fifo[PIPE_DEPTH];
-    int head = 0, count = 0;
-    struct piece issued = *done;
-    bool stop = false;
-    if (q->sync) {
-        if (!d2h_first_sync(q, ctx, done, st))
-            return;
-        issued = *done;
-    }
+    struct d2h_pipe d = { .issued = *done };
+    if (q->sync && !d2h_first_sync(q, &d, ctx, st))
+        return;
     for (;;) {
-        struct piece p;
-        while (!stop && count < PIPE_DEPTH && next_piece(q, &issued, &p, ts_staging_chunk())) {
-            struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
-            if (!b) {
-                stop = true;
-                break;
-            }
-            if (queue_transfer(q, &p, ts_staging_ptr(b), false) != CUDA_SUCCESS) {
-                ts_staging_release(b);
-                stop = true;
-                break;
-            }
-            if (ts_staging_record(b, q->stream) != CUDA_SUCCESS) {
-                /* Cannot wait for this chunk alone: drain the stream. */
-                ts_cuda_fn_cuStreamSynchronize sync = TS_CUDA_REAL(cuStreamSynchronize);
-                if (!sync || sync(q->stream) != CUDA_SUCCESS) {
-                    ts_staging_release(b);
-                    stop = true;
-                    break;
-                }
-            }
-            fifo[(head + count) % PIPE_DEPTH].b = b;
-            fifo[(head + count) % PIPE_DEPTH].p = p;
-            count++;
-            issued = p;
-        }
-        if (count == 0)
-            return;
-        struct ts_staging_buf *b = fifo[head].b;
-        struct piece cur = fifo[head].p;
-        head = (head + 1) % PIPE_DEPTH;
-        count--;
-        if (ts_staging_wait(b) != CUDA_SUCCESS) {
-            /* The transfer failed (a device error): nothing after `done` may
-             * be claimed; the original call redoes it and reports the error.
-             * Later buffers are released once their events complete. */
-            ts_staging_release(b);
-            while (count > 0) {
-                ts_staging_release(fifo[head].b);
-                head = (head + 1) % PIPE_DEPTH;
-                count--;
-            }
-            return;
-        }
-        d2h_deliver(q, b, &cur, done, st);
+        d2h_fill(q, &d, ctx, st);
+        if (d.count == 0 || !d2h_deliver(q, &d, done, st))
+            break;
     }
+    /* Buffers of pieces not delivered (a failed transfer) are reused only
+     * once their events complete. */
+    for (int i = 0; i < d.count; i++)
+        ts_staging_release(d.fifo[(d.head + i) % DEPTH].b);
+    for (int i = 0; i < d.n_idle; i++)
+        ts_staging_release(d.idle[i]);
 }
 
 void ts_copy_run(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, size_t *done_rows,
@@ -385,8 +488,10 @@ void ts_copy_run(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, size_
      * (transfer_sync): the stream sync before the copy, and the capture rules
      * of synchronous calls. */
     if (go) {
-        if (dir == TS_CE_H2D)
-            run_h2d(q, ctx, &done, st);
+        if (dir == TS_CE_H2D && q->sync)
+            run_h2d_sync(q, ctx, &done, st);
+        else if (dir == TS_CE_H2D)
+            run_h2d_async(q, ctx, &done, st);
         else if (dir == TS_CE_D2H)
             run_d2h(q, ctx, &done, st);
     }

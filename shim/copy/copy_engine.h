@@ -2,8 +2,10 @@
  *
  * A host<->device copy whose host side is pageable and whose size is at
  * least TRAINSHIM_PINNED_COPY_MIN is carried out through a ring of pinned
- * staging buffers (shim/copy/staging.c), in chunks of TRAINSHIM_COPY_CHUNK, each
- * chunk an asynchronous copy on the stream the original call would have used.
+ * staging buffers (shim/copy/staging.c), in pieces of at most
+ * TRAINSHIM_COPY_CHUNK sized by ts_copy_plan_piece (small first and last
+ * pieces, large ones between), each piece an asynchronous copy on the stream
+ * the original call would have used.
  *
  * Contract kept (docs/cuda-semantics section 2):
  *   H2D  the call returns once the whole source is staged (the caller may
@@ -72,6 +74,13 @@ void ts_copy_run(const struct ts_copy_req *req, enum ts_copy_engine_dir dir, siz
 void ts_copy_note(int api, const struct ts_copy_stats *st, uint64_t host_blocked_ns);
 /* Process totals of converted copies (tests, bench). */
 void ts_copy_totals(uint64_t *bytes, uint64_t *chunks, uint64_t *staging_wait_ns);
+
+/* ---- piece sizes (shim/copy/copy_plan.c) ------------------------------------- */
+/* Bytes of the piece of a copy of `total` bytes that starts after `done`
+ * bytes, with pieces of at most `largest` bytes: pieces grow from a small
+ * first one, stay at `largest`, and shrink again toward the end; taken one
+ * after another they cover [0, total) exactly.  0 when done >= total. */
+size_t ts_copy_plan_piece(size_t total, size_t done, size_t largest);
 
 /* ---- staging ring (shim/copy/staging.c) -------------------------------------- */
 struct ts_staging_buf;

@@ -1,16 +1,30 @@
-/* copy_pool.c: TRAINSHIM_COPY_THREADS helper threads that split the host
- * side of a staging chunk (one big memcpy) so staging is not limited to the
- * bandwidth of one core.
+/* copy_pool.c: helper threads that split the host side of a staging piece
+ * (one big memcpy) so staging is not limited to the bandwidth of one core.
  *
  * A call cuts its memcpy into parts, queues all but the first, copies the
  * first itself, then helps with queued parts (its own or another caller's)
  * until its own are done: a caller never sleeps while work it waits for sits
  * in the queue, so no interleaving of callers can deadlock.  Helpers start on
- * first use, at most one fewer than the CPUs online (the caller copies too);
- * after fork() the child starts its own. */
+ * first use: TRAINSHIM_COPY_THREADS of them, at most one fewer than the CPUs
+ * the process may run on (the caller copies too); after fork() the child
+ * starts its own.
+ *
+ * The pieces of one copy come tens to hundreds of microseconds apart, about
+ * what waking a thread blocked on a condition variable costs (more on a
+ * loaded machine).  So a helper that ran out of parts, and a caller waiting
+ * for its last parts, first spin for up to SPIN_NS before they sleep: back to
+ * back pieces then find the helpers awake.  A helper whose last wait for work
+ * was longer than SPIN_NS (slow pieces: a slow link, or no copy at all) spins
+ * only SPIN_IDLE_NS next time, so an idle or slow pool does not keep CPUs
+ * busy that the program could use.  Nobody spins unless the process may use
+ * at least two CPUs beyond the caller and the helpers: with fewer, a
+ * spinning caller holds the very CPU its sleeping helper needs (and the
+ * driver's own threads need one). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -22,13 +36,15 @@
 
 enum {
     POOL_MAX_THREADS = TS_COPY_THREADS_MAX,
-    QUEUE_SLOTS = 64,    /* power of two */
-    SPLIT_MIN = 1 << 20, /* below this, one memcpy is as fast */
-    PART_MIN = 512 << 10,
+    QUEUE_SLOTS = 64,      /* power of two */
+    SPLIT_MIN = 512 << 10, /* below this, one memcpy is as fast */
+    PART_MIN = 256 << 10,
+    SPIN_NS = 200000,
+    SPIN_IDLE_NS = 5000,
 };
 
 struct job {
-    atomic_int remaining; /* queued parts not yet copied */
+    atomic_uint remaining; /* queued parts not yet copied */
 };
 
 struct part {
@@ -44,15 +60,55 @@ static pthread_cond_t work_cond = PTHREAD_COND_INITIALIZER; /* a part was queued
 static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER; /* a part was finished */
 static struct part queue[QUEUE_SLOTS];
 static unsigned q_head, q_tail; /* q_tail - q_head parts are queued */
+static atomic_uint n_queued;    /* the same, read by spinning threads without the lock */
 static int threads_started;     /* -1: could not start, 0: not yet */
 static int n_threads;
+static bool spin_ok; /* CPUs to spare for spinning (see above) */
 
 static bool pop_locked(struct part *out)
 {
     if (q_head == q_tail)
         return false;
     *out = queue[q_head++ % QUEUE_SLOTS];
+    atomic_fetch_sub_explicit(&n_queued, 1, memory_order_relaxed);
     return true;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Spins until *v is zero (want_zero) or non-zero, at most limit_ns; true if
+ * it got there. */
+static bool spin_until(atomic_uint *v, bool want_zero, uint64_t limit_ns)
+{
+    if (!__atomic_load_n(&spin_ok, __ATOMIC_RELAXED))
+        limit_ns = 0;
+    uint64_t deadline = 0;
+    for (unsigned i = 0;; i++) {
+        if ((atomic_load_explicit(v, memory_order_acquire) == 0) == want_zero)
+            return true;
+        if ((i & 63) == 0) {
+            uint64_t now = mono_ns();
+            if (!deadline)
+                deadline = now + limit_ns;
+            else if (now >= deadline)
+                return false;
+        }
+        cpu_relax();
+    }
 }
 
 /* memcpy with non-temporal stores to dst: a big destination the copy will
@@ -110,12 +166,16 @@ static void run_part(const struct part *p)
 static void *helper_main(void *arg)
 {
     (void)arg;
+    uint64_t spin_ns = SPIN_NS;
     for (;;) {
         struct part p;
+        uint64_t t0 = mono_ns();
+        spin_until(&n_queued, false, spin_ns);
         pthread_mutex_lock(&pool_lock);
         while (!pop_locked(&p))
             pthread_cond_wait(&work_cond, &pool_lock);
         pthread_mutex_unlock(&pool_lock);
+        spin_ns = mono_ns() - t0 <= SPIN_NS ? SPIN_NS : SPIN_IDLE_NS;
         run_part(&p);
     }
     return NULL;
@@ -129,6 +189,7 @@ static void after_fork_child(void)
     pthread_cond_init(&work_cond, NULL);
     pthread_cond_init(&done_cond, NULL);
     q_head = q_tail = 0;
+    atomic_store(&n_queued, 0);
     threads_started = 0;
     n_threads = 0;
 }
@@ -141,8 +202,12 @@ static void start_helpers_locked(void)
     if (want > POOL_MAX_THREADS)
         want = POOL_MAX_THREADS;
     /* A memcpy split over more threads than CPUs only adds switches: the
-     * caller is one of them. */
+     * caller is one of them.  The CPUs are those this process may use (a
+     * launcher that binds each rank to some cores gets helpers to match). */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= 1)
+        cpus = CPU_COUNT(&allowed);
     if (cpus >= 1 && want > (uint64_t)(cpus - 1))
         want = (uint64_t)(cpus - 1);
     if (!atfork_done) {
@@ -160,7 +225,38 @@ static void start_helpers_locked(void)
         n_threads++;
     }
     pthread_attr_destroy(&attr);
+    __atomic_store_n(&spin_ok, cpus >= (long)n_threads + 3, __ATOMIC_RELAXED);
     threads_started = n_threads > 0 ? 1 : -1;
+}
+
+/* Copies queued parts (any caller's) until job's parts are all done; spins
+ * briefly for the helpers' last parts before sleeping. */
+static void help_until_done(struct job *job)
+{
+    for (;;) {
+        struct part p;
+        pthread_mutex_lock(&pool_lock);
+        bool got = pop_locked(&p);
+        pthread_mutex_unlock(&pool_lock);
+        if (got)
+            run_part(&p);
+        else if (spin_until(&job->remaining, true, SPIN_NS))
+            return;
+        else
+            break;
+    }
+    pthread_mutex_lock(&pool_lock);
+    while (atomic_load_explicit(&job->remaining, memory_order_acquire) > 0) {
+        struct part p;
+        if (pop_locked(&p)) {
+            pthread_mutex_unlock(&pool_lock);
+            run_part(&p);
+            pthread_mutex_lock(&pool_lock);
+        } else {
+            pthread_cond_wait(&done_cond, &pool_lock);
+        }
+    }
+    pthread_mutex_unlock(&pool_lock);
 }
 
 static void pool_copy(void *dst, const void *src, size_t n, bool stream_dst)
@@ -193,6 +289,7 @@ static void pool_copy(void *dst, const void *src, size_t n, bool stream_dst)
         atomic_fetch_add_explicit(&job.remaining, 1, memory_order_relaxed);
         queue[q_tail++ % QUEUE_SLOTS] =
             (struct part){ (char *)dst + off, (const char *)src + off, len, &job, stream_dst };
+        atomic_fetch_add_explicit(&n_queued, 1, memory_order_relaxed);
         off += len;
     }
     pthread_cond_broadcast(&work_cond);
@@ -201,18 +298,7 @@ static void pool_copy(void *dst, const void *src, size_t n, bool stream_dst)
     copy_part(&(struct part){ dst, src, first, NULL, stream_dst });
     if (off < n)
         copy_part(&(struct part){ (char *)dst + off, (const char *)src + off, n - off, NULL, stream_dst });
-    pthread_mutex_lock(&pool_lock);
-    while (atomic_load_explicit(&job.remaining, memory_order_acquire) > 0) {
-        struct part p;
-        if (pop_locked(&p)) {
-            pthread_mutex_unlock(&pool_lock);
-            run_part(&p);
-            pthread_mutex_lock(&pool_lock);
-        } else {
-            pthread_cond_wait(&done_cond, &pool_lock);
-        }
-    }
-    pthread_mutex_unlock(&pool_lock);
+    help_until_done(&job);
 }
 
 void ts_copy_pool_memcpy(void *dst, const void *src, size_t n) { pool_copy(dst, src, n, false); }

@@ -1,11 +1,16 @@
 // gpu_copy: host<->device copy throughput for make gpu-check.
 //
-//   gpu_copy memcpy                 the host's memcpy GB/s, 1 and all threads
+//   gpu_copy memcpy [T...]          the host's memcpy GB/s, 1 and all threads
+//                                   (up to 16), and with each T threads asked
+//                                   for (tT=GB/s): the staging side's bound
 //   gpu_copy sweep MAX_MIB [MIN_KIB] for each size 64 KiB .. MAX_MIB and each
 //                                   direction: GB/s of cudaMemcpy from pinned
 //                                   and from pageable memory, and the host time
 //                                   one cudaMemcpyAsync of pageable memory
 //                                   blocks the caller (stream drained between)
+//   gpu_copy pageable MIB...        GB/s of cudaMemcpy from and to pageable
+//                                   memory only, at each size (the engine
+//                                   settings sweep: run under the shim)
 //   gpu_copy threads T SIZE_MIB     T threads, each with its own stream and
 //                                   buffers, copying SIZE_MIB at once: total
 //                                   GB/s, pinned and pageable, both directions
@@ -27,7 +32,10 @@ static size_t reps_for(size_t n)
 
 static double timed_copies(void *dst, const void *src, size_t n, cudaMemcpyKind k, size_t reps)
 {
-    CK(cudaMemcpy(dst, src, n, k));   // warm-up: first touch, staging ring
+    // warm-up: first touch, and the shim's staging ring, which reaches its
+    // steady size over a few calls (a synchronous H2D finds the buffers of
+    // the call before it still in flight)
+    for (int w = 0; w < 3; w++) CK(cudaMemcpy(dst, src, n, k));
     CK(cudaDeviceSynchronize());
     double t0 = now_s();
     for (size_t r = 0; r < reps; r++) CK(cudaMemcpy(dst, src, n, k));
@@ -93,6 +101,35 @@ static int sweep(size_t max_mib, size_t min_kib)
         fflush(stdout);
     }
     CK(cudaFree(d)); CK(cudaFreeHost(pin));
+    free(page); free(back);
+    return 0;
+}
+
+static int pageable_sizes(int argc, char **argv)
+{
+    size_t max = 0;
+    for (int i = 0; i < argc; i++) {
+        size_t n = strtoull(argv[i], NULL, 10) << 20;
+        if (n == 0 || n > (16ull << 30)) return 2;
+        if (n > max) max = n;
+    }
+    unsigned char *page = (unsigned char *)malloc(max), *back = (unsigned char *)malloc(max);
+    void *d;
+    if (!page || !back) return 1;
+    CK(cudaMalloc(&d, max));
+    memset(page, 1, max); memset(back, 0, max);
+    for (int i = 0; i < argc; i++) {
+        size_t n = strtoull(argv[i], NULL, 10) << 20, reps = reps_for(n);
+        fill(page, n, (unsigned)(n >> 10) + 3);
+        double h2d = timed_copies(d, page, n, cudaMemcpyHostToDevice, reps);
+        memset(back, 0, n);
+        double d2h = timed_copies(back, d, n, cudaMemcpyDeviceToHost, reps);
+        verify(page, back, n, "pageable round trip");
+        printf("copy dir=h2d size=%zu pageable_gbps=%.3f\n", n, h2d);
+        printf("copy dir=d2h size=%zu pageable_gbps=%.3f\n", n, d2h);
+        fflush(stdout);
+    }
+    CK(cudaFree(d));
     free(page); free(back);
     return 0;
 }
@@ -175,9 +212,29 @@ static void *mc_main(void *p)
     return NULL;
 }
 
-// The host's memcpy bandwidth (256 MiB, 1 thread and all CPUs up to 16): the
-// staging side of a converted copy cannot beat it.
-static int host_memcpy(void)
+// GB/s of t threads each copying its slice of a..b, 4 times, best of 2.
+static double memcpy_gbps(char *a, char *b, size_t n, int t)
+{
+    pthread_t th[64];
+    struct mc m[64];
+    double best = 0;
+    for (int trial = 0; trial < 2; trial++) {
+        double t0 = now_s();
+        for (int i = 0; i < t; i++) {
+            m[i] = (struct mc){a + i * (n / t), b + i * (n / t), n / t};
+            pthread_create(&th[i], NULL, mc_main, &m[i]);
+        }
+        for (int i = 0; i < t; i++) pthread_join(th[i], NULL);
+        double v = (double)(n / t) * t * 4 / (now_s() - t0) / 1e9;
+        if (v > best) best = v;
+    }
+    return best;
+}
+
+// The host's memcpy bandwidth (256 MiB, 1 thread and all CPUs up to 16, and
+// each thread count asked for): the staging side of a converted copy cannot
+// beat it with that many threads copying.
+static int host_memcpy(int argc, char **argv)
 {
     size_t n = 256u << 20;
     char *a = (char *)malloc(n), *b = (char *)malloc(n);
@@ -185,26 +242,13 @@ static int host_memcpy(void)
     memset(a, 1, n); memset(b, 2, n);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int all = cpus > 16 ? 16 : cpus < 1 ? 1 : (int)cpus;
-    int counts[2] = {1, all};
-    double g[2];
-    for (int k = 0; k < 2; k++) {
-        int t = counts[k];
-        pthread_t th[16];
-        struct mc m[16];
-        double best = 0;
-        for (int trial = 0; trial < 2; trial++) {
-            double t0 = now_s();
-            for (int i = 0; i < t; i++) {
-                m[i] = (struct mc){a + i * (n / t), b + i * (n / t), n / t};
-                pthread_create(&th[i], NULL, mc_main, &m[i]);
-            }
-            for (int i = 0; i < t; i++) pthread_join(th[i], NULL);
-            double v = (double)n * 4 / (now_s() - t0) / 1e9;
-            if (v > best) best = v;
-        }
-        g[k] = best;
+    printf("memcpy cpus=%ld threads=%d one_thread_gbps=%.2f all_threads_gbps=%.2f", cpus, all,
+           memcpy_gbps(a, b, n, 1), memcpy_gbps(a, b, n, all));
+    for (int i = 0; i < argc; i++) {
+        int t = atoi(argv[i]);
+        if (t >= 1 && t <= 64) printf(" t%d=%.2f", t, memcpy_gbps(a, b, n, t));
     }
-    printf("memcpy cpus=%ld threads=%d one_thread_gbps=%.2f all_threads_gbps=%.2f\n", cpus, all, g[0], g[1]);
+    printf("\n");
     free(a); free(b);
     return 0;
 }
@@ -215,8 +259,9 @@ int main(int argc, char **argv)
     CK(cudaFree(0));
     if (argc >= 3 && !strcmp(argv[1], "sweep"))
         return sweep(strtoull(argv[2], NULL, 10), argc > 3 ? strtoull(argv[3], NULL, 10) : 0);
-    if (argc >= 2 && !strcmp(argv[1], "memcpy")) return host_memcpy();
+    if (argc >= 2 && !strcmp(argv[1], "memcpy")) return host_memcpy(argc - 2, argv + 2);
+    if (argc >= 3 && !strcmp(argv[1], "pageable")) return pageable_sizes(argc - 2, argv + 2);
     if (argc >= 4 && !strcmp(argv[1], "threads")) return threads_mode(atoi(argv[2]), strtoull(argv[3], NULL, 10));
-    fprintf(stderr, "usage: gpu_copy sweep MAX_MIB | threads T SIZE_MIB\n");
+    fprintf(stderr, "usage: gpu_copy sweep MAX_MIB [MIN_KIB] | memcpy [T...] | pageable MIB... | threads T SIZE_MIB\n");
     return 2;
 }

@@ -3,7 +3,8 @@
  * their memcpys over the helpers, with plain and streaming (non-temporal)
  * stores, at every alignment and at sizes below and above the split
  * threshold; every byte of every destination is checked, and the bytes
- * around it are untouched.  Also built by hand under -fsanitize=thread (the
+ * around it are untouched; the first round with the helpers and callers
+ * spinning before they sleep, the second with no helpers.  Also built by hand under -fsanitize=thread (the
  * pool's queue, its job counters and the streamed stores' fence):
  *   cc -fsanitize=thread -std=gnu11 -O1 -g -D_GNU_SOURCE -I/usr/local/cuda/include -Ishim \
  *      tests/integration/test_copy_pool.c -o /tmp/tp -pthread && /tmp/tp */
@@ -60,6 +61,13 @@ int main(void)
     static const uint64_t threads[] = {4, 0};
     for (int t = 0; t < 2; t++) {
         test_cfg.copy_threads = threads[t];
+        if (t == 0) {
+            /* start the helpers, then let them and the callers spin even on
+             * a machine with few CPUs, so the spinning paths run too */
+            static char a[1 << 20], b[1 << 20];
+            ts_copy_pool_memcpy(a, b, sizeof a);
+            __atomic_store_n(&spin_ok, true, __ATOMIC_RELAXED);
+        }
         pthread_t th[CALLERS];
         for (uintptr_t i = 0; i < CALLERS; i++) pthread_create(&th[i], NULL, caller, (void *)(i + 10 * (uintptr_t)t));
         for (int i = 0; i < CALLERS; i++) {

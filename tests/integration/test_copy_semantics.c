@@ -53,7 +53,9 @@ static int failures;
 #define EXPECT(cond, ...) do { if (!(cond)) { printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
         printf(__VA_ARGS__); printf("\n"); failures++; } } while (0)
 
-/* THRESHOLD and CHUNK: the defaults of TRAINSHIM_PINNED_COPY_MIN and TRAINSHIM_COPY_CHUNK */
+/* THRESHOLD: the default TRAINSHIM_PINNED_COPY_MIN; CHUNK: the 1 MiB largest
+ * piece of test_copy_semantics.sh's "ramp" run times two, and a multiple of
+ * the plan's 256 KiB first piece (test_copy_plan checks the plan alone) */
 enum { KIB = 1024, MIB = 1024 * 1024, THRESHOLD = 256 * KIB, CHUNK = 2 * MIB };
 
 /* Sizes around every boundary the engine has. */

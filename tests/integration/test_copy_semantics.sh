@@ -33,6 +33,11 @@ same plain.1 shim.7; same plain.1 shim.99
 # Tiny chunks, a ring of 4 of them: every copy waits for its own earlier chunks.
 run small EMU_SEED=3 LD_PRELOAD="$shim" TRAINSHIM_COPY_CHUNK=64KiB TRAINSHIM_STAGING_BYTES=256KiB TRAINSHIM_COPY_THREADS=0
 same plain.1 small
+# 1 MiB pieces (the plan ramps 256 KiB -> 1 MiB -> 256 KiB inside the test's
+# 2-6 MiB copies) and a ring of three: threads copying at once share it, so
+# some copies hold fewer buffers than they want or fall back part way.
+run ramp EMU_SEED=11 LD_PRELOAD="$shim" TRAINSHIM_COPY_CHUNK=1MiB TRAINSHIM_STAGING_BYTES=3MiB TRAINSHIM_COPY_THREADS=2
+same plain.1 ramp
 # No ring at all: every copy falls back to the original call.
 run noring EMU_SEED=5 LD_PRELOAD="$shim" TRAINSHIM_STAGING_BYTES=0
 same plain.1 noring
@@ -59,5 +64,5 @@ read -r total hpg hpn dpg dpn <<< "$(counters high LD_PRELOAD="$shim" TRAINSHIM_
 if [ "$hpg" != "$total" ]; then
   echo "FAIL: with TRAINSHIM_PINNED_COPY_MIN=1GiB, want $total pageable H2D bytes; got $hpg"; fail=1
 fi
-[ $fail = 0 ] && echo "ok: identical output with and without the shim (3 configurations); no pageable byte above the threshold reached the driver"
+[ $fail = 0 ] && echo "ok: identical output with and without the shim (5 configurations); no pageable byte above the threshold reached the driver"
 exit $fail
