@@ -31,22 +31,6 @@
 #define STALL_MIN_SHARE 0.10
 #define STALL_MIN_GAP_NS 1000000ull /* as the GPU TIMELINE counts idle gaps */
 
-static struct advice_line *sync_add_line(struct advice_set *out, const char *rule)
-{
-    if (out->n >= ADVICE_MAX_RULES)
-        return NULL;
-    struct advice_line *l = &out->line[out->n++];
-    memset(l, 0, sizeof *l);
-    l->rule = rule;
-    return l;
-}
-
-static void sync_figure(struct advice_line *l, const char *name, double v)
-{
-    if (l->n_figures < ADVICE_MAX_FIGURES)
-        l->fig[l->n_figures++] = (struct advice_figure){ name, v };
-}
-
 /* Whether the host waited for the GPU in this copy: a synchronous copy, or
  * one into pageable host memory (it returns once the data arrived). */
 static bool copy_waited(const struct tslog_event *e)
@@ -286,16 +270,16 @@ void advice_host_sync(const struct tslog *log, const struct acct_compute *c, str
     struct sync_totals t = { .idle_known = timed };
     if (sync_collect(log, from, to, timed ? &b : NULL, &t) == 0
         && (double)(t.copies + t.calls) / steps >= SYNC_MIN_PER_STEP) {
-        struct advice_line *l = sync_add_line(out, "host_sync");
+        struct advice_line *l = advice_add(out, "host_sync");
         if (l) {
             uint64_t n = t.copies + t.calls;
-            sync_figure(l, "syncs_per_step", (double)n / steps);
-            sync_figure(l, "steps", steps);
-            sync_figure(l, "host_wait_ns_per_step", (double)t.wait_ns / steps);
-            sync_figure(l, "sync_calls_per_step", (double)t.calls / steps);
-            sync_figure(l, "copy_waits_per_step", (double)t.copies / steps);
-            sync_figure(l, "bytes_per_sync", t.copies ? (double)t.copy_bytes / (double)t.copies : NAN);
-            sync_figure(l, "gpu_idle_ns_per_step", timed ? (double)t.idle_ns / steps : NAN);
+            advice_figure(l, "syncs_per_step", (double)n / steps);
+            advice_figure(l, "steps", steps);
+            advice_figure(l, "host_wait_ns_per_step", (double)t.wait_ns / steps);
+            advice_figure(l, "sync_calls_per_step", (double)t.calls / steps);
+            advice_figure(l, "copy_waits_per_step", (double)t.copies / steps);
+            advice_figure(l, "bytes_per_sync", t.copies ? (double)t.copy_bytes / (double)t.copies : NAN);
+            advice_figure(l, "gpu_idle_ns_per_step", timed ? (double)t.idle_ns / steps : NAN);
             sync_sites(log, &t, steps, l);
             host_sync_text(l, &t, steps);
         }
@@ -415,15 +399,15 @@ void advice_input_stall(const struct tslog *log, const struct acct_compute *c, s
     /* an input stall is systematic: most step starts wait */
     if (share < STALL_MIN_SHARE || 2 * t.stretches < c->n_steps - 1)
         return;
-    struct advice_line *l = sync_add_line(out, "input_stall");
+    struct advice_line *l = advice_add(out, "input_stall");
     if (!l)
         return;
-    sync_figure(l, "idle_share", share);
-    sync_figure(l, "idle_ns_per_step", (double)t.idle_ns / steps);
-    sync_figure(l, "steps", steps);
-    sync_figure(l, "stalled_steps", (double)t.stretches);
-    sync_figure(l, "host_copy_share", (double)t.copy_ns / (double)t.idle_ns);
-    sync_figure(l, "host_wait_share", (double)t.wait_ns / (double)t.idle_ns);
-    sync_figure(l, "host_other_share", (double)(t.idle_ns - t.copy_ns - t.wait_ns) / (double)t.idle_ns);
+    advice_figure(l, "idle_share", share);
+    advice_figure(l, "idle_ns_per_step", (double)t.idle_ns / steps);
+    advice_figure(l, "steps", steps);
+    advice_figure(l, "stalled_steps", (double)t.stretches);
+    advice_figure(l, "host_copy_share", (double)t.copy_ns / (double)t.idle_ns);
+    advice_figure(l, "host_wait_share", (double)t.wait_ns / (double)t.idle_ns);
+    advice_figure(l, "host_other_share", (double)(t.idle_ns - t.copy_ns - t.wait_ns) / (double)t.idle_ns);
     stall_text(l, &t, share, steps);
 }
