@@ -116,12 +116,17 @@ static void nccl_finish(struct nccl_acct *a, int result)
     ts_ev_nccl(&a->r);
 }
 
-#define NCCL_BODY(base, api, args, op, count, dt, peer, comm, stream)                                        \
+/* sbuf, rbuf: the device buffers the collective reads and writes (NULL: none),
+ * in the order offload's step order learns which pages a step uses. */
+#define NCCL_BODY(base, api, args, op, count, dt, peer, comm, stream, sbuf, rbuf)                            \
     TS_HOOK_PROLOGUE(ncclResult_t, base, api, args);                                                         \
     TS_OUTER_BEGIN(api);                                                                                     \
     struct nccl_acct acct_;                                                                                  \
-    if (outer_)                                                                                              \
+    if (outer_) {                                                                                            \
         nccl_prepare(&acct_, api, op, count, dt, peer, comm, stream);                                        \
+        ts_offload_touch((sbuf), 0, TS_TOUCH_COLL);                                                          \
+        ts_offload_touch((rbuf), 0, TS_TOUCH_COLL);                                                          \
+    }                                                                                                        \
     ncclResult_t r_ = real_ args;                                                                            \
     if (outer_)                                                                                              \
         nccl_finish(&acct_, (int)r_);                                                                        \
@@ -133,7 +138,7 @@ static inline ncclResult_t ts_body_ncclAllReduce(int api, const void *sendbuff, 
                                                  cudaStream_t stream)
 {
     NCCL_BODY(ncclAllReduce, api, (sendbuff, recvbuff, count, datatype, op, comm, stream), TS_NCCL_ALLREDUCE,
-              count, datatype, -1, comm, stream);
+              count, datatype, -1, comm, stream, sendbuff, recvbuff);
 }
 
 static inline ncclResult_t ts_body_ncclBroadcast(int api, const void *sendbuff, void *recvbuff, size_t count,
@@ -141,14 +146,14 @@ static inline ncclResult_t ts_body_ncclBroadcast(int api, const void *sendbuff, 
                                                  cudaStream_t stream)
 {
     NCCL_BODY(ncclBroadcast, api, (sendbuff, recvbuff, count, datatype, root, comm, stream),
-              TS_NCCL_BROADCAST, count, datatype, root, comm, stream);
+              TS_NCCL_BROADCAST, count, datatype, root, comm, stream, sendbuff, recvbuff);
 }
 
 static inline ncclResult_t ts_body_ncclBcast(int api, void *buff, size_t count, ncclDataType_t datatype,
                                              int root, ncclComm_t comm, cudaStream_t stream)
 {
     NCCL_BODY(ncclBcast, api, (buff, count, datatype, root, comm, stream), TS_NCCL_BROADCAST, count, datatype,
-              root, comm, stream);
+              root, comm, stream, buff, NULL);
 }
 
 static inline ncclResult_t ts_body_ncclReduce(int api, const void *sendbuff, void *recvbuff, size_t count,
@@ -156,7 +161,7 @@ static inline ncclResult_t ts_body_ncclReduce(int api, const void *sendbuff, voi
                                               ncclComm_t comm, cudaStream_t stream)
 {
     NCCL_BODY(ncclReduce, api, (sendbuff, recvbuff, count, datatype, op, root, comm, stream), TS_NCCL_REDUCE,
-              count, datatype, root, comm, stream);
+              count, datatype, root, comm, stream, sendbuff, recvbuff);
 }
 
 static inline ncclResult_t ts_body_ncclAllGather(int api, const void *sendbuff, void *recvbuff,
@@ -164,7 +169,7 @@ static inline ncclResult_t ts_body_ncclAllGather(int api, const void *sendbuff, 
                                                  cudaStream_t stream)
 {
     NCCL_BODY(ncclAllGather, api, (sendbuff, recvbuff, sendcount, datatype, comm, stream), TS_NCCL_ALLGATHER,
-              sendcount, datatype, -1, comm, stream);
+              sendcount, datatype, -1, comm, stream, sendbuff, recvbuff);
 }
 
 static inline ncclResult_t ts_body_ncclReduceScatter(int api, const void *sendbuff, void *recvbuff,
@@ -172,14 +177,14 @@ static inline ncclResult_t ts_body_ncclReduceScatter(int api, const void *sendbu
                                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
     NCCL_BODY(ncclReduceScatter, api, (sendbuff, recvbuff, recvcount, datatype, op, comm, stream),
-              TS_NCCL_REDUCESCATTER, recvcount, datatype, -1, comm, stream);
+              TS_NCCL_REDUCESCATTER, recvcount, datatype, -1, comm, stream, sendbuff, recvbuff);
 }
 
 static inline ncclResult_t ts_body_ncclAlltoAll(int api, const void *sendbuff, void *recvbuff, size_t count,
                                                 ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
     NCCL_BODY(ncclAlltoAll, api, (sendbuff, recvbuff, count, datatype, comm, stream), TS_NCCL_ALLTOALL, count,
-              datatype, -1, comm, stream);
+              datatype, -1, comm, stream, sendbuff, recvbuff);
 }
 
 static inline ncclResult_t ts_body_ncclGather(int api, const void *sendbuff, void *recvbuff, size_t count,
@@ -187,7 +192,7 @@ static inline ncclResult_t ts_body_ncclGather(int api, const void *sendbuff, voi
                                               cudaStream_t stream)
 {
     NCCL_BODY(ncclGather, api, (sendbuff, recvbuff, count, datatype, root, comm, stream), TS_NCCL_GATHER,
-              count, datatype, root, comm, stream);
+              count, datatype, root, comm, stream, sendbuff, recvbuff);
 }
 
 static inline ncclResult_t ts_body_ncclScatter(int api, const void *sendbuff, void *recvbuff, size_t count,
@@ -195,7 +200,7 @@ static inline ncclResult_t ts_body_ncclScatter(int api, const void *sendbuff, vo
                                                cudaStream_t stream)
 {
     NCCL_BODY(ncclScatter, api, (sendbuff, recvbuff, count, datatype, root, comm, stream), TS_NCCL_SCATTER,
-              count, datatype, root, comm, stream);
+              count, datatype, root, comm, stream, sendbuff, recvbuff);
 }
 
 static inline ncclResult_t ts_body_ncclSend(int api, const void *sendbuff, size_t count,
@@ -203,14 +208,14 @@ static inline ncclResult_t ts_body_ncclSend(int api, const void *sendbuff, size_
                                             cudaStream_t stream)
 {
     NCCL_BODY(ncclSend, api, (sendbuff, count, datatype, peer, comm, stream), TS_NCCL_SEND, count, datatype,
-              peer, comm, stream);
+              peer, comm, stream, sendbuff, NULL);
 }
 
 static inline ncclResult_t ts_body_ncclRecv(int api, void *recvbuff, size_t count, ncclDataType_t datatype,
                                             int peer, ncclComm_t comm, cudaStream_t stream)
 {
     NCCL_BODY(ncclRecv, api, (recvbuff, count, datatype, peer, comm, stream), TS_NCCL_RECV, count, datatype,
-              peer, comm, stream);
+              peer, comm, stream, recvbuff, NULL);
 }
 
 /* ---- groups --------------------------------------------------------------- */
