@@ -5,9 +5,12 @@
  * cudaLaunchCooperativeKernel[_ptsz].  Function queries: rt_func.c.
  *
  * A kernel is a record in a fixed open-addressing table keyed by host stub
- * address (lock-free lookup, inserts under a lock); a cudaKernel_t is the
- * address of its record.  Its CUfunction comes from the driver's
- * emuGetFunction(host stub, device name) on first launch and is cached. */
+ * address (lock-free lookup, inserts under a lock).  Its CUfunction comes
+ * from the driver's emuGetFunction(host stub, device name) on first use and
+ * is cached.  A cudaKernel_t is, as on CUDA 12+, the driver's CUkernel (on
+ * the emulator the same handle as its CUfunction), so cuKernelGetParamInfo
+ * and the other cuKernel* calls answer it; the runtime finds its record
+ * through an alias record keyed by that handle. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,18 +79,36 @@ static struct rt_kernel *rt_kernel_insert(const void *host_fun, const char *devi
     return k;
 }
 
-/* The record behind a kernel argument: a cudaKernel_t handle (an address in
- * the table) or a host stub address (looked up, added if new so that pure-C
- * programs can launch anything emuRegisterKernel knows). */
+/* The record behind a kernel argument: a cudaKernel_t handle (its alias
+ * record, see rt_kernel_alias) or a host stub address (looked up, added if
+ * new so that pure-C programs can launch anything emuRegisterKernel knows). */
 static struct rt_kernel *rt_kernel_of(const void *func)
 {
     if (!func)
         return NULL;
-    uintptr_t a = (uintptr_t)func, base = (uintptr_t)rt_kernels;
-    if (a >= base && a < base + sizeof rt_kernels && (a - base) % sizeof(struct rt_kernel) == 0)
-        return (struct rt_kernel *)func;
     struct rt_kernel *k = rt_kernel_lookup(func);
     return k ? k : rt_kernel_insert(func, NULL);
+}
+
+/* The record keyed by a cudaKernel_t (the driver handle f): its function is
+ * set before the key is published, so a lock-free lookup never sees the
+ * alias without it. */
+static void rt_kernel_alias(CUfunction f, const char *device_name)
+{
+    pthread_mutex_lock(&rt_kernel_lock);
+    unsigned i = rt_kernel_hash(f);
+    for (unsigned n = 0; n < RT_KERNEL_SLOTS; n++, i = (i + 1) & (RT_KERNEL_SLOTS - 1)) {
+        struct rt_kernel *k = &rt_kernels[i];
+        if (k->host_fun == (const void *)f)
+            break;
+        if (!k->host_fun) {
+            k->device_name = device_name;
+            __atomic_store_n(&k->fn, f, __ATOMIC_RELEASE);
+            __atomic_store_n(&k->host_fun, (const void *)f, __ATOMIC_RELEASE);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&rt_kernel_lock);
 }
 
 static CUfunction rt_kernel_function(struct rt_kernel *k, cudaError_t *err)
@@ -229,7 +250,12 @@ cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
     struct rt_kernel *k = rt_kernel_of(hostFun);
     if (!k)
         return rt_set(cudaErrorInvalidDeviceFunction);
-    *kernel = (cudaKernel_t)k;
+    cudaError_t e = cudaSuccess;
+    CUfunction f = rt_kernel_function(k, &e);
+    if (!f)
+        return rt_set(e);
+    rt_kernel_alias(f, k->device_name);
+    *kernel = (cudaKernel_t)f;
     return cudaSuccess;
 }
 
@@ -398,10 +424,5 @@ char __cudaInitModule(void **fatCubinHandle)
 const char *rt_kernel_name(const void *func)
 {
     struct rt_kernel *k = func ? rt_kernel_lookup(func) : NULL;
-    if (!k && func) {
-        uintptr_t a = (uintptr_t)func, base = (uintptr_t)rt_kernels;
-        if (a >= base && a < base + sizeof rt_kernels)
-            k = (struct rt_kernel *)func;
-    }
     return k ? k->device_name : NULL;
 }

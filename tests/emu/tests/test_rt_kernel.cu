@@ -4,8 +4,11 @@
  * implementations are registered with emuRegisterKernel under the host stub
  * address and the mangled device name; the same kernel through
  * cudaLaunchKernel; a kernel without an implementation fails with
- * cudaErrorInvalidDeviceFunction; cudaFuncGetName.  (__managed__ variables:
- * test_rt_managedvar.cu.) */
+ * cudaErrorInvalidDeviceFunction; cudaFuncGetName; a cudaKernel_t is a
+ * CUkernel, as on CUDA 12+ (cuKernelGetParamInfo and cuKernelGetFunction
+ * answer it, and the runtime launches it given as a function).
+ * (__managed__ variables: test_rt_managedvar.cu.) */
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +101,35 @@ int main()
         if (hy[i] != 0.5f + 3.0f * (float)i)
             ok = 0;
     CHECK(ok);
+
+    /* the handle nvcc's <<<>>> code launches (__cudaGetKernel) is the
+     * driver's CUkernel: its parameter layout and function come from the
+     * driver, and the runtime accepts it wherever it takes a function */
+    cudaKernel_t k = NULL;
+    CHECK_RT(cudaGetKernel(&k, (const void *)scale_add), cudaSuccess);
+    CHECK(k != NULL);
+    size_t off[4] = { 0 }, size[4] = { 0 };
+    for (int i = 0; i < 4; i++)
+        CHECK(cuKernelGetParamInfo((CUkernel)k, (size_t)i, &off[i], &size[i]) == CUDA_SUCCESS);
+    CHECK(off[0] == 0 && off[1] == 8 && off[2] == 16 && off[3] == 20);
+    CHECK(size[0] == 8 && size[1] == 8 && size[2] == 4 && size[3] == 4);
+    CHECK(cuKernelGetParamInfo((CUkernel)k, 4, &off[0], &size[0]) == CUDA_ERROR_INVALID_VALUE);
+    CUfunction kf = NULL;
+    CHECK(cuKernelGetFunction(&kf, (CUkernel)k) == CUDA_SUCCESS && kf != NULL);
+    cudaKernel_t k2 = NULL;
+    CHECK_RT(cudaGetKernel(&k2, (const void *)scale_add), cudaSuccess);
+    CHECK(k2 == k);
+    CHECK_RT(cudaLaunchKernel((const void *)k, dim3((n + 127) / 128), dim3(128), args, 0, s), cudaSuccess);
+    CHECK_RT(cudaStreamSynchronize(s), cudaSuccess);
+    CHECK_RT(cudaMemcpy(hy, y, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    ok = 1;
+    for (int i = 0; i < n; i++)
+        if (hy[i] != 0.5f + 4.0f * (float)i)
+            ok = 0;
+    CHECK(ok);
+    size_t poff = 1, psize = 0;
+    CHECK_RT(cudaFuncGetParamInfo((const void *)k, 1, &poff, &psize), cudaSuccess);
+    CHECK(poff == 8 && psize == 8);
 
     /* a kernel known to the runtime by its registered device name */
     int *d;
