@@ -75,6 +75,13 @@ void emuAddCounter(const char *name, uint64_t delta);
  * emulated libraries that touch device memory from host functions (NCCL)
  * call this. */
 uint64_t emuHostLinkCharge(const void *p, size_t len);
+/* A registered kernel (by host_func or device_name, as emuRegisterKernel)
+ * whose CPU implementation charges the host link itself, with
+ * emuHostLinkCharge over the exact bytes it reads and writes: its launches
+ * are then not charged the upper bound described in emu_driver.h (the run
+ * of host-located pages from each pointer argument on).  Returns 0 on
+ * success, -1 for a kernel never registered. */
+int emuKernelChargesLink(const void *host_func, const char *device_name);
 
 /* ---- fault injection ----------------------------------------------------
  * spec: "entry:N:ERROR" makes the Nth call (1-based) of entry fail with ERROR

@@ -92,22 +92,31 @@ __global__ void sgd(float *w, const float *g, float lr, int n)
 
 // ------------------------------------------- CPU implementations (emulator)
 #define ARG(T, i) (*(T *)args[i])
+// The emulator's host-link model: each implementation charges the exact
+// bytes of every buffer it touches (emuKernelChargesLink), so kernels over
+// memory offload put on host-backed pages cost what they would cost on a GPU.
+typedef uint64_t (*link_fn)(const void *, size_t);
+static link_fn emu_link;
+static void charge_link(const void *p, long bytes) { if (emu_link) emu_link(p, (size_t)bytes); }
 static void cpu_add_bias_relu(void **args, const emu_launch *)
 {
     float *x = ARG(float *, 0); const float *b = ARG(const float *, 1);
     int rows = ARG(int, 2), cols = ARG(int, 3);
+    charge_link(x, 4L * rows * cols); charge_link(b, 4L * rows);
     for (int i = 0; i < rows * cols; i++) { float v = x[i] + b[i % rows]; x[i] = v > 0.f ? v : 0.f; }
 }
 static void cpu_add_bias(void **args, const emu_launch *)
 {
     float *x = ARG(float *, 0); const float *b = ARG(const float *, 1);
     int rows = ARG(int, 2), cols = ARG(int, 3);
+    charge_link(x, 4L * rows * cols); charge_link(b, 4L * rows);
     for (int i = 0; i < rows * cols; i++) x[i] += b[i % rows];
 }
 static void cpu_mse_grad(void **args, const emu_launch *)
 {
     const float *y = ARG(const float *, 0), *t = ARG(const float *, 1);
     float *d = ARG(float *, 2), *loss = ARG(float *, 3); int n = ARG(int, 4);
+    charge_link(y, 4L * n); charge_link(t, 4L * n); charge_link(d, 4L * n); charge_link(loss, 4);
     float s = 0.f;
     for (int i = 0; i < n; i++) { float e = y[i] - t[i]; d[i] = 2.f * e / n; s += e * e; }
     loss[0] = s / n;
@@ -115,18 +124,21 @@ static void cpu_mse_grad(void **args, const emu_launch *)
 static void cpu_relu_backward(void **args, const emu_launch *)
 {
     float *d = ARG(float *, 0); const float *a = ARG(const float *, 1); int n = ARG(int, 2);
+    charge_link(d, 4L * n); charge_link(a, 4L * n);
     for (int i = 0; i < n; i++) if (a[i] <= 0.f) d[i] = 0.f;
 }
 static void cpu_bias_grad(void **args, const emu_launch *)
 {
     const float *d = ARG(const float *, 0); float *gb = ARG(float *, 1);
     int rows = ARG(int, 2), cols = ARG(int, 3);
+    charge_link(d, 4L * rows * cols); charge_link(gb, 4L * rows);
     for (int r = 0; r < rows; r++) { float s = 0.f; for (int c = 0; c < cols; c++) s += d[r + c * rows]; gb[r] = s; }
 }
 static void cpu_sgd(void **args, const emu_launch *)
 {
     float *w = ARG(float *, 0); const float *g = ARG(const float *, 1);
     float lr = ARG(float, 2); int n = ARG(int, 3);
+    charge_link(w, 4L * n); charge_link(g, 4L * n);
     for (int i = 0; i < n; i++) w[i] -= lr * g[i];
 }
 
@@ -148,6 +160,14 @@ static void register_emulated_kernels(void)
     reg((const void *)relu_backward, NULL, cpu_relu_backward, 3, p3);
     reg((const void *)bias_grad, NULL, cpu_bias_grad, 4, p4);
     reg((const void *)sgd, NULL, cpu_sgd, 4, psgd);
+    typedef int (*self_fn)(const void *, const char *);
+    self_fn self = (self_fn)dlsym(drv, "emuKernelChargesLink");
+    emu_link = (link_fn)dlsym(drv, "emuHostLinkCharge");
+    if (self && emu_link) {
+        const void *const all[] = {(const void *)add_bias_relu, (const void *)add_bias, (const void *)mse_grad,
+                                   (const void *)relu_backward, (const void *)bias_grad, (const void *)sgd};
+        for (const void *k : all) self(k, NULL);
+    }
 }
 
 // MLP_EMU_COUNTERS=1 (under the emulator): after each step and at the end,

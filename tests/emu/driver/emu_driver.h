@@ -194,7 +194,8 @@ void emu_managed_kernel_arg(uintptr_t p);
  * least read access for dev as above; cuMemAlloc memory of another device
  * needs peer access (cuCtxEnablePeerAccess) from dev. */
 bool emu_mem_access_ok(int dev, uintptr_t p, size_t len, bool write);
-bool emu_kernel_arg_access_ok(int dev, uintptr_t p);
+/* charge: false when the kernel charges the link itself (emuKernelChargesLink) */
+bool emu_kernel_arg_access_ok(int dev, uintptr_t p, bool charge);
 /* The host-link model (mem_vmm.c): device access to host-located VMM pages
  * crosses the host link.  Both checks above, when they grant an access,
  * charge it: emu_mem_access_ok the bytes of [p, p+len) that are

@@ -34,6 +34,7 @@ struct emu_func {
     int max_dyn_shared;
     int carveout;
     uint64_t *skipped_counter;   /* "kernels.skipped.<name>", set on the first skipped launch */
+    bool charges_link;           /* emuKernelChargesLink: its implementation charges the host link */
     struct emu_func *next;
 };
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -146,6 +147,16 @@ int emuRegisterKernel(const void *host_func, const char *device_name, emu_kernel
     }
     if (impl) __atomic_store_n(&f->impl, impl, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&reg_mu);
+    return 0;
+}
+
+int emuKernelChargesLink(const void *host_func, const char *device_name)
+{
+    emu_init();
+    if (!host_func && !device_name) return -1;
+    struct emu_func *f = find_or_create(host_func, device_name);
+    if (!f || !__atomic_load_n(&f->impl, __ATOMIC_ACQUIRE)) return -1;
+    __atomic_store_n(&f->charges_link, true, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -370,6 +381,7 @@ struct launch_op {
     const char *name;     /* for activity records (the registry is never freed) */
     uint32_t stream_id, correlation_id;
     int dev;
+    bool charges_link;    /* the implementation charges the host link itself */
 };
 
 static void count_skipped(uint64_t *by_name)
@@ -405,7 +417,7 @@ static void run_kernel(void *p)
     for (uint64_t m = l->ptr_args; m; m &= m - 1) {
         uintptr_t v;
         memcpy(&v, l->args[__builtin_ctzll(m)], sizeof v);
-        if (!emu_kernel_arg_access_ok(l->dev, v)) emu_fault_access();
+        if (!emu_kernel_arg_access_ok(l->dev, v, !l->charges_link)) emu_fault_access();
     }
     for (uint64_t m = l->ptr_args; m; m &= m - 1) {
         uintptr_t v;
@@ -470,6 +482,7 @@ static CUresult launch(struct emu_func *f, unsigned gx, unsigned gy, unsigned gz
     struct launch_op *l = malloc(sizeof *l + nargs * sizeof(void *) + blob + 16);
     if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
     l->impl = impl;
+    l->charges_link = impl && __atomic_load_n(&f->charges_link, __ATOMIC_ACQUIRE);
     l->skipped_counter = impl ? NULL : skipped_counter_of(f);
     l->captured = __atomic_load_n(&st->capture, __ATOMIC_ACQUIRE) != NULL;
     l->launch = (emu_launch){{gx, gy, gz}, {bx, by, bz}, shmem, (void *)h};

@@ -219,13 +219,13 @@ bool emu_mem_access_ok(int dev, uintptr_t p, size_t len, bool write)
     return grants(emu_pool_access(b.start, dev), write);
 }
 
-bool emu_kernel_arg_access_ok(int dev, uintptr_t p)
+bool emu_kernel_arg_access_ok(int dev, uintptr_t p, bool charge)
 {
     int range_dev = emu_range_device(p);
     if (range_dev < 0) return true;
     if (p - emu_dev_base(range_dev) >= EMU_ARENA_SPAN) {
         if (!emu_vmm_access_ok(dev, p, 1, false)) return false;
-        emu_host_link_charge_run(p);
+        if (charge) emu_host_link_charge_run(p);
         return true;
     }
     struct emu_arena_block b;
