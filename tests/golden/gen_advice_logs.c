@@ -47,12 +47,7 @@ enum { API_MALLOC, API_FREE, API_GEMM, API_COPY, N_APIS };
 
 static void begin(void)
 {
-    static const char cmd[] = "python\0train.py";
-    gen_begin(&(struct gen_log_run){ .tid = 7, .pid = 4000, .rank = -1, .local_rank = -1, .world_size = -1,
-                                     .host = "node-a", .cmdline = cmd, .cmdline_len = sizeof cmd - 1,
-                                     .config = "TRAINSHIM_LOG=x.log\n", .apis = apis, .n_apis = N_APIS });
-    gen_device(7, 1, &(struct gen_log_device){ .name = "NVIDIA H100 80GB HBM3", .total_mem = 80 * GiB,
-                                               .cc_major = 9, .sm_count = 132 });
+    gen_begin_h100_run(7, "TRAINSHIM_LOG=x.log\n", apis, N_APIS);
 }
 
 static void gemm(uint64_t ns, int64_t m, int64_t n, int64_t k, int compute_type)

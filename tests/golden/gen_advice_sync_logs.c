@@ -41,7 +41,6 @@
 #define START_NS GEN_START_NS
 #define US 1000ull
 #define MS 1000000ull
-#define GiB (1ull << 30)
 
 static void *rec(uint16_t type, uint32_t size, uint64_t ns) { return gen_rec(type, size, 7, ns); }
 
@@ -50,12 +49,7 @@ enum { API_GEMM, API_COPY, API_SYNC, N_APIS };
 
 static void begin(void)
 {
-    static const char cmd[] = "python\0train.py";
-    gen_begin(&(struct gen_log_run){ .tid = 7, .pid = 4000, .rank = -1, .local_rank = -1, .world_size = -1,
-                                     .host = "node-a", .cmdline = cmd, .cmdline_len = sizeof cmd - 1,
-                                     .config = "TRAINSHIM_CUPTI=1\n", .apis = apis, .n_apis = N_APIS });
-    gen_device(7, 1, &(struct gen_log_device){ .name = "NVIDIA H100 80GB HBM3", .total_mem = 80 * GiB,
-                                               .cc_major = 9, .sm_count = 132 });
+    gen_begin_h100_run(7, "TRAINSHIM_CUPTI=1\n", apis, N_APIS);
     struct ts_rec_gpu_status *s = rec(TS_REC_GPU_STATUS, sizeof *s, 1);
     s->state = TS_GPU_STATUS_STARTED;
     /* a stack of three frames for the synchronize site */

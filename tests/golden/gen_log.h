@@ -63,15 +63,9 @@ static inline void gen_begin(const struct gen_log_run *run)
     size_t hl = strlen(run->host), cl = run->cmdline_len, fl = strlen(run->config);
     uint32_t len = ts_rec_align((uint32_t)(sizeof(struct ts_rec_header) + hl + cl + fl));
     struct ts_rec_header *h = gen_rec(TS_REC_HEADER, len, run->tid, 0);
-    h->pid = run->pid;
-    h->rank = run->rank;
-    h->local_rank = run->local_rank;
-    h->world_size = run->world_size;
-    h->start_realtime_ns = GEN_START_REALTIME_NS;
-    h->start_mono_ns = GEN_START_NS;
-    h->host_len = (uint32_t)hl;
-    h->cmdline_len = (uint32_t)cl;
-    h->config_len = (uint32_t)fl;
+    h->pid = run->pid, h->rank = run->rank, h->local_rank = run->local_rank, h->world_size = run->world_size;
+    h->start_realtime_ns = GEN_START_REALTIME_NS, h->start_mono_ns = GEN_START_NS;
+    h->host_len = (uint32_t)hl, h->cmdline_len = (uint32_t)cl, h->config_len = (uint32_t)fl;
     char *s = (char *)(h + 1);
     memcpy(s, run->host, hl);
     memcpy(s + hl, run->cmdline, cl);
@@ -109,6 +103,19 @@ static inline void gen_device(uint32_t tid, uint64_t ns, const struct gen_log_de
     d->sm_count = dev->sm_count;
     if (dev->pci_bus_id)
         snprintf(d->pci_bus_id, sizeof d->pci_bus_id, "%s", dev->pci_bus_id);
+}
+
+/* The run of the advice generators' logs: `python train.py` as pid 4000 on
+ * node-a, not distributed, on one 80 GiB H100 (its DEVICE record 1 ns in),
+ * every record by thread tid. */
+static inline void gen_begin_h100_run(uint32_t tid, const char *config, const char *const *apis, int n_apis)
+{
+    static const char cmd[] = "python\0train.py";
+    gen_begin(&(struct gen_log_run){ .tid = tid, .pid = 4000, .rank = -1, .local_rank = -1, .world_size = -1,
+                                     .host = "node-a", .cmdline = cmd, .cmdline_len = sizeof cmd - 1,
+                                     .config = config, .apis = apis, .n_apis = n_apis });
+    gen_device(tid, 1, &(struct gen_log_device){ .name = "NVIDIA H100 80GB HBM3", .total_mem = 80ull << 30,
+                                                 .cc_major = 9, .sm_count = 132 });
 }
 
 /* The latest record time so far, in ns after the run's start. */
