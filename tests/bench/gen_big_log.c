@@ -11,9 +11,10 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "../golden/gen_log.h"
 #include "log/logfmt.h"
 
-#define START_NS 1000000000000ull
+#define START_NS GEN_START_NS
 #define STEP_NS 2000000ull /* 2 ms per step */
 
 static FILE *out;
@@ -40,37 +41,22 @@ static void put(void)
     nrec++;
 }
 
+/* The log's opening records, built by gen_log.h at the run's start. */
 static void header(void)
 {
-    struct ts_log_preamble p = { 0 };
-    memcpy(p.magic, TS_LOG_MAGIC, 8);
-    p.version_major = TS_LOG_VERSION_MAJOR;
-    p.version_minor = TS_LOG_VERSION_MINOR;
-    p.byte_order = TS_LOG_BYTE_ORDER;
-    fwrite(&p, sizeof p, 1, out);
-    const char *host = "benchhost", cmd[] = "python\0train.py", *conf =
-        "TRAINSHIM_CUPTI=1\nTRAINSHIM_PINNED_COPY=1\nTRAINSHIM_PINNED_COPY_MIN=262144\n";
-    size_t hl = strlen(host), cl = sizeof cmd - 1, fl = strlen(conf);
-    struct ts_rec_header *h = rec(TS_REC_HEADER, ts_rec_align((uint32_t)(sizeof *h + hl + cl + fl)));
-    h->pid = 3000;
-    h->rank = h->local_rank = h->world_size = -1;
-    h->start_realtime_ns = 1767225600ull * 1000000000ull;
-    h->start_mono_ns = START_NS;
-    h->host_len = (uint32_t)hl, h->cmdline_len = (uint32_t)cl, h->config_len = (uint32_t)fl;
-    memcpy((char *)(h + 1), host, hl);
-    memcpy((char *)(h + 1) + hl, cmd, cl);
-    memcpy((char *)(h + 1) + hl + cl, conf, fl);
-    put();
-    const char names[] = "cudaMalloc\0cudaFree\0cudaMemcpy\0cublasSgemm_v2\0";
-    struct ts_rec_api_names *a = rec(TS_REC_API_NAMES, ts_rec_align((uint32_t)(sizeof *a + sizeof names)));
-    a->count = 4;
-    memcpy(a + 1, names, sizeof names);
-    put();
-    struct ts_rec_device *d = rec(TS_REC_DEVICE, sizeof *d);
-    snprintf(d->name, sizeof d->name, "NVIDIA H100 80GB HBM3");
-    d->total_mem = 80ull << 30, d->cc_major = 9, d->sm_count = 132;
-    snprintf(d->pci_bus_id, sizeof d->pci_bus_id, "0000:18:00.0");
-    put();
+    static const char *const apis[] = { "cudaMalloc", "cudaFree", "cudaMemcpy", "cublasSgemm_v2" };
+    static const char cmd[] = "python\0train.py";
+    gen_begin(&(struct gen_log_run){
+        .tid = 7001, .pid = 3000, .rank = -1, .local_rank = -1, .world_size = -1, .host = "benchhost",
+        .cmdline = cmd, .cmdline_len = sizeof cmd - 1,
+        .config = "TRAINSHIM_CUPTI=1\nTRAINSHIM_PINNED_COPY=1\nTRAINSHIM_PINNED_COPY_MIN=262144\n",
+        .apis = apis, .n_apis = 4 });
+    gen_device(7001, now_ns - START_NS, &(struct gen_log_device){ .name = "NVIDIA H100 80GB HBM3",
+                                                                   .total_mem = 80ull << 30, .cc_major = 9,
+                                                                   .sm_count = 132, .pci_bus_id = "0000:18:00.0" });
+    gen_seal();
+    fwrite(gen_buf, 1, gen_used, out);
+    nrec += 3;
     struct ts_rec_gpu_clock *c = rec(TS_REC_GPU_CLOCK, sizeof *c);
     c->mono_ns = c->cupti_ns = now_ns;
     put();

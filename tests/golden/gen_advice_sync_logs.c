@@ -35,63 +35,21 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "gen_log.h"
 #include "log/logfmt.h"
 
-#define START_NS 1000000000000ull
+#define START_NS GEN_START_NS
 #define US 1000ull
 #define MS 1000000ull
-#define GiB (1ull << 30)
 
-static unsigned char buf[1 << 20];
-static size_t used;
-
-static void *rec(uint16_t type, uint32_t size, uint64_t ns)
-{
-    struct ts_rec_hdr *h = (struct ts_rec_hdr *)(buf + used);
-    memset(h, 0, size);
-    h->len = size;
-    h->type = type;
-    h->tid = 7;
-    h->time_ns = START_NS + ns;
-    used += size;
-    return h;
-}
+static void *rec(uint16_t type, uint32_t size, uint64_t ns) { return gen_rec(type, size, 7, ns); }
 
 static const char *const apis[] = { "cublasSgemm_v2", "cudaMemcpyAsync", "cudaStreamSynchronize" };
 enum { API_GEMM, API_COPY, API_SYNC, N_APIS };
 
 static void begin(void)
 {
-    struct ts_log_preamble *p = (struct ts_log_preamble *)buf;
-    memset(p, 0, sizeof *p);
-    memcpy(p->magic, TS_LOG_MAGIC, 8);
-    p->version_major = TS_LOG_VERSION_MAJOR;
-    p->version_minor = TS_LOG_VERSION_MINOR;
-    p->byte_order = TS_LOG_BYTE_ORDER;
-    used = sizeof *p;
-    static const char host[] = "node-a", cmd[] = "python\0train.py", conf[] = "TRAINSHIM_CUPTI=1\n";
-    size_t hl = sizeof host - 1, cl = sizeof cmd - 1, fl = sizeof conf - 1;
-    struct ts_rec_header *h =
-        rec(TS_REC_HEADER, ts_rec_align((uint32_t)(sizeof(struct ts_rec_header) + hl + cl + fl)), 0);
-    h->pid = 4000, h->rank = -1, h->local_rank = -1, h->world_size = -1;
-    h->start_realtime_ns = 1767225600ull * 1000000000ull;
-    h->start_mono_ns = START_NS;
-    h->host_len = (uint32_t)hl, h->cmdline_len = (uint32_t)cl, h->config_len = (uint32_t)fl;
-    memcpy((char *)(h + 1), host, hl);
-    memcpy((char *)(h + 1) + hl, cmd, cl);
-    memcpy((char *)(h + 1) + hl + cl, conf, fl);
-    size_t nl = 0;
-    for (int i = 0; i < N_APIS; i++)
-        nl += strlen(apis[i]) + 1;
-    struct ts_rec_api_names *a = rec(TS_REC_API_NAMES, ts_rec_align((uint32_t)(sizeof *a + nl)), 0);
-    a->count = N_APIS;
-    char *n = (char *)(a + 1);
-    for (int i = 0; i < N_APIS; i++)
-        n = stpcpy(n, apis[i]) + 1;
-    struct ts_rec_device *d = rec(TS_REC_DEVICE, sizeof *d, 1);
-    snprintf(d->name, sizeof d->name, "NVIDIA H100 80GB HBM3");
-    d->total_mem = 80 * GiB;
-    d->cc_major = 9, d->sm_count = 132;
+    gen_begin_h100_run(7, "TRAINSHIM_CUPTI=1\n", apis, N_APIS);
     struct ts_rec_gpu_status *s = rec(TS_REC_GPU_STATUS, sizeof *s, 1);
     s->state = TS_GPU_STATUS_STARTED;
     /* a stack of three frames for the synchronize site */
@@ -175,31 +133,7 @@ static void fed_steps(void)
     }
 }
 
-static int save(const char *dir, const char *name)
-{
-    uint64_t n = 0, last = 0;
-    for (size_t off = sizeof(struct ts_log_preamble); off < used; n++) {
-        const struct ts_rec_hdr *h = (const struct ts_rec_hdr *)(buf + off);
-        last = h->time_ns > last ? h->time_ns : last;
-        off += h->len;
-    }
-    struct ts_rec_end *e = rec(TS_REC_END, sizeof *e, last - START_NS + MS);
-    e->records_written = n;
-    for (size_t off = sizeof(struct ts_log_preamble); off < used;) { /* seal */
-        struct ts_rec_hdr *h = (struct ts_rec_hdr *)(buf + off);
-        h->check = 0;
-        h->check = ts_rec_check(h, h->len);
-        off += h->len;
-    }
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(buf, 1, used, f) != used || fclose(f) != 0) {
-        perror(path);
-        return 1;
-    }
-    return 0;
-}
+static int save(const char *dir, const char *name) { return gen_finish(7, gen_last_ns() + MS, dir, name); }
 
 int main(int argc, char **argv)
 {

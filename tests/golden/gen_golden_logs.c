@@ -16,91 +16,30 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "gen_log.h"
 #include "log/logfmt.h"
 
-#define START_NS 1000000000000ull /* monotonic start */
+#define START_NS GEN_START_NS /* monotonic start */
 #define MS 1000000ull
 #define MiB (1ull << 20)
 
-static unsigned char buf[1 << 16];
-static size_t used;
-
-static void *rec(uint16_t type, uint32_t size, uint32_t tid, uint64_t ms)
-{
-    struct ts_rec_hdr *h = (struct ts_rec_hdr *)(buf + used);
-    memset(h, 0, size);
-    h->len = size;
-    h->type = type;
-    h->tid = tid;
-    h->time_ns = START_NS + ms * MS;
-    used += size;
-    return h;
-}
-
-static void seal_all(void)
-{
-    for (size_t off = sizeof(struct ts_log_preamble); off < used;) {
-        struct ts_rec_hdr *h = (struct ts_rec_hdr *)(buf + off);
-        h->check = 0;
-        h->check = ts_rec_check(h, h->len);
-        off += h->len;
-    }
-}
+static void *rec(uint16_t type, uint32_t size, uint32_t tid, uint64_t ms) { return gen_rec(type, size, tid, ms * MS); }
 
 static void begin(int pid, int rank, int local, int world, const char *host, const char *cmd,
                   size_t cmdlen, const char *const *apis, int napis)
 {
-    used = 0;
-    struct ts_log_preamble *p = (struct ts_log_preamble *)buf;
-    memset(p, 0, sizeof *p);
-    memcpy(p->magic, TS_LOG_MAGIC, 8);
-    p->version_major = TS_LOG_VERSION_MAJOR;
-    p->version_minor = TS_LOG_VERSION_MINOR;
-    p->byte_order = TS_LOG_BYTE_ORDER;
-    used = sizeof *p;
-
-    const char *conf = "TRAINSHIM_LOG=trainshim.%h.%p.log\nTRAINSHIM_LOG_BUFFER=262144\n";
-    size_t hl = strlen(host), fl = strlen(conf);
-    uint32_t len = ts_rec_align((uint32_t)(sizeof(struct ts_rec_header) + hl + cmdlen + fl));
-    struct ts_rec_header *h = rec(TS_REC_HEADER, len, (uint32_t)pid, 0);
-    h->pid = pid;
-    h->rank = rank;
-    h->local_rank = local;
-    h->world_size = world;
-    h->start_realtime_ns = 1767225600ull * 1000000000ull; /* 2026-01-01T00:00:00Z */
-    h->start_mono_ns = START_NS;
-    h->host_len = (uint32_t)hl;
-    h->cmdline_len = (uint32_t)cmdlen;
-    h->config_len = (uint32_t)fl;
-    char *s = (char *)(h + 1);
-    memcpy(s, host, hl);
-    memcpy(s + hl, cmd, cmdlen);
-    memcpy(s + hl + cmdlen, conf, fl);
-
-    size_t nl = 0;
-    for (int i = 0; i < napis; i++)
-        nl += strlen(apis[i]) + 1;
-    struct ts_rec_api_names *a =
-        rec(TS_REC_API_NAMES, ts_rec_align((uint32_t)(sizeof *a + nl)), (uint32_t)pid, 0);
-    a->count = (uint32_t)napis;
-    char *n = (char *)(a + 1);
-    for (int i = 0; i < napis; i++) {
-        strcpy(n, apis[i]);
-        n += strlen(apis[i]) + 1;
-    }
+    gen_begin(&(struct gen_log_run){ .tid = (uint32_t)pid, .pid = pid, .rank = rank, .local_rank = local,
+                                     .world_size = world, .host = host, .cmdline = cmd, .cmdline_len = cmdlen,
+                                     .config = "TRAINSHIM_LOG=trainshim.%h.%p.log\nTRAINSHIM_LOG_BUFFER=262144\n",
+                                     .apis = apis, .n_apis = napis });
 }
 
-static void device(uint32_t tid, uint64_t ms, int ordinal, const char *name, uint64_t mem, int maj,
-                   int min, int sms, const char *pci)
+/* The H100 every log here runs on, at PCI address pci. */
+static void device(uint32_t tid, int ordinal, const char *pci)
 {
-    struct ts_rec_device *d = rec(TS_REC_DEVICE, sizeof *d, tid, ms);
-    d->ordinal = ordinal;
-    snprintf(d->name, sizeof d->name, "%s", name);
-    d->total_mem = mem;
-    d->cc_major = maj;
-    d->cc_minor = min;
-    d->sm_count = sms;
-    snprintf(d->pci_bus_id, sizeof d->pci_bus_id, "%s", pci);
+    gen_device(tid, 1 * MS, &(struct gen_log_device){ .ordinal = ordinal, .name = "NVIDIA H100 80GB HBM3",
+                                                     .total_mem = 85520809984ull, .cc_major = 9, .sm_count = 132,
+                                                     .pci_bus_id = pci });
 }
 
 static struct ts_rec_alloc *alloc(uint32_t tid, uint64_t ms, int api, uint64_t ptr, uint64_t size, int result)
@@ -144,27 +83,6 @@ static void error(uint32_t tid, uint64_t ms, int api, int result)
     r->result = result;
 }
 
-static void end(uint32_t tid, uint64_t ms)
-{
-    uint64_t n = 0;
-    for (size_t off = sizeof(struct ts_log_preamble); off < used; n++)
-        off += ((struct ts_rec_hdr *)(buf + off))->len;
-    struct ts_rec_end *e = rec(TS_REC_END, sizeof *e, tid, ms);
-    e->records_written = n;
-}
-
-static int save(const char *dir, const char *name, size_t n)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(buf, 1, n, f) != n || fclose(f) != 0) {
-        perror(path);
-        return 1;
-    }
-    return 0;
-}
-
 enum { API_MALLOC, API_FREE, API_MEMCPY, API_MEMCPY_ASYNC, API_CUMEMALLOC, API_CUMEMFREE, API_MALLOC_ASYNC };
 static const char *const apis[] = {"cudaMalloc", "cudaFree", "cudaMemcpy", "cudaMemcpyAsync",
                                    "cuMemAlloc_v2", "cuMemFree_v2", "cudaMallocAsync"};
@@ -174,7 +92,7 @@ static size_t rank0(int cut_last_record)
 {
     static const char cmd[] = "python\0train.py\0--epochs\0" "2";
     begin(1000, 0, 0, 2, "node-a", cmd, sizeof cmd - 1, apis, 7);
-    device(101, 1, 0, "NVIDIA H100 80GB HBM3", 85520809984ull, 9, 0, 132, "0000:3b:00.0");
+    device(101, 0, "0000:3b:00.0");
     /* thread 101's buffer */
     alloc(101, 10, API_MALLOC, 0x7f0000000000ull, 1 * MiB, 0);
     alloc(101, 20, API_MALLOC, 0x7f0000100000ull, 4 * MiB, 0);
@@ -190,18 +108,18 @@ static size_t rank0(int cut_last_record)
     copy(102, 60, API_MEMCPY_ASYNC, TS_H2D, 2 * MiB, TS_HOST_PINNED, 1, 3000, 0);
     alloc(102, 65, API_MALLOC_ASYNC, 0, 0, 0);
     copy(102, 75, API_MEMCPY_ASYNC, TS_D2D, 2 * MiB, TS_HOST_NONE, 1, 1000, 0);
-    size_t before_last = used;
+    size_t before_last = gen_used;
     dfree(102, 85, API_CUMEMFREE, 0x7f0000500000ull, 0);
     if (cut_last_record) {
-        seal_all();
+        gen_seal();
         return before_last + 40; /* 40 of the free record's 56 bytes */
     }
     copy(102, 95, API_MEMCPY, TS_H2D, 512 << 10, TS_HOST_PAGEABLE, 0, 200, 1);
     error(102, 96, API_MEMCPY, 1);
     alloc(102, 99, API_MALLOC, 0x7f0000900000ull, 3000, 0);
-    end(101, 100);
-    seal_all();
-    return used;
+    gen_end(101, 100 * MS);
+    gen_seal();
+    return gen_used;
 }
 
 static size_t rank1(void)
@@ -210,7 +128,7 @@ static size_t rank1(void)
      * the JSON must still parse */
     static const char cmd[] = "python\0-c\0print(\"a\\b\")\tx\0caf\xc3\xa9\0bad\xff";
     begin(1001, 1, 1, 2, "node-a", cmd, sizeof cmd - 1, apis, 7);
-    device(201, 1, 1, "NVIDIA H100 80GB HBM3", 85520809984ull, 9, 0, 132, "0000:5e:00.0");
+    device(201, 1, "0000:5e:00.0");
     alloc(201, 5, API_MALLOC, 0x7e0000000000ull, 8 * MiB, 0);
     copy(201, 6, API_MEMCPY, TS_H2D, 8 * MiB, TS_HOST_PAGEABLE, 0, 1000000, 0);
     /* a record type from a later format version: skipped by its length */
@@ -219,9 +137,9 @@ static size_t rank1(void)
     alloc(201, 8, API_MALLOC, 0x7e0000800000ull, 1ull << 30, 0);
     dfree(201, 9, API_FREE, 0x7e0000000000ull, 0);
     error(201, 10, API_FREE, 400);
-    end(201, 20);
-    seal_all();
-    return used;
+    gen_end(201, 20 * MS);
+    gen_seal();
+    return gen_used;
 }
 
 /* A cuBLAS FP32 GEMM call (record time in microseconds). */
@@ -258,7 +176,7 @@ static size_t torch_pool(void)
 {
     static const char cmd[] = "python\0train.py";
     begin(3000, -1, -1, -1, "node-b", cmd, sizeof cmd - 1, pool_apis, 10);
-    device(301, 1, 0, "NVIDIA H100 80GB HBM3", 85520809984ull, 9, 0, 132, "0000:3b:00.0");
+    device(301, 0, "0000:3b:00.0");
     alloc(301, 5, P_MALLOC, 0x7a0000000000ull, 1 * MiB, 0);
     alloc(301, 10, P_MALLOC, 0x7b0000000000ull, 2 * MiB, 0);
     for (int i = 0; i < 3; i++)
@@ -288,9 +206,9 @@ static size_t torch_pool(void)
     p->driver_calls = 31;
     p->allocs = 4;
     p->frees = 1;
-    end(301, 70);
-    seal_all();
-    return used;
+    gen_end(301, 70 * MS);
+    gen_seal();
+    return gen_used;
 }
 
 /* matrixMulCUBLAS's timing loop: 31 SGEMMs of 1024^3 queued 10 us apart
@@ -302,13 +220,13 @@ static size_t queued_gemms(void)
 {
     static const char cmd[] = "./matrixMulCUBLAS";
     begin(3100, -1, -1, -1, "node-b", cmd, sizeof cmd - 1, pool_apis, 10);
-    device(301, 1, 0, "NVIDIA H100 80GB HBM3", 85520809984ull, 9, 0, 132, "0000:3b:00.0");
+    device(301, 0, "0000:3b:00.0");
     for (uint64_t i = 0; i < 31; i++)
         gemm_us(10000 + 10 * i, P_GEMM, 1024, 1024, 1024, 0, 0);
     copy(301, 40, P_MEMCPY, TS_D2H, 4 * MiB, TS_HOST_PAGEABLE, 0, 29000000, 0);
-    end(301, 41);
-    seal_all();
-    return used;
+    gen_end(301, 41 * MS);
+    gen_seal();
+    return gen_used;
 }
 
 int main(int argc, char **argv)
@@ -318,10 +236,10 @@ int main(int argc, char **argv)
         return 2;
     }
     int bad = 0;
-    bad |= save(argv[1], "rank0.tslog", rank0(0));
-    bad |= save(argv[1], "rank1.tslog", rank1());
-    bad |= save(argv[1], "truncated.tslog", rank0(1));
-    bad |= save(argv[1], "torch_pool.tslog", torch_pool());
-    bad |= save(argv[1], "queued_gemms.tslog", queued_gemms());
+    bad |= gen_write(argv[1], "rank0.tslog", rank0(0));
+    bad |= gen_write(argv[1], "rank1.tslog", rank1());
+    bad |= gen_write(argv[1], "truncated.tslog", rank0(1));
+    bad |= gen_write(argv[1], "torch_pool.tslog", torch_pool());
+    bad |= gen_write(argv[1], "queued_gemms.tslog", queued_gemms());
     return bad;
 }

@@ -38,27 +38,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_log.h"
 #include "log/logfmt.h"
 
-#define START_NS 1000000000000ull
+#define START_NS GEN_START_NS
 #define MS 1000000ull
 #define GPU_AHEAD (5000000000ull - MS) /* CUPTI time - run time */
 
-static unsigned char buf[1 << 16];
-static size_t used;
-static uint64_t nrec;
+static uint64_t nrec; /* records so far, the HEADER included */
 
 static void *rec(uint16_t type, uint32_t size, uint64_t at_ms)
 {
-    struct ts_rec_hdr *h = (struct ts_rec_hdr *)(buf + used);
-    memset(h, 0, size);
-    h->len = size;
-    h->type = type;
-    h->tid = 4242;
-    h->time_ns = START_NS + at_ms * MS;
-    used += size;
     nrec++;
-    return h;
+    return gen_rec(type, size, 4242, at_ms * MS);
 }
 
 static uint64_t gpu(uint64_t ms) { return START_NS + ms * MS + GPU_AHEAD; }
@@ -113,52 +105,17 @@ static void clock_pair(uint64_t at_ms, uint64_t drift_ns)
     c->cupti_ns = c->mono_ns + GPU_AHEAD + drift_ns;
 }
 
+/* A log with no API_NAMES record (no call here has its name looked up). */
 static void begin(const char *conf)
 {
-    used = 0;
-    nrec = 0;
-    memset(buf, 0, sizeof buf);
-    struct ts_log_preamble *p = (struct ts_log_preamble *)buf;
-    memcpy(p->magic, TS_LOG_MAGIC, 8);
-    p->version_major = TS_LOG_VERSION_MAJOR;
-    p->version_minor = TS_LOG_VERSION_MINOR;
-    p->byte_order = TS_LOG_BYTE_ORDER;
-    used = sizeof *p;
-
-    const char *host = "gpuhost", cmd[] = "python\0train.py";
-    size_t hl = strlen(host), cl = sizeof cmd - 1, fl = strlen(conf);
-    struct ts_rec_header *h = rec(TS_REC_HEADER, ts_rec_align((uint32_t)(sizeof *h + hl + cl + fl)), 0);
-    h->pid = 2000;
-    h->rank = h->local_rank = h->world_size = -1;
-    h->start_realtime_ns = 1767225600ull * 1000000000ull;
-    h->start_mono_ns = START_NS;
-    h->host_len = (uint32_t)hl;
-    h->cmdline_len = (uint32_t)cl;
-    h->config_len = (uint32_t)fl;
-    memcpy((char *)(h + 1), host, hl);
-    memcpy((char *)(h + 1) + hl, cmd, cl);
-    memcpy((char *)(h + 1) + hl + cl, conf, fl);
+    static const char cmd[] = "python\0train.py";
+    gen_begin(&(struct gen_log_run){ .tid = 4242, .pid = 2000, .rank = -1, .local_rank = -1, .world_size = -1,
+                                     .host = "gpuhost", .cmdline = cmd, .cmdline_len = sizeof cmd - 1,
+                                     .config = conf });
+    nrec = 1;
 }
 
-static int finish(const char *dir, const char *file, uint64_t end_ms)
-{
-    struct ts_rec_end *e = rec(TS_REC_END, sizeof *e, end_ms);
-    e->records_written = nrec - 1;
-    for (size_t off = sizeof(struct ts_log_preamble); off < used;) {
-        struct ts_rec_hdr *r = (struct ts_rec_hdr *)(buf + off);
-        r->check = 0;
-        r->check = ts_rec_check(r, r->len);
-        off += r->len;
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(buf, 1, used, f) != used || fclose(f) != 0) {
-        perror(path);
-        return 1;
-    }
-    return 0;
-}
+static int finish(const char *dir, const char *file, uint64_t end_ms) { return gen_finish(4242, end_ms * MS, dir, file); }
 
 static void gemm(uint64_t at_ms, uint64_t handle, int64_t m, int64_t n, int64_t k, int dtype, int ta, int tb,
                  int result, uint64_t sample_id)
