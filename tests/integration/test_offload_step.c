@@ -14,11 +14,14 @@
  *            all four, B3 (allocated last) is backed by the host at the
  *            out-of-memory; the previous step's order says it is used most,
  *            so it is promoted in place of a buffer no step uses
+ *   coll     as steady, but the hot buffer is reached only by an in-place
+ *            ncclAllReduce over a one-rank communicator (collective
+ *            buffers count as uses too)
  *   rotate   the hot buffer is B(step mod 4): the previous step's order is
  *            always wrong, every boundary moves a buffer's pages for a step
  *            that reads a few hundred KiB (thrashing)
  *
- * Usage: test_offload_step [steady|rotate] [steps].  Run bare (no argument),
+ * Usage: test_offload_step [steady|coll|rotate] [steps].  Run bare (no argument),
  * as tests/run.sh runs every binary, it runs the steady loop for 3 steps
  * without anything else and checks it completes. */
 #include <cuda_runtime_api.h>
@@ -27,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <nccl.h>
 
 #include "emu.h"
 
@@ -90,6 +95,18 @@ static void step(unsigned char *buf[NBUF], unsigned char *scratch, int hot, int 
     CHECK(cudaStreamSynchronize(s));
 }
 
+/* coll: the hot buffer's only use is an in-place sum over one rank (the
+ * identity), then a copy of its first chunk into the next buffer. */
+static void coll_step(unsigned char *buf[NBUF], int hot, ncclComm_t comm, cudaStream_t s)
+{
+    if (ncclAllReduce(buf[hot], buf[hot], BUF, ncclUint8, ncclSum, comm, s) != ncclSuccess) {
+        fprintf(stderr, "test_offload_step: ncclAllReduce failed\n");
+        exit(1);
+    }
+    CHECK(cudaMemcpyAsync(buf[(hot + 1) % NBUF], buf[hot], CHUNK, cudaMemcpyDeviceToDevice, s));
+    CHECK(cudaStreamSynchronize(s));
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "steady";
@@ -111,8 +128,20 @@ int main(int argc, char **argv)
     }
     free(h);
     CHECK(cudaMalloc((void **)&scratch, MiB));
-    for (int k = 0; k < steps; k++)
-        step(buf, scratch, rotate ? k % NBUF : NBUF - 1, k, s);
+    ncclComm_t comm = NULL;
+    int dev0 = 0;
+    if (!strcmp(mode, "coll") && ncclCommInitAll(&comm, 1, &dev0) != ncclSuccess) {
+        fprintf(stderr, "test_offload_step: ncclCommInitAll failed\n");
+        return 1;
+    }
+    for (int k = 0; k < steps; k++) {
+        if (comm)
+            coll_step(buf, NBUF - 1, comm, s);
+        else
+            step(buf, scratch, rotate ? k % NBUF : NBUF - 1, k, s);
+    }
+    if (comm)
+        ncclCommDestroy(comm);
     /* the shim's own questions about the kernel leave no error behind */
     CHECK(cudaGetLastError());
     printf("%s %d steps: checksum %016llx\n", mode, steps, (unsigned long long)checksum(buf));

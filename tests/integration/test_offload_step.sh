@@ -69,6 +69,8 @@ run_prog() {   # name mode order
 run_prog steady steady 1
 run_prog fixed steady 0
 run_prog rotate rotate 1
+run_prog coll coll 1
+run_prog collfixed coll 0
 steps_of "$tmp/steady.txt" | awk '$2 >= 4 && $3 >= 4 { found = 1 } END { exit !found }' ||
   { echo "FAIL: steady: no boundary promoted and demoted the hot buffer's pages"; show "$tmp/steady.txt"; fail=1; }
 last_host() { steps_of "$1" | grep -v '+' | tail -1 | awk '{ print $6 }'; }
@@ -76,6 +78,13 @@ last_host() { steps_of "$1" | grep -v '+' | tail -1 | awk '{ print $6 }'; }
   { echo "FAIL: steady: the last step still reached host pages"; show "$tmp/steady.txt"; fail=1; }
 [ "$(last_host "$tmp/fixed.txt")" != 0 ] ||
   { echo "FAIL: steady without step order reached no host page: the test proves nothing"; show "$tmp/fixed.txt"; fail=1; }
+# the same through a collective's buffer only
+steps_of "$tmp/coll.txt" | awk '$2 >= 4 && $3 >= 4 { found = 1 } END { exit !found }' ||
+  { echo "FAIL: coll: no boundary promoted and demoted the all-reduced buffer's pages"; show "$tmp/coll.txt"; fail=1; }
+[ "$(last_host "$tmp/coll.txt")" = 0 ] ||
+  { echo "FAIL: coll: the last step still reached host pages"; show "$tmp/coll.txt"; fail=1; }
+[ "$(last_host "$tmp/collfixed.txt")" != 0 ] ||
+  { echo "FAIL: coll without step order reached no host page: the test proves nothing"; show "$tmp/collfixed.txt"; fail=1; }
 ! grep -q 'advice: thrashing' "$tmp/steady.txt" || { echo "FAIL: steady: thrashing advice"; show "$tmp/steady.txt"; fail=1; }
 grep -q 'advice: thrashing: [0-9]* of [0-9]* steps moved more bytes between device and host than their work reached (step [0-9]*: [0-9.]* MiB moved for [0-9.]* MiB reached' "$tmp/rotate.txt" ||
   { echo "FAIL: rotate: no thrashing advice"; show "$tmp/rotate.txt"; fail=1; }
