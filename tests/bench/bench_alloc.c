@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "alloc/alloc.h"
+#include "replay/sim_provider.h"
 
 static const uint64_t sizes[8] = {512, 4096, 20000, 65536, 131072, 500000, 1 << 20, 3 << 20};
 static long pairs = 2000000;

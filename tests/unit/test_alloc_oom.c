@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "alloc/alloc.h"
+#include "replay/sim_provider.h"
 
 #define MiB (1ull << 20)
 static int failures;

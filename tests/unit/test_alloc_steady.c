@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "alloc/alloc.h"
+#include "replay/sim_provider.h"
 
 #define MiB (1ull << 20)
 static int failures;

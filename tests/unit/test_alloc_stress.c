@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "alloc/alloc.h"
+#include "replay/sim_provider.h"
 
 #define NSTREAMS 3
 #define MAXLIVE 400

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "alloc/alloc.h"
+#include "replay/sim_provider.h"
 
 #define NTHREADS 4
 #define MAXLIVE 2048

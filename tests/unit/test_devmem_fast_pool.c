@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "alloc/alloc.h"
+#include "replay/sim_provider.h"
 
 #define MiB (1ull << 20)
 #define SYNC UINT64_MAX   /* devmem.c's pseudo stream of synchronous calls */

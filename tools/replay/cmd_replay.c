@@ -25,6 +25,7 @@
 #include "core/config.h"
 #include "cmd/cmds.h"
 #include "replay/replay_offload.h"
+#include "replay/sim_provider.h"
 
 typedef struct {
     char op;

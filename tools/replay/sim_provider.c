@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "alloc/alloc_provider.h"
+#include "replay/sim_provider.h"
 
 #define MAX_RES 8
 #define MAX_STREAMS 512
