@@ -83,6 +83,9 @@ struct acct_compute {
  * logged in its configuration, then the device table).  0 or -1 (memory). */
 int acct_compute_analyze(const struct tslog *log, const char *peak_override, struct acct_compute *c);
 void acct_compute_free(struct acct_compute *c);
+/* Whether the host waited for the GPU in this copy record: a synchronous
+ * copy, or one into pageable host memory (it returns once the data arrived). */
+bool acct_copy_waits(const struct tslog_event *e);
 void acct_compute_text(FILE *f, const struct acct_compute *c);
 void acct_compute_json(const struct acct_json *j, const struct acct_compute *c);
 /* A step's time on a basis that covers the GPU's work (see report_compute.c);

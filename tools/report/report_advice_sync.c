@@ -31,14 +31,6 @@
 #define STALL_MIN_SHARE 0.10
 #define STALL_MIN_GAP_NS 1000000ull /* as the GPU TIMELINE counts idle gaps */
 
-/* Whether the host waited for the GPU in this copy: a synchronous copy, or
- * one into pageable host memory (it returns once the data arrived). */
-static bool copy_waited(const struct tslog_event *e)
-{
-    return e->type == TS_REC_COPY && !e->result
-           && (!e->async || (e->dir == TS_D2H && e->host_kind == TS_HOST_PAGEABLE));
-}
-
 static bool sync_counts(const struct tslog_sync *s) { return !s->result && s->pending != TS_SYNC_IDLE; }
 
 /* ---- the GPU's busy intervals (CUPTI) ----------------------------------- */
@@ -158,7 +150,7 @@ static int sync_collect(const struct tslog *log, uint64_t from, uint64_t to, con
         return -1;
     for (size_t i = 0; i < log->n_events; i++) {
         const struct tslog_event *e = &log->events[i];
-        if (e->time_ns < from || e->time_ns >= to || !copy_waited(e))
+        if (e->time_ns < from || e->time_ns >= to || !acct_copy_waits(e))
             continue;
         t->copies++, t->wait_ns += e->duration_ns, t->copy_bytes += e->bytes;
         add_idle(t, b, e->time_ns);

@@ -188,9 +188,7 @@ static double ideal_ns_of(const struct acct_compute *c, uint64_t flops, int prec
     return pk > 0 ? (double)flops / (pk * 1e3) : NAN;
 }
 
-/* Whether the host waited for the GPU in this copy: a synchronous copy, or
- * one into pageable host memory (it returns once the data arrived). */
-static bool copy_waits(const struct tslog_event *e)
+bool acct_copy_waits(const struct tslog_event *e)
 {
     return e->type == TS_REC_COPY && !e->result
            && (!e->async || (e->dir == TS_D2H && e->host_kind == TS_HOST_PAGEABLE));
@@ -200,7 +198,7 @@ static bool copy_waits(const struct tslog_event *e)
 static bool waited_between(const struct tslog *log, uint64_t from, uint64_t to)
 {
     for (size_t i = 0; i < log->n_events; i++)
-        if (copy_waits(&log->events[i]) && log->events[i].time_ns >= from && log->events[i].time_ns < to)
+        if (acct_copy_waits(&log->events[i]) && log->events[i].time_ns >= from && log->events[i].time_ns < to)
             return true;
     return false;
 }
@@ -372,7 +370,7 @@ static uint64_t first_wait_after(const struct tslog *log, uint64_t t)
     uint64_t end = 0;
     for (size_t i = 0; i < log->n_events; i++) {
         const struct tslog_event *e = &log->events[i];
-        if (copy_waits(e) && e->time_ns >= t && (!end || e->time_ns < end))
+        if (acct_copy_waits(e) && e->time_ns >= t && (!end || e->time_ns < end))
             end = e->time_ns;
     }
     return end;
