@@ -10,6 +10,7 @@
 
 #include "../../tools/read/logread.c"
 #include "../../tools/cmd/cmd_report.c"
+#include "fuzz_checks.h"
 #include "report/report_gpu.h"
 
 static FILE *devnull;
@@ -65,17 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         devnull = fopen("/dev/null", "w");
     one(data, size);
     /* the same bytes with valid checks (an exact-size copy, so ASan sees overreads) */
-    uint8_t *copy = malloc(size ? size : 1);
-    memcpy(copy, data, size);
-    for (size_t off = sizeof(struct ts_log_preamble); off + sizeof(struct ts_rec_hdr) <= size;) {
-        struct ts_rec_hdr h;
-        memcpy(&h, copy + off, sizeof h);
-        if (h.len < sizeof h || h.len % 8 || h.len > size - off)
-            break;
-        h.check = ts_rec_check(copy + off, h.len);
-        memcpy(copy + off + offsetof(struct ts_rec_hdr, check), &h.check, sizeof h.check);
-        off += h.len;
-    }
+    uint8_t *copy = fuzz_with_valid_checks(data, size);
     one(copy, size);
     free(copy);
     return 0;

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "../../tools/read/logread.c"
+#include "fuzz_checks.h"
 
 static int memfd = -1;
 
@@ -47,17 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (memfd < 0 && (memfd = memfd_create("fuzz-log", 0)) < 0)
         abort();
     one(data, size);
-    uint8_t *copy = malloc(size ? size : 1);
-    memcpy(copy, data, size);
-    for (size_t off = sizeof(struct ts_log_preamble); off + sizeof(struct ts_rec_hdr) <= size;) {
-        struct ts_rec_hdr h;
-        memcpy(&h, copy + off, sizeof h);
-        if (h.len < sizeof h || h.len % 8 || h.len > size - off)
-            break;
-        h.check = ts_rec_check(copy + off, h.len);
-        memcpy(copy + off + offsetof(struct ts_rec_hdr, check), &h.check, sizeof h.check);
-        off += h.len;
-    }
+    uint8_t *copy = fuzz_with_valid_checks(data, size);
     one(copy, size);
     free(copy);
     return 0;
