@@ -96,6 +96,7 @@ typedef struct ts_pool_config {
     unsigned va_factor;       /* virtual range = va_factor * capacity; 0 = 4 */
     bool no_thread_cache;     /* serve stream-ordered frees only through the pool */
     bool sync_thread_cache;   /* synchronous frees too go to the thread cache (see below) */
+    bool step_plan;           /* expandable: huge blocks in an arena of their own, placed by the step plan */
     uint64_t idle_release_ns; /* expandable: unmap pages idle this long (0: never) */
     /* Expandable: growth creates pages while reserved stays under the
      * allocated peak plus this percentage, then moves idle pages' handles
@@ -104,6 +105,12 @@ typedef struct ts_pool_config {
     uint32_t grow_slack_pct;
 } ts_pool_config;
 #define TS_GROW_UNBOUNDED UINT32_MAX
+/* Huge blocks' pages move whenever an idle page is safe to take until a
+ * step plan is adopted (or a step plan is not found in the first
+ * TS_PLAN_WARMUP huge allocations), then growth is unbounded: the first
+ * steps stay within the allocated peak, and the plan's pages, once mapped,
+ * serve every later step without a driver call.  Other blocks: unbounded. */
+#define TS_GROW_STEP_PLAN (UINT32_MAX - 1)
 
 typedef struct ts_alloc_stats {
     uint64_t reserved_bytes, allocated_bytes;
@@ -119,6 +126,14 @@ typedef struct ts_alloc_stats {
     uint64_t live_bytes, peak_live_bytes; /* live stream-ordered blocks, peak exact on every path */
 } ts_alloc_stats;
 
+/* The step plan of the expandable mode's huge blocks (alloc_plan.c). */
+typedef struct ts_plan_stats {
+    uint64_t adopted, drops, failed; /* plans made, dropped, that could not be made */
+    uint64_t period, footprint;      /* of the latest plan: requests, bytes from the arena's base */
+    uint64_t hits, misses;           /* placements at the plan's address, or not */
+    bool active;
+} ts_plan_stats;
+
 #define TS_OOM_TOP 8
 typedef struct ts_oom_report {
     uint64_t requested, reserved, allocated, memory_limit, capacity;
@@ -129,6 +144,7 @@ typedef struct ts_oom_report {
 } ts_oom_report;
 
 typedef struct ts_pool ts_pool;
+void ts_pool_plan_stats(ts_pool *p, ts_plan_stats *o);
 
 /* Creates a pool over prov (copied).  *status gets TS_ALLOC_OK or the error. */
 ts_pool *ts_pool_create(const ts_pool_config *cfg, const ts_page_provider *prov, int *status);

@@ -82,7 +82,7 @@ void ts_fence_pend(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered
     }
 }
 
-void ts_fence_take_pending(ts_pool *p, ts_block *b, uint64_t size)
+ts_block *ts_fence_split_pending(ts_pool *p, ts_block *b, uint64_t size)
 {
     ts_index *ix = b->index;
     ts_index_remove(ix, b);
@@ -92,8 +92,29 @@ void ts_fence_take_pending(ts_pool *p, ts_block *b, uint64_t size)
         fifo_link_after(p, b, r);
         ts_index_insert(ix, r);
     }
+    ts_index_insert(ix, b);
+    return r;
+}
+
+void ts_fence_claim(ts_pool *p, ts_block *b)
+{
+    ts_index_remove(b->index, b);
     fifo_unlink(p, b);
     p->pending_bytes -= b->size;
+}
+
+bool ts_fence_pending_on(ts_pool *p, const ts_block *b, uint64_t stream)
+{
+    if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_PENDING || !b->index)
+        return false;
+    ts_stream_ent *e = ts_fence_stream(p, stream, false);
+    return e && !e->capturing && b->index == e->pending;
+}
+
+void ts_fence_take_pending(ts_pool *p, ts_block *b, uint64_t size)
+{
+    ts_fence_split_pending(p, b, size);
+    ts_fence_claim(p, b);
 }
 
 static void drain(ts_pool *p)
@@ -307,6 +328,8 @@ void ts_fence_free_locked(ts_pool *p, ts_block *b, uint64_t stream, bool stream_
         ts_block_delete(&p->slab, b);
         return;
     }
+    if (b->kind == TS_KIND_HUGE && p->plan)
+        ts_plan_on_free(p, b);
     ts_fence_stream(p, stream, true);
     ts_fence_pend(p, b, stream, stream_ordered);
     if (p->cfg.mode == TS_ALLOC_EXPANDABLE)

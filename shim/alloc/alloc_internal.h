@@ -8,7 +8,14 @@
 #include "alloc/alloc.h"
 
 enum ts_block_state { TS_B_FREE = 1, TS_B_PENDING = 2, TS_B_LIVE = 3, TS_B_TCACHED = 4 };
-enum { TS_KIND_LARGE = 0, TS_KIND_SMALL = 1 };
+/* Block kinds, each with its own arena (expandable) or segments (caching):
+ * small (< TS_ALLOC_SMALL_MAX), large, and huge (above the thread caches'
+ * largest block, TS_KIND_HUGE_MIN; expandable only): a training step's big
+ * tensors live apart from the mid-sized ones, which would otherwise cut the
+ * runs they leave free, and only huge blocks follow a step plan
+ * (alloc_plan.c). */
+enum { TS_KIND_LARGE = 0, TS_KIND_SMALL = 1, TS_KIND_HUGE = 2, TS_NKINDS = 3 };
+#define TS_KIND_HUGE_MIN (4ull << 20)
 
 struct ts_index;
 struct ts_segment;
@@ -20,6 +27,7 @@ typedef struct ts_block {
     struct ts_index *index;         /* index holding it (FREE, or PENDING on a stream) */
     struct ts_segment *seg;
     uint64_t seq;    /* free sequence number while PENDING; growth generation while kept */
+    uint64_t ord;    /* huge blocks: allocation count at their allocation (step plan) */
     uint64_t stream; /* allocation stream / stream of a stream-ordered free */
     int state;
     int kind;
@@ -139,6 +147,7 @@ typedef struct ts_fence_batch {
 } ts_fence_batch;
 
 struct ts_tcache;
+typedef struct ts_plan ts_plan;
 struct ts_pool {
     pthread_mutex_t lock;
     ts_pool_config cfg;
@@ -147,7 +156,7 @@ struct ts_pool {
     uint64_t gran;
     /* expandable */
     uint64_t va_base, va_size;
-    ts_segment arena[2]; /* [TS_KIND_LARGE], [TS_KIND_SMALL] */
+    ts_segment arena[TS_NKINDS]; /* by kind */
     ts_page *pages;
     uint64_t npages;
     int32_t idle_head, idle_tail;
@@ -162,8 +171,8 @@ struct ts_pool {
      * (expandable) or all free blocks (caching); uindex[kind] the expandable
      * arenas' free runs of whole unmapped pages.  Adjacent free blocks of the
      * same index are always merged. */
-    ts_index index[2];
-    ts_index uindex[2];
+    ts_index index[TS_NKINDS];
+    ts_index uindex[TS_NKINDS];
     /* Expandable: freed blocks of TS_KEEP_MIN bytes or more, kept whole and
      * unmerged for a request of their exact size (a training step asks for
      * the same large sizes again: logits, attention scores), so that the
@@ -172,8 +181,10 @@ struct ts_pool {
      * unused for two growths, and all under memory pressure, go to index. */
     ts_index kindex;
     uint64_t grow_gen;    /* growths of the expandable arenas so far */
+    bool grow_settled;    /* TS_GROW_STEP_PLAN: a plan was adopted, or the warm-up is over */
     uint64_t grow_budget; /* reserved bytes the growth in progress may create up to */
     ts_block_map map;
+    ts_plan *plan; /* expandable: the huge blocks' step plan */
     /* fences */
     ts_stream_ent streams[TS_MAX_STREAMS];
     int nstreams, ncapturing;
@@ -227,6 +238,21 @@ uint64_t ts_seg_mapped_run(ts_pool *p, uint64_t addr, uint64_t size);
  * space), its pages mapped.  TS_PROV_OK with *out detached from every index,
  * else TS_PROV_OOM (no room or memory) or TS_PROV_ERROR. */
 int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out);
+/* The block of kind's arena that holds addr, or NULL (a walk of the arena:
+ * for the step plan's placements, a few hundred per step). */
+ts_block *ts_seg_block_at(ts_pool *p, int kind, uint64_t addr);
+/* Exactly [addr, addr+size) as one block, its pages referenced and mapped:
+ * first and the blocks after it up to the one holding the range's last byte
+ * are out of every index (free ones, or pending ones an allocation on their
+ * stream claimed), those outside the range being free; the parts outside
+ * are filed free.  *out is the block, also on failure (TS_PROV_OOM or
+ * TS_PROV_ERROR: nothing referenced, the caller files it back). */
+int ts_seg_take_run(ts_pool *p, ts_block *first, uint64_t addr, uint64_t size, ts_block **out);
+/* Unmaps and releases the idle pages (fences done) whose keep[] is 0;
+ * returns how many. */
+uint64_t ts_seg_release_idle_except(ts_pool *p, const uint8_t *keep);
+/* Files a free block that is in no index (index or uindex by its pages). */
+void ts_seg_file_free(ts_pool *p, ts_block *b);
 /* Monotonic clock, nanoseconds. */
 uint64_t ts_seg_now_ns(void);
 
@@ -236,6 +262,14 @@ void ts_fence_pend(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered
 /* Takes a PENDING block out of its stream's index for reuse on that stream,
  * cut to size (the remainder stays pending in its place). */
 void ts_fence_take_pending(ts_pool *p, ts_block *b, uint64_t size);
+/* Cuts a PENDING block to size bytes; the remainder (returned, or NULL when
+ * it cannot be cut) stays pending in its place. */
+ts_block *ts_fence_split_pending(ts_pool *p, ts_block *b, uint64_t size);
+/* Takes a PENDING block whole out of its stream's index and the FIFO, for
+ * an allocation on that stream (stream order protects it). */
+void ts_fence_claim(ts_pool *p, ts_block *b);
+/* b is a stream-ordered free on `stream` that an allocation there may take. */
+bool ts_fence_pending_on(ts_pool *p, const ts_block *b, uint64_t stream);
 /* Queries completed batches (never blocks) and moves safe blocks to the index. */
 void ts_fence_poll(ts_pool *p);
 /* Records a batch if frees are pending and none covers them; waits for all
@@ -254,6 +288,18 @@ void ts_fence_free_locked(ts_pool *p, ts_block *b, uint64_t stream, bool stream_
  * held: sync for a synchronous free (pending on every stream), else
  * stream-ordered on b->stream. */
 void ts_fence_free_cached_locked(ts_pool *p, ts_block *b, bool sync);
+
+/* alloc_plan.c: the huge blocks' step plan (expandable mode). */
+int ts_plan_init(ts_pool *p);
+void ts_plan_fini(ts_pool *p);
+/* A huge block went live / its program freed it. */
+void ts_plan_on_alloc(ts_pool *p, ts_block *b);
+void ts_plan_on_free(ts_pool *p, const ts_block *b);
+/* The next huge request placed where the plan says: TS_PROV_OK with *out
+ * (its pages mapped), else TS_PROV_OOM (no plan, another request than the
+ * plan's, or its range not free: best fit serves it) or TS_PROV_ERROR. */
+int ts_plan_take(ts_pool *p, uint64_t rsize, uint64_t stream, ts_block **out);
+void ts_plan_stats_get(const ts_pool *p, ts_plan_stats *o);
 
 /* alloc_tcache.c */
 /* 1: served; 0: miss; TS_TC_STALE (below). */

@@ -7,7 +7,7 @@
 /* Marks the pages under IPC-exported live blocks (p->lock held). */
 static void mark_exported(ts_pool *p, uint8_t *exported)
 {
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < TS_NKINDS; k++)
         for (ts_block *b = p->arena[k].first; b; b = b->next) {
             if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_LIVE
                 || !ts_seg_block_exported(p, b->addr))

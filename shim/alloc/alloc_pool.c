@@ -43,7 +43,7 @@ ts_pool *ts_pool_create(const ts_pool_config *cfg, const ts_page_provider *prov,
     p->prov = *prov;
     p->id = __atomic_fetch_add(&pool_ids, 1, __ATOMIC_RELAXED);
     p->idle_head = p->idle_tail = -1;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < TS_NKINDS; k++) {
         ts_index_init(&p->index[k]);
         ts_index_init(&p->uindex[k]);
     }
@@ -51,6 +51,8 @@ ts_pool *ts_pool_create(const ts_pool_config *cfg, const ts_page_provider *prov,
     ts_map_init(&p->map);
     if (cfg->mode == TS_ALLOC_EXPANDABLE) {
         int rc = ts_seg_init_arenas(p);
+        if (!rc && cfg->step_plan && ts_plan_init(p))
+            rc = TS_PROV_ERROR;
         if (rc) {
             st = rc == TS_PROV_OOM ? TS_ALLOC_OOM : TS_ALLOC_ERROR;
             ts_pool_destroy(p);
@@ -87,6 +89,7 @@ void ts_pool_destroy(ts_pool *p)
     ts_fence_fini(p);
     if (p->cfg.mode == TS_ALLOC_EXPANDABLE) {
         ts_seg_fini_arenas(p);
+        ts_plan_fini(p);
     } else if (p->cfg.mode == TS_ALLOC_CACHING) {
         while (p->segs)
             free_segment(p, p->segs);
@@ -347,13 +350,31 @@ static void release_long_idle(ts_pool *p)
         ts_seg_release_idle(p, now - p->cfg.idle_release_ns + 1);
 }
 
+/* b serves the request: live (a huge one recorded for the step plan); a
+ * cache hit when no page or segment came with it. */
+static int alloc_served(ts_pool *p, const struct fit *f, ts_block *b, uint64_t size, uint64_t mem0,
+                        ts_block **out)
+{
+    __atomic_store_n(&b->state, TS_B_LIVE, __ATOMIC_RELAXED);
+    b->stream = f->stream;
+    b->requested = size;
+    if (p->page_moves + p->mapped_count + p->nsegs == mem0)
+        p->cache_hits++;
+    if (f->kind == TS_KIND_HUGE)
+        ts_plan_on_alloc(p, b);
+    *out = b;
+    return TS_ALLOC_OK;
+}
+
 static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stream, ts_block **out)
 {
     if (p->cfg.mode == TS_ALLOC_OFF)
         return alloc_off(p, size, rsize, stream, out);
     struct fit f = { .rsize = rsize,
                      .stream = stream,
-                     .kind = rsize < TS_ALLOC_SMALL_MAX ? TS_KIND_SMALL : TS_KIND_LARGE };
+                     .kind = rsize < TS_ALLOC_SMALL_MAX            ? TS_KIND_SMALL
+                             : rsize > TS_KIND_HUGE_MIN && p->plan ? TS_KIND_HUGE
+                                                                   : TS_KIND_LARGE };
     uint64_t mem0 = p->page_moves + p->mapped_count + p->nsegs;
     /* Fences are polled only when the free memory at hand does not serve the
      * request without new pages: no driver call on the common path.  The
@@ -365,6 +386,9 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
     }
     if (p->cfg.mode == TS_ALLOC_EXPANDABLE)
         release_long_idle(p);
+    ts_block *planned = NULL;
+    if (f.kind == TS_KIND_HUGE && ts_plan_take(p, rsize, stream, &planned) == TS_PROV_OK)
+        return alloc_served(p, &f, planned, size, mem0, out);
     for (;;) {
         bool again = false;
         ts_block *b = find_block(p, &f, &again);
@@ -377,15 +401,8 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
             rc = grow(p, &f, &b);
         if (rc == FIT_AGAIN)
             continue;
-        if (!rc) {
-            __atomic_store_n(&b->state, TS_B_LIVE, __ATOMIC_RELAXED);
-            b->stream = stream;
-            b->requested = size;
-            if (p->page_moves + p->mapped_count + p->nsegs == mem0)
-                p->cache_hits++;
-            *out = b;
-            return TS_ALLOC_OK;
-        }
+        if (!rc)
+            return alloc_served(p, &f, b, size, mem0, out);
         if (rc != TS_PROV_OOM)
             return TS_ALLOC_ERROR;
         if (!reclaim(p, &f)) {
@@ -602,6 +619,13 @@ int ts_pool_stream_remove(ts_pool *p, uint64_t stream)
     }
     pthread_mutex_unlock(&p->lock);
     return rc;
+}
+
+void ts_pool_plan_stats(ts_pool *p, ts_plan_stats *o)
+{
+    pthread_mutex_lock(&p->lock);
+    ts_plan_stats_get(p, o);
+    pthread_mutex_unlock(&p->lock);
 }
 
 int ts_pool_trim(ts_pool *p)

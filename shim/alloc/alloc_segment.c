@@ -62,7 +62,7 @@ static ts_block *live_block_at(ts_pool *p, uint64_t ptr)
     ts_block *b = ts_map_get(&p->map, ptr);
     if (b && __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE)
         return b;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < TS_NKINDS; k++) {
         ts_segment *s = &p->arena[k];
         if (ptr < s->base || ptr - s->base >= s->size)
             continue;
@@ -140,8 +140,8 @@ int ts_seg_init_arenas(ts_pool *p)
     p->gran = g;
     uint64_t small = ts_round_up(p->cfg.capacity, g);
     uint64_t total = ts_round_up(p->cfg.capacity * (p->cfg.va_factor ? p->cfg.va_factor : 4), g);
-    if (total < 2 * small)
-        total = 2 * small;
+    if (total < (p->cfg.step_plan ? 3 : 2) * small)
+        total = (p->cfg.step_plan ? 3 : 2) * small;
     int rc = TS_PCALL(p, reserve, total, &p->va_base);
     if (rc)
         return rc;
@@ -155,12 +155,19 @@ int ts_seg_init_arenas(ts_pool *p)
     for (uint64_t i = 0; i < p->npages; i++)
         p->pages[i].iprev = p->pages[i].inext = -1;
     p->idle_head = p->idle_tail = -1;
-    uint64_t bounds[2][2] = { { p->va_base + small, total - small }, { p->va_base, small } };
-    for (int k = 0; k < 2; k++) {
+    /* by kind: small, then large (as much as the capacity), then huge */
+    uint64_t large = p->cfg.step_plan ? small : total - small;
+    uint64_t bounds[TS_NKINDS][2] = { [TS_KIND_SMALL] = { p->va_base, small },
+                                      [TS_KIND_LARGE] = { p->va_base + small, large },
+                                      [TS_KIND_HUGE] = { p->va_base + small + large,
+                                                         total - small - large } };
+    for (int k = 0; k < TS_NKINDS; k++) {
         ts_segment *s = &p->arena[k];
         s->base = bounds[k][0];
         s->size = bounds[k][1];
         s->kind = k;
+        if (!s->size)
+            continue; /* no huge arena without the step plan */
         ts_block *b = ts_block_new(&p->slab);
         if (!b)
             return TS_PROV_ERROR;
@@ -379,7 +386,7 @@ static void refile_unmapped(ts_pool *p)
         return;
     p->unmapped_dirty = false;
     uint64_t g = p->gran;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < TS_NKINDS; k++)
         for (ts_block *b = p->arena[k].first; b;) {
             ts_index *ix = b->index;
             if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_FREE
@@ -499,6 +506,19 @@ static grow_spot find_spot(ts_pool *p, int kind, uint64_t size)
     return best;
 }
 
+/* New memory up to the budget (cfg.grow_slack_pct over the allocated peak,
+ * a request of rsize bytes counted); past it growth reuses idle pages'
+ * handles. */
+static void set_grow_budget(ts_pool *p, int kind, uint64_t rsize)
+{
+    uint64_t peak = p->held + rsize > p->peak_held ? p->held + rsize : p->peak_held;
+    uint32_t pct = p->cfg.grow_slack_pct;
+    if (pct == TS_GROW_STEP_PLAN)
+        p->grow_budget = kind == TS_KIND_HUGE && !p->grow_settled ? 0 : UINT64_MAX;
+    else
+        p->grow_budget = pct == TS_GROW_UNBOUNDED ? UINT64_MAX : pct ? peak + peak / 100 * pct : 0;
+}
+
 int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out)
 {
     grow_spot s = find_spot(p, kind, rsize);
@@ -526,11 +546,7 @@ int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out)
         b = x;
     }
     post = ts_block_split(&p->slab, b, rsize);
-    /* new memory up to the budget (cfg.grow_slack_pct over the allocated
-     * peak, this request counted); past it growth reuses idle pages' handles */
-    uint64_t peak = p->held + rsize > p->peak_held ? p->held + rsize : p->peak_held;
-    uint32_t pct = p->cfg.grow_slack_pct;
-    p->grow_budget = pct == TS_GROW_UNBOUNDED ? UINT64_MAX : pct ? peak + peak / 100 * pct : 0;
+    set_grow_budget(p, kind, rsize);
     int rc = b->size == rsize ? ts_seg_pages_get(p, b->addr, b->size) : TS_PROV_ERROR;
     refile_unmapped(p); /* pages moved here from idle ones */
     if (pre)
@@ -543,6 +559,66 @@ int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out)
     }
     *out = b;
     return TS_PROV_OK;
+}
+
+uint64_t ts_seg_release_idle_except(ts_pool *p, const uint8_t *keep)
+{
+    uint64_t n = 0;
+    for (int32_t i = p->idle_head, nx; i >= 0; i = nx) {
+        nx = p->pages[i].inext;
+        if (keep[i] || p->pages[i].idle_seq > p->safe_seq)
+            continue;
+        idle_remove(p, i);
+        if (!unmap_release(p, (uint64_t)i)) {
+            idle_append(p, i);
+            break;
+        }
+        p->unmapped_dirty = true;
+        n++;
+    }
+    refile_unmapped(p);
+    return n;
+}
+
+ts_block *ts_seg_block_at(ts_pool *p, int kind, uint64_t addr)
+{
+    for (ts_block *b = p->arena[kind].first; b; b = b->next)
+        if (addr - b->addr < b->size)
+            return b;
+    return NULL;
+}
+
+void ts_seg_file_free(ts_pool *p, ts_block *b) { file_free_run(p, b); }
+
+int ts_seg_take_run(ts_pool *p, ts_block *first, uint64_t addr, uint64_t size, ts_block **out)
+{
+    ts_block *b = first;
+    while (b->addr + b->size < addr + size)
+        ts_block_merge_next(&p->slab, b);
+    ts_block *pre = NULL, *post = NULL;
+    if (addr > b->addr) {
+        ts_block *x = ts_block_split(&p->slab, b, addr - b->addr);
+        if (!x) {
+            *out = b;
+            return TS_PROV_ERROR;
+        }
+        pre = b;
+        b = x;
+    }
+    post = ts_block_split(&p->slab, b, size);
+    *out = b;
+    int rc = TS_PROV_ERROR;
+    if (b->size == size) {
+        set_grow_budget(p, b->kind, size);
+        rc = ts_seg_pages_get(p, b->addr, b->size);
+    }
+    refile_unmapped(p); /* pages moved here from idle ones */
+    /* after the mapping: the pieces are filed by their pages as they are now */
+    if (pre)
+        file_free_run(p, pre);
+    if (post)
+        file_free_run(p, post);
+    return rc;
 }
 
 uint64_t ts_seg_mapped_run(ts_pool *p, uint64_t addr, uint64_t size)

@@ -16,7 +16,7 @@ static uint64_t largest_usable_free(ts_pool *p)
                    ? ts_index_largest(&p->index[0])
                    : ts_index_largest(&p->index[1]);
     uint64_t best = 0;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < TS_NKINDS; k++)
         for (int fl = TS_IDX_FL - 1; fl >= 0; fl--)
             for (int sl = TS_IDX_SL - 1; sl >= 0; sl--)
                 for (ts_block *b = p->index[k].heads[fl][sl]; b; b = b->fnext) {

@@ -418,7 +418,9 @@ static struct devpool *create_pool(int dev)
                            .grow_slack_pct =
                                ts_cfg()->alloc_slack_pct && ts_cfg()->alloc_slack_pct < TS_GROW_UNBOUNDED
                                    ? (uint32_t)ts_cfg()->alloc_slack_pct
-                                   : TS_GROW_UNBOUNDED };
+                               : ts_cfg()->alloc_step_plan ? TS_GROW_STEP_PLAN
+                                                           : TS_GROW_UNBOUNDED,
+                           .step_plan = ts_cfg()->alloc_step_plan };
     int status = 0;
     d->pool = ts_pool_create(&cfg, &prov, &status);
     if (!d->pool && cfg.mode == TS_ALLOC_EXPANDABLE) {

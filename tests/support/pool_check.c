@@ -56,10 +56,10 @@ int ts_pool_check(ts_pool *p, char *err, size_t errlen)
     int rc = 0;
     uint32_t *refs = NULL;
     pthread_mutex_lock(&p->lock);
-    uint64_t held = 0, pending = 0, nlive = 0, nfree[2] = {0, 0}, nufree[2] = {0, 0}, nkept = 0, mapcount = 0, segbytes = 0;
+    uint64_t held = 0, pending = 0, nlive = 0, nfree[TS_NKINDS] = {0}, nufree[TS_NKINDS] = {0}, nkept = 0, mapcount = 0, segbytes = 0;
     for (int i = 0; i < TS_MAP_SHARDS; i++)
         mapcount += p->map.shards[i].count;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < TS_NKINDS; k++)
         if ((rc = check_index(&p->index[k], false, err, errlen))
             || (rc = check_index(&p->uindex[k], false, err, errlen)))
             goto out;
@@ -71,8 +71,8 @@ int ts_pool_check(ts_pool *p, char *err, size_t errlen)
     if (p->cfg.mode == TS_ALLOC_EXPANDABLE && !(refs = calloc(p->npages, sizeof *refs)))
         FAIL("out of memory in check");
     /* walk every segment */
-    ts_segment *segs[2] = {&p->arena[0], &p->arena[1]};
-    int nseg = p->cfg.mode == TS_ALLOC_EXPANDABLE ? 2 : 0;
+    ts_segment *segs[TS_NKINDS] = {&p->arena[0], &p->arena[1], &p->arena[2]};
+    int nseg = p->cfg.mode == TS_ALLOC_EXPANDABLE ? TS_NKINDS : 0;
     ts_segment *s = p->cfg.mode == TS_ALLOC_CACHING ? p->segs : NULL;
     for (int si = 0;; si++) {
         ts_segment *seg;
@@ -158,7 +158,7 @@ int ts_pool_check(ts_pool *p, char *err, size_t errlen)
              (unsigned long)p->live_blocks);
     if (pending != p->pending_bytes)
         FAIL("pending bytes %lu, blocks say %lu", (unsigned long)p->pending_bytes, (unsigned long)pending);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < TS_NKINDS; k++) {
         if (p->cfg.mode != TS_ALLOC_OFF && nfree[k] != p->index[k].count)
             FAIL("index %d holds %lu blocks, segments %lu free", k, (unsigned long)p->index[k].count,
                  (unsigned long)nfree[k]);
