@@ -91,12 +91,13 @@ static inline uint64_t ts_round_up(uint64_t x, uint64_t a) { return (x + a - 1) 
 typedef struct ts_pool_config {
     int mode; /* enum ts_alloc_mode */
     int device;
-    uint64_t capacity;        /* device memory, bytes (sizes the virtual range) */
-    uint64_t memory_limit;    /* cap on reserved bytes; 0 = none */
-    unsigned va_factor;       /* virtual range = va_factor * capacity; 0 = 4 */
-    bool no_thread_cache;     /* serve stream-ordered frees only through the pool */
-    bool sync_thread_cache;   /* synchronous frees too go to the thread cache (see below) */
-    bool step_plan;           /* expandable: huge blocks in an arena of their own, placed by the step plan */
+    uint64_t capacity;      /* device memory, bytes (sizes the virtual range) */
+    uint64_t memory_limit;  /* cap on reserved bytes; 0 = none */
+    unsigned va_factor;     /* virtual range = va_factor * capacity; 0 = 4 */
+    bool no_thread_cache;   /* serve stream-ordered frees only through the pool */
+    bool sync_thread_cache; /* synchronous frees too go to the thread cache (see below) */
+    bool
+        step_plan; /* expandable: blocks of 1 MiB and more in an arena of their own, placed by the step plan */
     uint64_t idle_release_ns; /* expandable: unmap pages idle this long (0: never) */
     /* Expandable: growth creates pages while reserved stays under the
      * allocated peak plus this percentage, then moves idle pages' handles
@@ -105,11 +106,11 @@ typedef struct ts_pool_config {
     uint32_t grow_slack_pct;
 } ts_pool_config;
 #define TS_GROW_UNBOUNDED UINT32_MAX
-/* Huge blocks' pages move whenever an idle page is safe to take until a
- * step plan is adopted (or a step plan is not found in the first
- * TS_PLAN_WARMUP huge allocations), then growth is unbounded: the first
- * steps stay within the allocated peak, and the plan's pages, once mapped,
- * serve every later step without a driver call.  Other blocks: unbounded. */
+/* With the step plan: planned blocks' pages move whenever an idle page is
+ * safe to take until the plan has settled (or none was found in the first
+ * allocations), then growth is unbounded: the first steps stay within the
+ * allocated peak, and the plan's pages, once mapped, serve every later step
+ * without a driver call.  Other blocks: unbounded. */
 #define TS_GROW_STEP_PLAN (UINT32_MAX - 1)
 
 typedef struct ts_alloc_stats {
@@ -126,7 +127,7 @@ typedef struct ts_alloc_stats {
     uint64_t live_bytes, peak_live_bytes; /* live stream-ordered blocks, peak exact on every path */
 } ts_alloc_stats;
 
-/* The step plan of the expandable mode's huge blocks (alloc_plan.c). */
+/* The step plan of the expandable mode (alloc_plan.c). */
 typedef struct ts_plan_stats {
     uint64_t adopted, drops, failed; /* plans made, dropped, that could not be made */
     uint64_t period, footprint;      /* of the latest plan: requests, bytes from the arena's base */

@@ -328,7 +328,7 @@ void ts_fence_free_locked(ts_pool *p, ts_block *b, uint64_t stream, bool stream_
         ts_block_delete(&p->slab, b);
         return;
     }
-    if (b->kind == TS_KIND_HUGE && p->plan)
+    if (b->kind == TS_KIND_PLANNED && p->plan)
         ts_plan_on_free(p, b);
     ts_fence_stream(p, stream, true);
     ts_fence_pend(p, b, stream, stream_ordered);

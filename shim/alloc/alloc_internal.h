@@ -9,13 +9,11 @@
 
 enum ts_block_state { TS_B_FREE = 1, TS_B_PENDING = 2, TS_B_LIVE = 3, TS_B_TCACHED = 4 };
 /* Block kinds, each with its own arena (expandable) or segments (caching):
- * small (< TS_ALLOC_SMALL_MAX), large, and huge (above the thread caches'
- * largest block, TS_KIND_HUGE_MIN; expandable only): a training step's big
- * tensors live apart from the mid-sized ones, which would otherwise cut the
- * runs they leave free, and only huge blocks follow a step plan
- * (alloc_plan.c). */
-enum { TS_KIND_LARGE = 0, TS_KIND_SMALL = 1, TS_KIND_HUGE = 2, TS_NKINDS = 3 };
-#define TS_KIND_HUGE_MIN (4ull << 20)
+ * small (< TS_ALLOC_SMALL_MAX) and large; with the step plan (alloc_plan.c,
+ * expandable only) the blocks that would be large are planned instead, in
+ * an arena of their own, and never go through the thread caches (the plan
+ * must see every request). */
+enum { TS_KIND_LARGE = 0, TS_KIND_SMALL = 1, TS_KIND_PLANNED = 2, TS_NKINDS = 3 };
 
 struct ts_index;
 struct ts_segment;
@@ -27,7 +25,7 @@ typedef struct ts_block {
     struct ts_index *index;         /* index holding it (FREE, or PENDING on a stream) */
     struct ts_segment *seg;
     uint64_t seq;    /* free sequence number while PENDING; growth generation while kept */
-    uint64_t ord;    /* huge blocks: allocation count at their allocation (step plan) */
+    uint64_t ord;    /* planned kind: allocation count at its allocation (step plan) */
     uint64_t stream; /* allocation stream / stream of a stream-ordered free */
     int state;
     int kind;
@@ -184,7 +182,7 @@ struct ts_pool {
     bool grow_settled;    /* TS_GROW_STEP_PLAN: a plan was adopted, or the warm-up is over */
     uint64_t grow_budget; /* reserved bytes the growth in progress may create up to */
     ts_block_map map;
-    ts_plan *plan; /* expandable: the huge blocks' step plan */
+    ts_plan *plan; /* expandable with cfg.step_plan: the step plan */
     /* fences */
     ts_stream_ent streams[TS_MAX_STREAMS];
     int nstreams, ncapturing;
@@ -289,13 +287,14 @@ void ts_fence_free_locked(ts_pool *p, ts_block *b, uint64_t stream, bool stream_
  * stream-ordered on b->stream. */
 void ts_fence_free_cached_locked(ts_pool *p, ts_block *b, bool sync);
 
-/* alloc_plan.c: the huge blocks' step plan (expandable mode). */
+/* alloc_plan.c: the step plan (expandable mode, cfg.step_plan). */
 int ts_plan_init(ts_pool *p);
 void ts_plan_fini(ts_pool *p);
-/* A huge block went live / its program freed it. */
+/* A planned-kind block went live / its program freed it. */
 void ts_plan_on_alloc(ts_pool *p, ts_block *b);
 void ts_plan_on_free(ts_pool *p, const ts_block *b);
-/* The next huge request placed where the plan says: TS_PROV_OK with *out
+/* The next planned-kind request placed where the plan says (before a plan:
+ * at the lowest free range): TS_PROV_OK with *out
  * (its pages mapped), else TS_PROV_OOM (no plan, another request than the
  * plan's, or its range not free: best fit serves it) or TS_PROV_ERROR. */
 int ts_plan_take(ts_pool *p, uint64_t rsize, uint64_t stream, ts_block **out);

@@ -1,8 +1,8 @@
-/* alloc_plan.c: the step plan.  A training step asks for the same huge
- * blocks in the same order every time, and frees them at the same points.
+/* alloc_plan.c: the step plan.  A training step asks for the same blocks
+ * in the same order every time, and frees them at the same points.
  * Online best fit cannot know lifetimes, so it leaves holes and its mapped
  * footprint settles about 5% (torch's expandable segments: the same) above
- * the step's peak.  Once the sequence of huge requests is seen to repeat
+ * the step's peak.  Once the sequence of requests is seen to repeat
  * with a period p, and every block of one period was freed before its
  * counterpart of the next was asked for (so nothing accumulates), the
  * previous period's lifetimes are known exactly and an offline packing
@@ -12,27 +12,32 @@
  * same addresses come back every step, the pages under it stay mapped and
  * the steady state needs no driver call.
  *
- * Recording: every huge allocation's size, stream, address and the
+ * The plan covers every block of at least TS_ALLOC_SMALL_MAX (the kind
+ * TS_KIND_PLANNED, an arena of its own).  Before a plan, such blocks go to
+ * the lowest free range and idle pages move rather than new ones being
+ * made, so the first steps stay at their allocated peak too.
+ *
+ * Recording: every planned-kind allocation's size, stream, address and the
  * allocation count at its free, in a ring.  Detection: a hash of the last
  * PLAN_W requests proposes a period (the distance to the window's previous
  * occurrence); each proposal keeps a streak of requests equal to the one a
  * period before.  A streak of a whole period is checked (lifetimes) and
  * planned.  A request other than the plan's, or too many placements that
  * find their range taken, drop the plan; best fit serves in the meantime.
- * Everything here runs under the pool's lock, on the slow path only (huge
+ * Everything here runs under the pool's lock, on the slow path only (these
  * blocks never go through the thread caches). */
 #include <stdlib.h>
 #include <string.h>
 #include "alloc/alloc_internal.h"
 
-#define PLAN_RING 8192 /* huge allocations remembered */
+#define PLAN_RING 8192 /* allocations remembered */
 #define PLAN_MAX_PERIOD 2048
 #define PLAN_MIN_PERIOD 4
 #define PLAN_W 4 /* requests hashed to propose a period */
 #define PLAN_HT 4096
 #define PLAN_NCAND 8
 #define PLAN_LIVE UINT64_MAX
-#define TS_PLAN_WARMUP 16384
+#define PLAN_WARMUP 16384 /* allocations without a plan before growth is unbounded */
 #define PLAN_TRANSITION 4 /* periods a new plan may take to settle */
 
 typedef struct plan_rec {
@@ -47,7 +52,7 @@ typedef struct plan_slot {
 
 struct ts_plan {
     plan_rec ring[PLAN_RING];
-    uint64_t n; /* huge allocations so far */
+    uint64_t n; /* allocations so far */
     uint64_t ht_key[PLAN_HT], ht_pos[PLAN_HT];
     struct {
         uint64_t p, streak;
@@ -55,7 +60,7 @@ struct ts_plan {
     /* the plan in force (period 0: none) */
     uint64_t period, base; /* slot of allocation o: (o - base) % period */
     plan_slot *slot;
-    uint64_t footprint;   /* bytes from the arena's base to the plan's end */
+    uint64_t end;         /* the end of the plan's highest slot */
     uint64_t period_miss; /* placements that found their range taken, this period */
     /* The first period of a plan: blocks of the steps before it are still
      * where best fit put them, so placements may miss; it ends with the
@@ -224,12 +229,12 @@ static plan_slot *plan_slots(ts_plan *pl, uint64_t tmpl, uint64_t period, uint64
     return sl;
 }
 
-/* Live huge blocks allocated before the period that follows base: they
+/* Live blocks allocated before the period that follows base: they
  * stay where they are for the plan's whole life. */
 static size_t plan_obstacles(ts_pool *p, uint64_t first_ord, span *out, size_t cap)
 {
     size_t n = 0;
-    for (ts_block *b = p->arena[TS_KIND_HUGE].first; b && n < cap; b = b->next)
+    for (ts_block *b = p->arena[TS_KIND_PLANNED].first; b && n < cap; b = b->next)
         if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE && b->ord < first_ord)
             out[n++] = (span){ b->addr, b->addr + b->size };
     return n;
@@ -265,7 +270,7 @@ static uint64_t pack_from(plan_slot *sl, const uint32_t *order, uint64_t n, uint
  * False if memory for the work is short or the plan does not fit. */
 static bool plan_pack(ts_pool *p, plan_slot *sl, uint64_t n, uint64_t first_ord, uint64_t *footprint)
 {
-    const ts_segment *arena = &p->arena[TS_KIND_HUGE];
+    const ts_segment *arena = &p->arena[TS_KIND_PLANNED];
     size_t ocap = p->live_blocks + 1;
     span *obst = malloc(ocap * sizeof *obst), *taken = malloc((ocap + n) * sizeof *taken);
     uint32_t *order = malloc(n * sizeof *order);
@@ -292,6 +297,15 @@ static bool plan_pack(ts_pool *p, plan_slot *sl, uint64_t n, uint64_t first_ord,
     return ok && end <= arena->base + arena->size;
 }
 
+static uint64_t plan_end(const plan_slot *sl, uint64_t n)
+{
+    uint64_t end = 0;
+    for (uint64_t q = 0; q < n; q++)
+        if (sl[q].addr + sl[q].rsize > end)
+            end = sl[q].addr + sl[q].rsize;
+    return end;
+}
+
 /* Idle pages that no slot and no block the plan keeps (allocated before
  * it) will touch go back now: the plan's pages are what the steps need. */
 static void release_unplanned(ts_pool *p, const plan_slot *sl, uint64_t n, uint64_t first_ord)
@@ -301,12 +315,12 @@ static void release_unplanned(ts_pool *p, const plan_slot *sl, uint64_t n, uint6
         return;
     uint64_t g = p->gran;
     for (uint64_t i = 0; i < p->npages; i++)
-        keep[i] = p->va_base + i * g < p->arena[TS_KIND_HUGE].base; /* other arenas: theirs */
+        keep[i] = p->va_base + i * g < p->arena[TS_KIND_PLANNED].base; /* other arenas: theirs */
     for (uint64_t q = 0; q < n; q++)
         for (uint64_t a = sl[q].addr; a < sl[q].addr + sl[q].rsize;
              a = (a - p->va_base) / g * g + g + p->va_base)
             keep[(a - p->va_base) / g] = 1;
-    for (ts_block *b = p->arena[TS_KIND_HUGE].first; b; b = b->next)
+    for (ts_block *b = p->arena[TS_KIND_PLANNED].first; b; b = b->next)
         if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE && b->ord < first_ord)
             for (uint64_t a = b->addr; a < b->addr + b->size; a = (a - p->va_base) / g * g + g + p->va_base)
                 keep[(a - p->va_base) / g] = 1;
@@ -330,7 +344,7 @@ static void plan_adopt(ts_pool *p, uint64_t o, uint64_t period, uint64_t cycles)
     pl->slot = sl;
     pl->period = n;
     pl->base = first;
-    pl->footprint = footprint;
+    pl->end = plan_end(sl, n);
     pl->period_miss = 0;
     pl->transition = true;
     pl->st.adopted++;
@@ -372,7 +386,7 @@ void ts_plan_on_alloc(ts_pool *p, ts_block *b)
     *rec_at(pl, o) = (plan_rec){ b->size, b->stream, b->addr, PLAN_LIVE };
     b->ord = o;
     detect(p, o);
-    if (o >= TS_PLAN_WARMUP)
+    if (o >= PLAN_WARMUP)
         p->grow_settled = true;
 }
 
@@ -383,23 +397,30 @@ void ts_plan_on_free(ts_pool *p, const ts_block *b)
         rec_at(pl, b->ord)->freed_at = pl->n;
 }
 
+/* b can be part of a range an allocation on stream takes. */
+static bool takeable(ts_pool *p, const ts_block *b, uint64_t stream)
+{
+    int st = __atomic_load_n(&b->state, __ATOMIC_RELAXED);
+    const ts_index *ix = b->index;
+    if (st == TS_B_FREE)
+        return ix == &p->index[b->kind] || ix == &p->uindex[b->kind] || ix == &p->kindex;
+    return ts_fence_pending_on(p, b, stream);
+}
+
 /* The blocks over [addr, addr+size) when each is free or a stream-ordered
  * free on `stream`: the first of them (the pending ones at the ends cut to
  * the range), else NULL. */
 static ts_block *range_takeable(ts_pool *p, uint64_t addr, uint64_t size, uint64_t stream, bool *pending)
 {
-    ts_block *first = ts_seg_block_at(p, TS_KIND_HUGE, addr), *b = first;
+    ts_block *first = ts_seg_block_at(p, TS_KIND_PLANNED, addr), *b = first;
     *pending = false;
     for (; b && b->addr < addr + size; b = b->next) {
-        int st = __atomic_load_n(&b->state, __ATOMIC_RELAXED);
-        ts_index *ix = b->index;
-        if (st == TS_B_FREE && (ix == &p->index[b->kind] || ix == &p->uindex[b->kind] || ix == &p->kindex))
-            continue;
-        if (!ts_fence_pending_on(p, b, stream))
+        if (!takeable(p, b, stream))
             return NULL;
-        *pending = true;
+        *pending |= __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_PENDING;
     }
-    if (!first || (b ? b->addr : p->arena[TS_KIND_HUGE].base + p->arena[TS_KIND_HUGE].size) < addr + size)
+    if (!first
+        || (b ? b->addr : p->arena[TS_KIND_PLANNED].base + p->arena[TS_KIND_PLANNED].size) < addr + size)
         return NULL;
     if (__atomic_load_n(&first->state, __ATOMIC_RELAXED) == TS_B_PENDING && first->addr < addr) {
         first = ts_fence_split_pending(p, first, addr - first->addr);
@@ -444,11 +465,51 @@ static int take_range(ts_pool *p, uint64_t addr, uint64_t size, uint64_t stream,
     return rc;
 }
 
+/* Before a plan: the lowest range that can be taken, mapped or not (pages
+ * move rather than grow then, so an address costs no memory).  Blocks that
+ * stay for the whole run (parameters, optimizer state) then lie together
+ * at the bottom instead of in the holes best fit would pick, and the plan's
+ * window above them wastes no page around them. */
+/* Until the plan settles, the pages a range lacks come from idle pages,
+ * not new memory: when it lacks some and idle pages wait on fences, wait
+ * for them (as best fit does before growing; only the first steps pay). */
+static void room_unsettled(ts_pool *p, uint64_t addr, uint64_t size)
+{
+    if (p->grow_settled)
+        return;
+    if (p->idle_count && ts_seg_mapped_run(p, addr, size) < size)
+        ts_fence_sync(p);
+    else
+        ts_fence_poll(p);
+}
+
+static int take_lowest(ts_pool *p, uint64_t from, uint64_t rsize, uint64_t stream, ts_block **out)
+{
+    ts_fence_poll(p);
+    uint64_t start = 0;
+    bool run = false;
+    for (ts_block *b = p->arena[TS_KIND_PLANNED].first; b; b = b->next) {
+        if (!takeable(p, b, stream) || b->addr + b->size <= from) {
+            run = false;
+            continue;
+        }
+        if (!run)
+            start = b->addr > from ? b->addr : from, run = true;
+        if (b->addr + b->size - start >= rsize) {
+            room_unsettled(p, start, rsize);
+            return take_range(p, start, rsize, stream, out);
+        }
+    }
+    return TS_PROV_OOM;
+}
+
 int ts_plan_take(ts_pool *p, uint64_t rsize, uint64_t stream, ts_block **out)
 {
     ts_plan *pl = p->plan;
-    if (!pl || !pl->period || p->ncapturing)
+    if (!pl || p->ncapturing)
         return TS_PROV_OOM;
+    if (!pl->period)
+        return p->grow_settled ? TS_PROV_OOM : take_lowest(p, 0, rsize, stream, out);
     uint64_t k = (pl->n - pl->base) % pl->period;
     const plan_slot *s = &pl->slot[k];
     if (k == 0 && pl->n != pl->base + pl->period) {
@@ -464,8 +525,7 @@ int ts_plan_take(ts_pool *p, uint64_t rsize, uint64_t stream, ts_block **out)
         plan_drop(pl); /* the program left the pattern */
         return TS_PROV_OOM;
     }
-    if (!p->grow_settled)
-        ts_fence_poll(p); /* idle pages to move instead of new ones */
+    room_unsettled(p, s->addr, rsize);
     int rc = take_range(p, s->addr, rsize, stream, out);
     if (rc == TS_PROV_OOM && p->q_head) {
         /* the range may wait on frees whose work is done: look (no wait) */
@@ -477,9 +537,15 @@ int ts_plan_take(ts_pool *p, uint64_t rsize, uint64_t stream, ts_block **out)
         return rc;
     }
     pl->st.misses++;
+    /* once settled, above the plan's window: a block that missed its place
+     * must not take the places of the requests after it (in the transition,
+     * where the earlier steps' blocks still lie, best fit reuses their
+     * pages instead) */
+    if (!pl->transition)
+        rc = take_lowest(p, pl->end, rsize, stream, out);
     if (++pl->period_miss > pl->period / 16 + 1 && !pl->transition)
         plan_drop(pl);
-    return rc == TS_PROV_ERROR ? TS_PROV_ERROR : TS_PROV_OOM;
+    return rc;
 }
 
 void ts_plan_stats_get(const ts_pool *p, ts_plan_stats *o)

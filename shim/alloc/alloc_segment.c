@@ -155,19 +155,20 @@ int ts_seg_init_arenas(ts_pool *p)
     for (uint64_t i = 0; i < p->npages; i++)
         p->pages[i].iprev = p->pages[i].inext = -1;
     p->idle_head = p->idle_tail = -1;
-    /* by kind: small, then large (as much as the capacity), then huge */
+    /* by kind: small, then large, then planned (the step plan: large as much
+     * as the capacity, unused) */
     uint64_t large = p->cfg.step_plan ? small : total - small;
     uint64_t bounds[TS_NKINDS][2] = { [TS_KIND_SMALL] = { p->va_base, small },
                                       [TS_KIND_LARGE] = { p->va_base + small, large },
-                                      [TS_KIND_HUGE] = { p->va_base + small + large,
-                                                         total - small - large } };
+                                      [TS_KIND_PLANNED] = { p->va_base + small + large,
+                                                            total - small - large } };
     for (int k = 0; k < TS_NKINDS; k++) {
         ts_segment *s = &p->arena[k];
         s->base = bounds[k][0];
         s->size = bounds[k][1];
         s->kind = k;
         if (!s->size)
-            continue; /* no huge arena without the step plan */
+            continue; /* no planned arena without the step plan */
         ts_block *b = ts_block_new(&p->slab);
         if (!b)
             return TS_PROV_ERROR;
@@ -514,7 +515,7 @@ static void set_grow_budget(ts_pool *p, int kind, uint64_t rsize)
     uint64_t peak = p->held + rsize > p->peak_held ? p->held + rsize : p->peak_held;
     uint32_t pct = p->cfg.grow_slack_pct;
     if (pct == TS_GROW_STEP_PLAN)
-        p->grow_budget = kind == TS_KIND_HUGE && !p->grow_settled ? 0 : UINT64_MAX;
+        p->grow_budget = kind == TS_KIND_PLANNED && !p->grow_settled ? 0 : UINT64_MAX;
     else
         p->grow_budget = pct == TS_GROW_UNBOUNDED ? UINT64_MAX : pct ? peak + peak / 100 * pct : 0;
 }

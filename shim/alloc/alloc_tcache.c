@@ -21,7 +21,7 @@
 
 #define TC_SLOTS 64
 #define TC_WAYS 8
-#define TC_MAX_BLOCK TS_KIND_HUGE_MIN
+#define TC_MAX_BLOCK (4ull << 20)
 #define TC_MAX_BYTES (32ull << 20)
 #define TC_MAX_POOLS 64
 
@@ -192,7 +192,7 @@ int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr)
 
 static bool park(ts_pool *p, ts_block *b, uint64_t stream, uint64_t epoch)
 {
-    if (b->size > TC_MAX_BLOCK)
+    if (b->size > TC_MAX_BLOCK || b->kind == TS_KIND_PLANNED)
         return false;
     ts_tcache *tc = get_tc(p, true);
     if (!tc)

@@ -130,7 +130,9 @@ static void steady_state(uint32_t slack)
     /* this pattern (every tensor a size of its own, grads freed mid-forward)
      * settles later than a GPT's: the last half of the run must be silent */
     CHECK(calls[0] > 0, "the first step mapped nothing: the test measures nothing");
-    for (int s = STEPS / 2; s < STEPS && slack != 0; s++)
+    /* the step plan settles later on this pattern (its synchronous frees of
+     * the gradients hold ranges the plan wants until a fence): the last six */
+    for (int s = slack == TS_GROW_STEP_PLAN ? STEPS - 6 : STEPS / 2; s < STEPS && slack != 0; s++)
         CHECK(calls[s] == 0, "step %d made %lu VMM calls", s + 1, (unsigned long)calls[s]);
     ts_alloc_stats st;
     ts_pool_stats(p, &st);
@@ -148,9 +150,7 @@ static void steady_state(uint32_t slack)
                (unsigned long)ps.adopted, (unsigned long)ps.drops, (unsigned long)ps.period,
                (unsigned long)ps.hits, (unsigned long)ps.misses);
         CHECK(ps.active && ps.adopted == 1 && ps.drops == 0, "no plan in force");
-        /* this pattern's figure (1.08: the peak comes while the plan takes
-         * over) is printed; the GPT benchmark's is the one that counts */
-        CHECK(ratio < 1.10, "step plan: peak reserved / peak allocated %.4f", ratio);
+        CHECK(ratio < 1.02, "step plan: peak reserved / peak allocated %.4f", ratio);
     }
     for (int k = 0; k < NPARAM; k++) {
         ts_pool_free(p, params[k], TS_STREAM_NONE, 0);
