@@ -236,9 +236,10 @@ uint64_t ts_seg_mapped_run(ts_pool *p, uint64_t addr, uint64_t size);
  * space), its pages mapped.  TS_PROV_OK with *out detached from every index,
  * else TS_PROV_OOM (no room or memory) or TS_PROV_ERROR. */
 int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out);
-/* The block of kind's arena that holds addr, or NULL (a walk of the arena:
- * for the step plan's placements, a few hundred per step). */
-ts_block *ts_seg_block_at(ts_pool *p, int kind, uint64_t addr);
+/* The block of kind's arena that holds addr, or NULL: a walk of the arena
+ * from `near` (any block record, NULL: the first), for the step plan's
+ * placements. */
+ts_block *ts_seg_block_at(ts_pool *p, int kind, ts_block *near, uint64_t addr);
 /* Exactly [addr, addr+size) as one block, its pages referenced and mapped:
  * first and the blocks after it up to the one holding the range's last byte
  * are out of every index (free ones, or pending ones an allocation on their

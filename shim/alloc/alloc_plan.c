@@ -66,6 +66,7 @@ struct ts_plan {
      * where best fit put them, so placements may miss; it ends with the
      * pages no slot touches given back. */
     bool transition;
+    ts_block *near; /* the block placed last: where the next walk starts */
     ts_plan_stats st;
 };
 
@@ -412,7 +413,7 @@ static bool takeable(ts_pool *p, const ts_block *b, uint64_t stream)
  * the range), else NULL. */
 static ts_block *range_takeable(ts_pool *p, uint64_t addr, uint64_t size, uint64_t stream, bool *pending)
 {
-    ts_block *first = ts_seg_block_at(p, TS_KIND_PLANNED, addr), *b = first;
+    ts_block *first = ts_seg_block_at(p, TS_KIND_PLANNED, p->plan->near, addr), *b = first;
     *pending = false;
     for (; b && b->addr < addr + size; b = b->next) {
         if (!takeable(p, b, stream))
@@ -455,7 +456,7 @@ static int take_range(ts_pool *p, uint64_t addr, uint64_t size, uint64_t stream,
     ts_block *b = NULL;
     int rc = ts_seg_take_run(p, first, addr, size, &b);
     if (rc == TS_PROV_OK) {
-        *out = b;
+        *out = p->plan->near = b;
         return rc;
     }
     if (pending)

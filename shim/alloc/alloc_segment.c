@@ -581,9 +581,16 @@ uint64_t ts_seg_release_idle_except(ts_pool *p, const uint8_t *keep)
     return n;
 }
 
-ts_block *ts_seg_block_at(ts_pool *p, int kind, uint64_t addr)
+ts_block *ts_seg_block_at(ts_pool *p, int kind, ts_block *near, uint64_t addr)
 {
-    for (ts_block *b = p->arena[kind].first; b; b = b->next)
+    /* a record on the slab's free list has state 0; any other one of this
+     * arena is a block of its list, as good a start as the first */
+    ts_block *b = near && __atomic_load_n(&near->state, __ATOMIC_RELAXED) && near->seg == &p->arena[kind]
+                      ? near
+                      : p->arena[kind].first;
+    while (b && addr < b->addr)
+        b = b->prev;
+    for (; b; b = b->next)
         if (addr - b->addr < b->size)
             return b;
     return NULL;
