@@ -83,9 +83,9 @@ static uint64_t tensor_size(uint64_t *s)
 
 /* One training step; grads[] holds the previous step's gradients, freed
  * during this forward pass as zero_grad(set_to_none) does. */
-static void step(ts_pool *p, uint64_t *params, uint64_t *grads)
+static void step(ts_pool *p, uint64_t *params, uint64_t *grads, uint64_t seed)
 {
-    uint64_t seed = 42, act[NACT], ptr;
+    uint64_t act[NACT], ptr;
     for (int i = 0; i < NACT; i++) {
         CHECK(ts_pool_alloc(p, tensor_size(&seed), STREAM, 0, &act[i]) == TS_ALLOC_OK, "act %d", i);
         /* a temporary, freed at once (stream-ordered, like torch's frees) */
@@ -122,7 +122,7 @@ static void steady_state(uint32_t slack)
     uint64_t calls[STEPS];
     for (int s = 0; s < STEPS; s++) {
         uint64_t before = vmm_calls(f);
-        step(p, params, grads);
+        step(p, params, grads, 42);
         calls[s] = vmm_calls(f) - before;
         check(p, "step");
         printf("step %d: %lu VMM calls\n", s + 1, (unsigned long)calls[s]);
@@ -151,6 +151,19 @@ static void steady_state(uint32_t slack)
                (unsigned long)ps.hits, (unsigned long)ps.misses);
         CHECK(ps.active && ps.adopted == 1 && ps.drops == 0, "no plan in force");
         CHECK(ratio < 1.02, "step plan: peak reserved / peak allocated %.4f", ratio);
+        /* another pattern (other sizes) drops the plan; the pool serves on
+         * and learns the new one, whose steps settle again */
+        for (int s = 0; s < STEPS; s++) {
+            uint64_t before = vmm_calls(f);
+            step(p, params, grads, 4242);
+            calls[s] = vmm_calls(f) - before;
+            check(p, "new pattern");
+        }
+        ts_pool_plan_stats(p, &ps);
+        printf("after a new pattern: adopted %lu, dropped %lu; last step %lu VMM calls\n",
+               (unsigned long)ps.adopted, (unsigned long)ps.drops, (unsigned long)calls[STEPS - 1]);
+        CHECK(ps.drops >= 1 && ps.adopted >= 2 && ps.active, "the new pattern was not planned");
+        CHECK(calls[STEPS - 1] == 0, "new pattern: last step made %lu VMM calls", (unsigned long)calls[STEPS - 1]);
     }
     for (int k = 0; k < NPARAM; k++) {
         ts_pool_free(p, params[k], TS_STREAM_NONE, 0);
