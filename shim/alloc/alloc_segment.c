@@ -407,6 +407,19 @@ static void refile_unmapped(ts_pool *p)
         }
 }
 
+/* Idle page i unmapped and released (its free blocks refiled later);
+ * false if the driver refused (it stays idle). */
+static bool release_idle_page(ts_pool *p, int32_t i)
+{
+    idle_remove(p, i);
+    if (!unmap_release(p, (uint64_t)i)) {
+        idle_append(p, i);
+        return false;
+    }
+    p->unmapped_dirty = true;
+    return true;
+}
+
 uint64_t ts_seg_release_idle(ts_pool *p, uint64_t idle_before_ns)
 {
     uint64_t n = 0;
@@ -415,12 +428,8 @@ uint64_t ts_seg_release_idle(ts_pool *p, uint64_t idle_before_ns)
         ts_page *pg = &p->pages[i];
         if (pg->idle_seq > p->safe_seq || (idle_before_ns != UINT64_MAX && pg->idle_ns >= idle_before_ns))
             break;
-        idle_remove(p, i);
-        if (!unmap_release(p, (uint64_t)i)) {
-            idle_append(p, i);
+        if (!release_idle_page(p, i))
             break;
-        }
-        p->unmapped_dirty = true;
         n++;
     }
     refile_unmapped(p);
@@ -569,12 +578,8 @@ uint64_t ts_seg_release_idle_except(ts_pool *p, const uint8_t *keep)
         nx = p->pages[i].inext;
         if (keep[i] || p->pages[i].idle_seq > p->safe_seq)
             continue;
-        idle_remove(p, i);
-        if (!unmap_release(p, (uint64_t)i)) {
-            idle_append(p, i);
+        if (!release_idle_page(p, i))
             break;
-        }
-        p->unmapped_dirty = true;
         n++;
     }
     refile_unmapped(p);
