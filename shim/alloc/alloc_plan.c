@@ -250,7 +250,8 @@ static uint64_t pack_from(plan_slot *sl, const uint32_t *order, uint64_t n, uint
     uint64_t end = base;
     for (uint64_t i = 0; i < n; i++) {
         plan_slot *s = &sl[order[i]];
-        memcpy(taken, obst, nobst * sizeof *obst);
+        if (nobst)
+            memcpy(taken, obst, nobst * sizeof *obst);
         size_t nt = nobst;
         for (uint64_t j = 0; j < i; j++) {
             const plan_slot *o = &sl[order[j]];
