@@ -17,8 +17,10 @@
  *      throughput with and without the shim;
  *   6. the copy goal restated (after 2): EMU_PINNED_GBPS a quarter of the
  *      all-threads memcpy bandwidth, converted pageable copies of 8, 16, 64
- *      and 256 MiB against pinned ones, goal >= 0.9 both directions, and the
- *      unlimited-link figure as a share of the emulator bound.
+ *      and 256 MiB against pinned ones in the same child (alternated, one
+ *      copy per sample, median of the pairs' ratios), goal >= 0.9 both
+ *      directions, and the unlimited-link figure as a share of the emulator
+ *      bound.
  *
  * The program re-runs itself as a child for every measurement that needs
  * the emulator (with or without LD_PRELOAD=<build>/libtrainshim.so, with the
@@ -403,6 +405,7 @@ int main(int argc, char **argv)
     printf("emulator bound %.2f GB/s = all-T memcpy / 2: %s\n", bound, EMU_BOUND_WHY);
     if (argc > 1 && strcmp(argv[1], "--restated") == 0) {   /* section 6 alone */
         restated_ratio(bwn, bound);
+        printf("load average at end %.2f\n", loadavg1());
         return 0;
     }
 
