@@ -348,9 +348,11 @@ static void restated_ratio(double bwn, double bound)
     printf("\ncopy goal restated: EMU_PINNED_GBPS=%.2f (all-T memcpy / 4), converted pageable / pinned, both "
            "under the shim in one process, one cudaMemcpy + synchronize per sample, alternated; ratio = median "
            "of the pairs' ratios (range beside it), goal >= 0.9 for >= 8 MiB; unlimited link beside it as a "
-           "share of the emulator bound (%.2f GB/s):\n", q, bound);
-    printf("  %-3s %8s %6s %12s %15s %7s %13s %6s %22s %9s\n", "dir", "size", "pairs", "pinned GB/s",
-           "converted GB/s", "ratio", "range", "goal", "unlimited link GB/s", "of bound");
+           "share of the emulator bound (%.2f GB/s); load: the 1-minute load average after the row (the converted "
+           "copy needs CPU for staging and the emulated transfer, the pinned one for the transfer only):\n",
+           q, bound);
+    printf("  %-3s %8s %6s %12s %15s %7s %13s %6s %22s %9s %5s\n", "dir", "size", "pairs", "pinned GB/s",
+           "converted GB/s", "ratio", "range", "goal", "unlimited link GB/s", "of bound", "load");
     static const size_t sizes[] = {8u * MIB, 16u * MIB, 64u * MIB, 256u * MIB};
     static const char *const pairs[] = {"31", "21", "11", "7"};
     for (int k = 0; k < 4; k++)
@@ -366,9 +368,9 @@ static void restated_ratio(double bwn, double bound)
             set_env(NULL, NULL);
             int reps = n >= 256u * MIB ? 2 : n >= 64u * MIB ? 4 : 16;
             double free_link = best_of3(1, dir ? "d2h" : "h2d", n, reps);
-            printf("  %-3s %4zu MiB %6s %12.2f %15.2f %7.3f %6.3f-%-6.3f %6s %22.2f %8.0f%%\n", dir ? "D2H" : "H2D",
-                   n / MIB, pairs[k], pin, conv, r, lo, hi, r >= 0.9 ? "PASS" : "FAIL", free_link,
-                   100 * free_link / bound);
+            printf("  %-3s %4zu MiB %6s %12.2f %15.2f %7.3f %6.3f-%-6.3f %6s %22.2f %8.0f%% %5.2f\n",
+                   dir ? "D2H" : "H2D", n / MIB, pairs[k], pin, conv, r, lo, hi, r >= 0.9 ? "PASS" : "FAIL",
+                   free_link, 100 * free_link / bound, loadavg1());
         }
 }
 
