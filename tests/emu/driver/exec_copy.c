@@ -13,6 +13,9 @@
 
 #include <errno.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -90,6 +93,8 @@ struct copy_op {
 /* CUpti_ActivityMemcpyKind of each copy kind (HTOD 1, DTOH 2, DTOD 8, HTOH 9, PTOP 10). */
 static const int cupti_copy_kind[N_COPY_KINDS] = { 1, 1, 2, 2, 8, 9, 10 };
 
+enum { LINK_NICE = -5 };
+
 /* The bandwidth model's link: a copy occupies it for bytes / (GB/s) from
  * when it starts, and the memmove that stands in for the DMA happens inside
  * that window, so a copy takes the link time and not the link time plus a
@@ -104,10 +109,15 @@ static const int cupti_copy_kind[N_COPY_KINDS] = { 1, 1, 2, 2, 8, 9, 10 };
  * much to every copy, which a real DMA does not pay. */
 static void sleep_until(uint64_t deadline_ns)
 {
-    static __thread bool slack_set;
-    if (!slack_set) {
+    static __thread bool link_thread;
+    if (!link_thread) {
         prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-        slack_set = true;
+        /* A DMA does not wait for a CPU: a stream worker that wakes to move
+         * a slice must not queue behind the program's own busy threads (a
+         * converted copy's staging), so it runs at a higher priority where
+         * the process may set one (CAP_SYS_NICE; else as before). */
+        if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), LINK_NICE) != 0) {}
+        link_thread = true;
     }
     struct timespec ts = {(time_t)(deadline_ns / 1000000000ull), (long)(deadline_ns % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
