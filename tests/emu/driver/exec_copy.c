@@ -12,6 +12,10 @@
 #include "emu_activity.h"
 
 #include <errno.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -89,10 +93,75 @@ struct copy_op {
 /* CUpti_ActivityMemcpyKind of each copy kind (HTOD 1, DTOH 2, DTOD 8, HTOH 9, PTOP 10). */
 static const int cupti_copy_kind[N_COPY_KINDS] = { 1, 1, 2, 2, 8, 9, 10 };
 
-static void sleep_ns(uint64_t ns)
+enum { LINK_NICE = -5 };
+
+/* The bandwidth model's link: a copy occupies it for bytes / (GB/s) from
+ * when it starts, and the memmove that stands in for the DMA happens inside
+ * that window, so a copy takes the link time and not the link time plus a
+ * CPU copy.  A contiguous copy crosses progressively, as a DMA does
+ * (move_over_link): slice by slice, each moved just before the time its last
+ * byte would have crossed, so the last bytes are read and written at the
+ * window's end (a program racing its copies still sees it) and a slice that
+ * ran late (the worker waited for a CPU) is made up by the next slices'
+ * sleeps instead of lengthening the copy.  Other copies move whole at the
+ * end of the window.  Sleeps are to absolute deadlines with the thread's
+ * timer slack at its minimum: the default 50 us slack would add up to that
+ * much to every copy, which a real DMA does not pay. */
+static void sleep_until(uint64_t deadline_ns)
 {
-    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
+    static __thread bool link_thread;
+    if (!link_thread) {
+        prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+        /* A DMA does not wait for a CPU: a stream worker that wakes to move
+         * a slice must not queue behind the program's own busy threads (a
+         * converted copy's staging), so it runs at a higher priority where
+         * the process may set one (CAP_SYS_NICE; else as before). */
+        if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), LINK_NICE) != 0) {}
+        link_thread = true;
+    }
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000ull), (long)(deadline_ns % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+}
+
+/* Picoseconds per byte the last memmoves of timed copies took (a running
+ * average): where in its window a copy starts its memmove. */
+static uint64_t memmove_ps_per_byte;
+
+static uint64_t memmove_estimate_ns(size_t bytes)
+{
+    uint64_t ps = __atomic_load_n(&memmove_ps_per_byte, __ATOMIC_RELAXED);
+    return (uint64_t)((double)bytes * (double)ps * 1.5e-3); /* a margin for a busier CPU */
+}
+
+static void memmove_observed(size_t bytes, uint64_t ns)
+{
+    if (bytes < 4096) return;
+    uint64_t ps = (uint64_t)((double)ns * 1e3 / (double)bytes);
+    uint64_t old = __atomic_load_n(&memmove_ps_per_byte, __ATOMIC_RELAXED);
+    __atomic_store_n(&memmove_ps_per_byte, old ? (3 * old + ps) / 4 : ps, __ATOMIC_RELAXED);
+}
+
+/* Sleeps until the latest time that a move of `bytes` can start and still
+ * end by due_ns. */
+static void sleep_before(uint64_t due_ns, size_t bytes)
+{
+    uint64_t est = memmove_estimate_ns(bytes);
+    if (due_ns > est) sleep_until(due_ns - est);
+}
+
+enum { LINK_SLICE = 1 << 20 };
+
+static void move_over_link(char *dst, const char *src, size_t bytes, uint64_t start, double gbps)
+{
+    bool overlap = dst < src + bytes && src < dst + bytes;   /* memmove's order matters: one piece */
+    size_t slice = overlap ? bytes : LINK_SLICE;
+    for (size_t off = 0; off < bytes; off += slice) {
+        size_t n = bytes - off < slice ? bytes - off : slice;
+        sleep_before(start + (uint64_t)((double)(off + n) / gbps), n);
+        uint64_t t0 = emu_now_ns();
+        memmove(dst + off, src + off, n);
+        memmove_observed(n, emu_now_ns() - t0);
+    }
 }
 
 static double kind_gbps(int kind)
@@ -119,31 +188,36 @@ static void run_copy(void *p)
     if (!emu_mem_access_ok(c->src_access_dev, (uintptr_t)c->src, sext, false) ||
         !emu_mem_access_ok(c->dst_access_dev, (uintptr_t)c->dst, dext, true))
         emu_fault_access();
-    uint64_t start = emu_activity_hook() ? emu_now_ns() : 0;
+    uint64_t start = emu_now_ns();
     double gbps = kind_gbps(c->kind);
+    uint64_t link_end = gbps > 0 ? start + (uint64_t)((double)bytes / gbps) : 0; /* bytes / (GB/s) = ns */
     if (c->release_after) { /* all but the staging's worth first, then the caller may go on */
-        sleep_ns((uint64_t)((double)(bytes - STAGING_BYTES) / gbps));
+        sleep_until(start + (uint64_t)((double)(bytes - STAGING_BYTES) / gbps));
         staging_release(c->release_after);
         c->release_after = NULL;
-        bytes = STAGING_BYTES;
     }
-    if (gbps > 0) sleep_ns((uint64_t)((double)bytes / gbps));   /* bytes / (GB/s) = ns */
-    bytes = g->width * g->height * g->depth;
-    if (c->src_managed) emu_managed_touch((uintptr_t)c->src, sext, !to_host(c->kind));
-    if (c->dst_managed) emu_managed_touch((uintptr_t)c->dst, dext, !to_host(c->kind));
     /* EMU_COMPUTE=skip: device contents are meaningless, so a copy between
      * device memories moves nothing (reading an untouched page of the
      * shared arena would commit it); copies from and to the host stay real. */
     bool skip = (c->kind == D2D || c->kind == PEER) && emu_compute_skipped_for(bytes);
+    bool contiguous = g->height == 1 && g->depth == 1;
+    if (link_end && !(contiguous && !skip)) sleep_before(link_end, bytes);
+    uint64_t moved_at = emu_now_ns();
+    if (c->src_managed) emu_managed_touch((uintptr_t)c->src, sext, !to_host(c->kind));
+    if (c->dst_managed) emu_managed_touch((uintptr_t)c->dst, dext, !to_host(c->kind));
     if (skip) {
         emu_counter_add_ref(EMU_COUNTER("copies.skipped"), 1);
-    } else if (g->height == 1 && g->depth == 1) {
+    } else if (contiguous && link_end) {
+        move_over_link(c->dst, c->src, bytes, start, gbps);
+    } else if (contiguous) {
         memmove(c->dst, c->src, bytes);
     } else {
         for (size_t z = 0; z < g->depth; z++)
             for (size_t r = 0; r < g->height; r++)
                 memcpy(c->dst + z * g->dslice + r * g->dpitch, c->src + z * g->sslice + r * g->spitch, g->width);
+        if (link_end) memmove_observed(bytes, emu_now_ns() - moved_at);
     }
+    if (link_end) sleep_until(link_end);
     count_copy(c->kind, bytes);
     emu_activity_fn hook = emu_activity_hook();
     if (hook) {
