@@ -96,8 +96,7 @@ typedef struct ts_pool_config {
     unsigned va_factor;     /* virtual range = va_factor * capacity; 0 = 4 */
     bool no_thread_cache;   /* serve stream-ordered frees only through the pool */
     bool sync_thread_cache; /* synchronous frees too go to the thread cache (see below) */
-    bool
-        step_plan; /* expandable: blocks of 1 MiB and more in an arena of their own, placed by the step plan */
+    bool step_plan; /* expandable: blocks over 4 MiB in an arena of their own, placed by the step plan */
     uint64_t idle_release_ns; /* expandable: unmap pages idle this long (0: never) */
     /* Expandable: growth creates pages while reserved stays under the
      * allocated peak plus this percentage, then moves idle pages' handles

@@ -10,10 +10,14 @@
 enum ts_block_state { TS_B_FREE = 1, TS_B_PENDING = 2, TS_B_LIVE = 3, TS_B_TCACHED = 4 };
 /* Block kinds, each with its own arena (expandable) or segments (caching):
  * small (< TS_ALLOC_SMALL_MAX) and large; with the step plan (alloc_plan.c,
- * expandable only) the blocks that would be large are planned instead, in
- * an arena of their own, and never go through the thread caches (the plan
- * must see every request). */
+ * expandable only) the large ones over TS_PLAN_MIN are planned instead, in
+ * an arena of their own (the plan must see every request: these are past
+ * the thread caches' reach). */
 enum { TS_KIND_LARGE = 0, TS_KIND_SMALL = 1, TS_KIND_PLANNED = 2, TS_NKINDS = 3 };
+/* With the step plan, blocks above this size are planned; those up to it
+ * stay large, in the thread caches' reach (TC_MAX_BLOCK), and take the
+ * lowest free range of their arena until the plan settles. */
+#define TS_PLAN_MIN (4ull << 20)
 
 struct ts_index;
 struct ts_segment;
@@ -298,7 +302,7 @@ void ts_plan_on_free(ts_pool *p, const ts_block *b);
  * at the lowest free range): TS_PROV_OK with *out
  * (its pages mapped), else TS_PROV_OOM (no plan, another request than the
  * plan's, or its range not free: best fit serves it) or TS_PROV_ERROR. */
-int ts_plan_take(ts_pool *p, uint64_t rsize, uint64_t stream, ts_block **out);
+int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block **out);
 void ts_plan_stats_get(const ts_pool *p, ts_plan_stats *o);
 
 /* alloc_tcache.c */

@@ -12,10 +12,13 @@
  * same addresses come back every step, the pages under it stay mapped and
  * the steady state needs no driver call.
  *
- * The plan covers every block of at least TS_ALLOC_SMALL_MAX (the kind
- * TS_KIND_PLANNED, an arena of its own).  Before a plan, such blocks go to
- * the lowest free range and idle pages move rather than new ones being
- * made, so the first steps stay at their allocated peak too.
+ * The plan covers every block over TS_PLAN_MIN (the kind TS_KIND_PLANNED,
+ * an arena of its own; smaller ones stay in the thread caches' reach).
+ * Before a plan, such blocks go to the lowest free range and idle pages
+ * move rather than new ones being made, so the first steps stay at their
+ * allocated peak too; large blocks also go to their arena's lowest free
+ * range then, so those that stay (parameters, optimizer state) lie
+ * together.
  *
  * Recording: every planned-kind allocation's size, stream, address and the
  * allocation count at its free, in a ring.  Detection: a hash of the last
@@ -412,17 +415,18 @@ static bool takeable(ts_pool *p, const ts_block *b, uint64_t stream)
 /* The blocks over [addr, addr+size) when each is free or a stream-ordered
  * free on `stream`: the first of them (the pending ones at the ends cut to
  * the range), else NULL. */
-static ts_block *range_takeable(ts_pool *p, uint64_t addr, uint64_t size, uint64_t stream, bool *pending)
+static ts_block *range_takeable(ts_pool *p, int kind, uint64_t addr, uint64_t size, uint64_t stream,
+                                bool *pending)
 {
-    ts_block *first = ts_seg_block_at(p, TS_KIND_PLANNED, p->plan->near, addr), *b = first;
+    ts_block *near = kind == TS_KIND_PLANNED ? p->plan->near : NULL;
+    ts_block *first = ts_seg_block_at(p, kind, near, addr), *b = first;
     *pending = false;
     for (; b && b->addr < addr + size; b = b->next) {
         if (!takeable(p, b, stream))
             return NULL;
         *pending |= __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_PENDING;
     }
-    if (!first
-        || (b ? b->addr : p->arena[TS_KIND_PLANNED].base + p->arena[TS_KIND_PLANNED].size) < addr + size)
+    if (!first || (b ? b->addr : p->arena[kind].base + p->arena[kind].size) < addr + size)
         return NULL;
     if (__atomic_load_n(&first->state, __ATOMIC_RELAXED) == TS_B_PENDING && first->addr < addr) {
         first = ts_fence_split_pending(p, first, addr - first->addr);
@@ -442,10 +446,10 @@ static ts_block *range_takeable(ts_pool *p, uint64_t addr, uint64_t size, uint64
 /* Takes [addr, addr+size) for an allocation on stream: TS_PROV_OK with *out,
  * else a miss (the range is not free, or its pages could not be had; what
  * was taken is given back as it was: pending again when part of it was). */
-static int take_range(ts_pool *p, uint64_t addr, uint64_t size, uint64_t stream, ts_block **out)
+static int take_range(ts_pool *p, int kind, uint64_t addr, uint64_t size, uint64_t stream, ts_block **out)
 {
     bool pending;
-    ts_block *first = range_takeable(p, addr, size, stream, &pending);
+    ts_block *first = range_takeable(p, kind, addr, size, stream, &pending);
     if (!first)
         return TS_PROV_OOM;
     for (ts_block *b = first; b && b->addr < addr + size; b = b->next) {
@@ -457,7 +461,9 @@ static int take_range(ts_pool *p, uint64_t addr, uint64_t size, uint64_t stream,
     ts_block *b = NULL;
     int rc = ts_seg_take_run(p, first, addr, size, &b);
     if (rc == TS_PROV_OK) {
-        *out = p->plan->near = b;
+        *out = b;
+        if (kind == TS_KIND_PLANNED)
+            p->plan->near = b;
         return rc;
     }
     if (pending)
@@ -475,9 +481,9 @@ static int take_range(ts_pool *p, uint64_t addr, uint64_t size, uint64_t stream,
 /* Until the plan settles, the pages a range lacks come from idle pages,
  * not new memory: when it lacks some and idle pages wait on fences, wait
  * for them (as best fit does before growing; only the first steps pay). */
-static void room_unsettled(ts_pool *p, uint64_t addr, uint64_t size)
+static void room_unsettled(ts_pool *p, int kind, uint64_t addr, uint64_t size)
 {
-    if (p->grow_settled)
+    if (p->grow_settled || kind != TS_KIND_PLANNED)
         return;
     if (p->idle_count && ts_seg_mapped_run(p, addr, size) < size)
         ts_fence_sync(p);
@@ -485,12 +491,12 @@ static void room_unsettled(ts_pool *p, uint64_t addr, uint64_t size)
         ts_fence_poll(p);
 }
 
-static int take_lowest(ts_pool *p, uint64_t from, uint64_t rsize, uint64_t stream, ts_block **out)
+static int take_lowest(ts_pool *p, int kind, uint64_t from, uint64_t rsize, uint64_t stream, ts_block **out)
 {
     ts_fence_poll(p);
     uint64_t start = 0;
     bool run = false;
-    for (ts_block *b = p->arena[TS_KIND_PLANNED].first; b; b = b->next) {
+    for (ts_block *b = p->arena[kind].first; b; b = b->next) {
         if (!takeable(p, b, stream) || b->addr + b->size <= from) {
             run = false;
             continue;
@@ -498,20 +504,20 @@ static int take_lowest(ts_pool *p, uint64_t from, uint64_t rsize, uint64_t strea
         if (!run)
             start = b->addr > from ? b->addr : from, run = true;
         if (b->addr + b->size - start >= rsize) {
-            room_unsettled(p, start, rsize);
-            return take_range(p, start, rsize, stream, out);
+            room_unsettled(p, kind, start, rsize);
+            return take_range(p, kind, start, rsize, stream, out);
         }
     }
     return TS_PROV_OOM;
 }
 
-int ts_plan_take(ts_pool *p, uint64_t rsize, uint64_t stream, ts_block **out)
+int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block **out)
 {
     ts_plan *pl = p->plan;
     if (!pl || p->ncapturing)
         return TS_PROV_OOM;
-    if (!pl->period)
-        return p->grow_settled ? TS_PROV_OOM : take_lowest(p, 0, rsize, stream, out);
+    if (kind != TS_KIND_PLANNED || !pl->period)
+        return p->grow_settled ? TS_PROV_OOM : take_lowest(p, kind, 0, rsize, stream, out);
     uint64_t k = (pl->n - pl->base) % pl->period;
     const plan_slot *s = &pl->slot[k];
     if (k == 0 && pl->n != pl->base + pl->period) {
@@ -527,12 +533,12 @@ int ts_plan_take(ts_pool *p, uint64_t rsize, uint64_t stream, ts_block **out)
         plan_drop(pl); /* the program left the pattern */
         return TS_PROV_OOM;
     }
-    room_unsettled(p, s->addr, rsize);
-    int rc = take_range(p, s->addr, rsize, stream, out);
+    room_unsettled(p, TS_KIND_PLANNED, s->addr, rsize);
+    int rc = take_range(p, TS_KIND_PLANNED, s->addr, rsize, stream, out);
     if (rc == TS_PROV_OOM && p->q_head) {
         /* the range may wait on frees whose work is done: look (no wait) */
         ts_fence_poll(p);
-        rc = take_range(p, s->addr, rsize, stream, out);
+        rc = take_range(p, TS_KIND_PLANNED, s->addr, rsize, stream, out);
     }
     if (rc == TS_PROV_OK) {
         pl->st.hits++;
@@ -544,7 +550,7 @@ int ts_plan_take(ts_pool *p, uint64_t rsize, uint64_t stream, ts_block **out)
      * where the earlier steps' blocks still lie, best fit reuses their
      * pages instead) */
     if (!pl->transition)
-        rc = take_lowest(p, pl->end, rsize, stream, out);
+        rc = take_lowest(p, TS_KIND_PLANNED, pl->end, rsize, stream, out);
     if (++pl->period_miss > pl->period / 16 + 1 && !pl->transition)
         plan_drop(pl);
     return rc;

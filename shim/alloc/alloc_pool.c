@@ -372,9 +372,9 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
         return alloc_off(p, size, rsize, stream, out);
     struct fit f = { .rsize = rsize,
                      .stream = stream,
-                     .kind = rsize < TS_ALLOC_SMALL_MAX ? TS_KIND_SMALL
-                             : p->plan                  ? TS_KIND_PLANNED
-                                                        : TS_KIND_LARGE };
+                     .kind = rsize < TS_ALLOC_SMALL_MAX       ? TS_KIND_SMALL
+                             : rsize > TS_PLAN_MIN && p->plan ? TS_KIND_PLANNED
+                                                              : TS_KIND_LARGE };
     uint64_t mem0 = p->page_moves + p->mapped_count + p->nsegs;
     /* Fences are polled only when the free memory at hand does not serve the
      * request without new pages: no driver call on the common path.  The
@@ -387,7 +387,7 @@ static int alloc_locked(ts_pool *p, uint64_t size, uint64_t rsize, uint64_t stre
     if (p->cfg.mode == TS_ALLOC_EXPANDABLE)
         release_long_idle(p);
     ts_block *planned = NULL;
-    if (f.kind == TS_KIND_PLANNED && ts_plan_take(p, rsize, stream, &planned) == TS_PROV_OK)
+    if (f.kind != TS_KIND_SMALL && ts_plan_take(p, f.kind, rsize, stream, &planned) == TS_PROV_OK)
         return alloc_served(p, &f, planned, size, mem0, out);
     for (;;) {
         bool again = false;
