@@ -119,64 +119,70 @@ static int read_cmdline(char *buf, size_t n, const char **argv, int max_args)
     return argc;
 }
 
-/* Calls torch refuses under cudaMallocAsync with a RuntimeError:
- * torch.cuda.memory._record_memory_history, memory_snapshot, _snapshot and
- * what is built on them (_dump_snapshot, _export_memory_snapshot).  A
- * script that asks get_allocator_backend() is taken to guard them. */
-static bool text_calls_history(const char *text, size_t len)
+/* What a Python source shows it needs of torch's own allocator: a process
+ * group it creates itself (torch.distributed.init_process_group without a
+ * launcher: see command_line_case), or calls torch refuses under
+ * cudaMallocAsync with a RuntimeError: torch.cuda.memory's
+ * _record_memory_history, memory_snapshot, _snapshot and what is built on
+ * them (_dump_snapshot, _export_memory_snapshot).  A script that asks
+ * get_allocator_backend() is taken to guard those calls itself. */
+static uint32_t source_case(const char *text, size_t len)
 {
     static const char *const calls[] = { "_record_memory_history", "memory_snapshot", "_snapshot(" };
-    static const char guard[] = "get_allocator_backend";
+    static const char group[] = "init_process_group", guard[] = "get_allocator_backend";
+    if (memmem(text, len, group, sizeof group - 1))
+        return TS_TORCH_BACKEND_DISTRIBUTED;
     if (memmem(text, len, guard, sizeof guard - 1))
-        return false;
+        return 0;
     for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
         if (memmem(text, len, calls[i], strlen(calls[i])))
-            return true;
-    return false;
+            return TS_TORCH_BACKEND_HISTORY;
+    return 0;
 }
 
-static bool file_calls_history(const char *path)
+static uint32_t file_case(const char *path)
 {
     FILE *f = fopen(path, "re");
     if (!f)
-        return false;
+        return 0;
     char *text = malloc(SCRIPT_SCAN_MAX);
     size_t len = text ? fread(text, 1, SCRIPT_SCAN_MAX, f) : 0;
     fclose(f);
-    bool found = text && text_calls_history(text, len);
+    uint32_t c = text ? source_case(text, len) : 0;
     free(text);
-    return found;
+    return c;
 }
 
-/* python [options] SCRIPT or python [options] -c CODE: whether that source
- * calls torch's memory history (modules it imports are not read). */
-static bool python_calls_history(int argc, const char **argv)
+/* python [options] SCRIPT or python [options] -c CODE: what that source
+ * shows (modules it imports are not read; nor is a module run with -m). */
+static uint32_t python_source_case(int argc, const char **argv)
 {
     const char *base = argc ? strrchr(argv[0], '/') : NULL;
     base = base ? base + 1 : argc ? argv[0] : "";
     if (strncmp(base, "python", 6))
-        return false;
+        return 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-c"))
-            return i + 1 < argc && text_calls_history(argv[i + 1], strlen(argv[i + 1]));
+            return i + 1 < argc ? source_case(argv[i + 1], strlen(argv[i + 1])) : 0;
         if (!strcmp(a, "-m") || !strcmp(a, "-"))
-            return false;
+            return 0;
         if (!strcmp(a, "-X") || !strcmp(a, "-W") || !strcmp(a, "--check-hash-based-pycs"))
             i++; /* an option and its value */
         else if (a[0] != '-')
-            return file_calls_history(a);
+            return file_case(a);
     }
-    return false;
+    return 0;
 }
 
 /* torch's NCCL process group asks the allocator for a snapshot when it is
  * destroyed, which the cudaMallocAsync backend refuses by aborting the
  * process.  A distributed worker shows itself by WORLD_SIZE (torchrun,
- * mpirun wrappers, Slurm launchers) or, started by
- * torch.multiprocessing.spawn, by the command line Python's multiprocessing
- * gives its spawn and forkserver children (its ranks get no WORLD_SIZE).
- * Such children that use no NCCL only keep torch's own allocator. */
+ * mpirun wrappers, Slurm launchers); started by torch.multiprocessing.spawn
+ * (no WORLD_SIZE), by the command line Python's multiprocessing gives its
+ * spawn and forkserver children; a single process that creates its group
+ * itself, by its source.  Such children that use no NCCL only keep torch's
+ * own allocator. */
 static uint32_t command_line_case(void)
 {
     if (getenv("WORLD_SIZE") || getenv("TORCHELASTIC_RUN_ID"))
@@ -188,7 +194,7 @@ static uint32_t command_line_case(void)
         if (!strcmp(argv[i], "--multiprocessing-fork")
             || (!strcmp(argv[i - 1], "-c") && !strncmp(argv[i], "from multiprocessing.", 21)))
             return TS_TORCH_BACKEND_DISTRIBUTED;
-    return python_calls_history(argc, argv) ? TS_TORCH_BACKEND_HISTORY : 0;
+    return python_source_case(argc, argv);
 }
 
 static uint32_t choose_backend(void)

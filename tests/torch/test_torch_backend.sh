@@ -6,7 +6,8 @@
 # user named and PYTORCH_NO_CUDA_MEMORY_CACHING leave torch's own choice; so
 # do a distributed launch (WORLD_SIZE: torch's NCCL process group aborts at
 # teardown under cudaMallocAsync, test_torch_ddp; its spawned form,
-# test_torch_ddp_spawn) and a script whose own source calls torch's memory
+# test_torch_ddp_spawn), a script that creates a process group itself
+# (tests/torch/case_process_group.py, aborted without this rule) and a script whose own source calls torch's memory
 # history or snapshots, which torch refuses under cudaMallocAsync (the
 # script file and `python -c`).  The report's RUN section names the case, and
 # ADVICE explains what torch's allocator, when the user's or the script's
@@ -45,7 +46,10 @@ check user_expandable "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" native 
 check user_tuned "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False" native "expandable_segments:False" \
   "native, the user's"
 check off "TRAINSHIM_TORCH_BACKEND=off" native "-" "left alone (TRAINSHIM_TORCH_BACKEND=off)"
-check distributed "WORLD_SIZE=1" native "-" "left alone in a distributed launch"
+check distributed "WORLD_SIZE=1" native "-" "left alone for torch.distributed"
+[ "$TORCH_EMU_NCCL" = 1 ] || { echo "the emulator's libnccl.so.2 lacks the exports torch's NCCL wheel has"; exit 1; }
+check process_group "" native "-" "left alone for torch.distributed" tests/torch/case_process_group.py
+grep -qx "all_reduce ok" "$tmp/process_group" || { echo "process_group: all_reduce not ok"; bad=1; }
 HISTORY="left alone: the script calls torch's memory history"
 check history "" native "-" "$HISTORY" tests/torch/case_backend_history.py
 check history_c "" native "-" "$HISTORY" -c "$(cat tests/torch/case_backend_history.py)"
@@ -55,7 +59,7 @@ done
 for name in user_native user_expandable history history_c; do
   grep -q "^- torch's own allocator" "$tmp/$name.report" || { echo "$name: no ADVICE line"; bad=1; }
 done
-for name in default kept_keys user_async off distributed; do
+for name in default kept_keys user_async off distributed process_group; do
   if grep -q "^- torch's own allocator" "$tmp/$name.report"; then echo "$name: ADVICE about torch's allocator"; bad=1; fi
 done
 # without torch: only the variable, which the program sees

@@ -31,7 +31,7 @@ same_output ddp "$tmp/plain" "$tmp/shim"
 no_shim_error "$tmp/shim.err"
 for log in "$tmp"/log.*; do
   "$TRAINSHIM" report "$log" | grep -q '^torch alloc' || continue # torchrun itself: no device pool
-  want_torch_alloc "left alone in a distributed launch" "$log"
+  want_torch_alloc "left alone for torch.distributed" "$log"
 done
 sizes=$(sed -n 's/^0:sizes //p' "$tmp/plain")
 # one log per process that used CUDA: the two ranks (the launcher did not)

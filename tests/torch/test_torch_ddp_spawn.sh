@@ -30,7 +30,7 @@ n=0
 for log in "$tmp"/log.*; do
   line=$("$TRAINSHIM" report "$log" | grep '^torch alloc' || true)
   [ -n "$line" ] || continue
-  case $line in "torch alloc   left alone in a distributed launch or a multiprocessing worker"*) n=$((n + 1)) ;;
+  case $line in "torch alloc   left alone for torch.distributed"*) n=$((n + 1)) ;;
     *) echo "$log: $line"; exit 1 ;; esac
 done
 [ $n = 2 ] || { echo "$n rank logs with the torch backend line, want 2"; exit 1; }

@@ -65,8 +65,9 @@ static const char *torch_backend_text(uint32_t c)
         return "native without caching (PYTORCH_NO_CUDA_MEMORY_CACHING), the user's";
     case TS_TORCH_BACKEND_OFF: return "left alone (TRAINSHIM_TORCH_BACKEND=off)";
     case TS_TORCH_BACKEND_DISTRIBUTED:
-        return "left alone in a distributed launch or a multiprocessing worker (torch's NCCL process group "
-               "aborts under cudaMallocAsync)";
+        return "left alone for torch.distributed (a distributed launch, a multiprocessing worker or a script "
+               "that creates a process group: torch's NCCL process group aborts at teardown under "
+               "cudaMallocAsync)";
     case TS_TORCH_BACKEND_HISTORY:
         return "left alone: the script calls torch's memory history or snapshots, which torch refuses under "
                "cudaMallocAsync";
