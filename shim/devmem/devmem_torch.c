@@ -11,11 +11,12 @@
  * variable as it is, and so does TRAINSHIM_TORCH_BACKEND=off.  torch under
  * cudaMallocAsync refuses what needs its own allocator's blocks, and the
  * backend cannot change once torch has read it, so the variable is also
- * left alone where the command line shows such a need (see
- * command_line_case): a distributed launch, whose NCCL process group takes
- * a snapshot at teardown, and a script whose own source calls torch's
- * memory history or snapshots.  Which case applied is logged with the first
- * device pool (the report's RUN section). */
+ * left alone where the environment or the command line shows such a need
+ * (see command_line_case): torch.distributed (a launcher's WORLD_SIZE, a
+ * multiprocessing worker, a script that creates its own process group),
+ * whose NCCL process group takes a snapshot at teardown, and a script whose
+ * own source calls torch's memory history or snapshots.  Which case applied
+ * is logged with the first device pool (the report's RUN section). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
