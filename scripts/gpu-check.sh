@@ -368,7 +368,10 @@ find_torch_python() {
   return 1
 }
 
-# torch_gpt ALLOC_CONF: the small GPT with and without the shim
+# torch_gpt ALLOC_CONF: the small GPT with and without the shim.  With no
+# backend in ALLOC_CONF (check torch_gpt) the run without the shim is on
+# torch's native allocator and the shim's, as users run it, on the
+# cudaMallocAsync backend the shim adds: the cost of its default.
 torch_gpt() {
   [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
   local tp; tp=$(find_torch_python) || { verdict SKIP; note "no python with torch"; return 0; }
@@ -397,8 +400,9 @@ with open(sys.argv[2], "a") as f:
 PY
   return 0
 }
-# torch_cost: where the shim's step time goes under torch's own allocator:
-# the small GPT (30 steps) plainly, under the shim as users run it, with the
+# torch_cost: where the shim's step time goes under torch's own allocator
+# (TRAINSHIM_TORCH_BACKEND=off: the shim's default would move torch's
+# tensors to cudaMallocAsync): the small GPT (30 steps) plainly, under the shim, with the
 # log off, with pageable-copy conversion off, and passing through
 # (TRAINSHIM=0: interposition only); plain again last, so the spread of the
 # two plain runs says how much of a difference is noise.
@@ -409,9 +413,9 @@ check_torch_cost() {
   for name in plain shim log_off copy_off passthrough plain2; do
     case $name in
       plain|plain2) envs="" ;;
-      shim) envs="$(shim_env)" ;;
-      log_off) envs="LD_PRELOAD=$SHIM TRAINSHIM_LOG=off" ;;
-      copy_off) envs="$(shim_env) TRAINSHIM_PINNED_COPY=off" ;;
+      shim) envs="$(shim_env) TRAINSHIM_TORCH_BACKEND=off" ;;
+      log_off) envs="LD_PRELOAD=$SHIM TRAINSHIM_LOG=off TRAINSHIM_TORCH_BACKEND=off" ;;
+      copy_off) envs="$(shim_env) TRAINSHIM_PINNED_COPY=off TRAINSHIM_TORCH_BACKEND=off" ;;
       passthrough) envs="LD_PRELOAD=$SHIM TRAINSHIM=0" ;;
     esac
     env $envs PYTORCH_CUDA_ALLOC_CONF= "$tp" tests/gpu/gpt_small.py 30 > "$OUT/logs/$CHECK.$name.out" || return 1

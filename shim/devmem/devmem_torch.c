@@ -8,11 +8,15 @@
  *
  * The user's choice stands: a backend named, expandable_segments (torch's
  * own allocator tuned) or PYTORCH_NO_CUDA_MEMORY_CACHING leave the
- * variable as it is, and so does TRAINSHIM_TORCH_BACKEND=off.  So does a
- * distributed launch (see choose_backend).  torch's memory history and
- * snapshots (torch.cuda.memory._record_memory_history) are refused under
- * cudaMallocAsync: a program using them needs backend:native.  Which case
- * applied is logged with the first device pool (the report's RUN section). */
+ * variable as it is, and so does TRAINSHIM_TORCH_BACKEND=off.  torch under
+ * cudaMallocAsync refuses what needs its own allocator's blocks, and the
+ * backend cannot change once torch has read it, so the variable is also
+ * left alone where the environment or the command line shows such a need
+ * (see command_line_case): torch.distributed (a launcher's WORLD_SIZE, a
+ * multiprocessing worker, a script that creates its own process group),
+ * whose NCCL process group takes a snapshot at teardown, and a script whose
+ * own source calls torch's memory history or snapshots.  Which case applied
+ * is logged with the first device pool (the report's RUN section). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +28,9 @@
 #include "log/logfmt.h"
 
 #define TORCH_CONF_MAX 1024
+#define CMDLINE_MAX 65536
+#define CMDLINE_ARGS 256
+#define SCRIPT_SCAN_MAX (4u << 20)
 
 extern const int ts_tool_process __attribute__((weak));
 
@@ -97,6 +104,100 @@ static void undo_inherited(const char *var)
         unsetenv(var);
 }
 
+/* The process's arguments (from /proc/self/cmdline) in buf; their count, 0
+ * when unreadable.  A longer command line is cut at n bytes. */
+static int read_cmdline(char *buf, size_t n, const char **argv, int max_args)
+{
+    FILE *f = fopen("/proc/self/cmdline", "re");
+    if (!f)
+        return 0;
+    size_t len = fread(buf, 1, n - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    int argc = 0;
+    for (size_t i = 0; i < len && argc < max_args; i += strlen(buf + i) + 1)
+        argv[argc++] = buf + i;
+    return argc;
+}
+
+/* What a Python source shows it needs of torch's own allocator: a process
+ * group it creates itself (torch.distributed.init_process_group without a
+ * launcher: see command_line_case), or calls torch refuses under
+ * cudaMallocAsync with a RuntimeError: torch.cuda.memory's
+ * _record_memory_history, memory_snapshot, _snapshot and what is built on
+ * them (_dump_snapshot, _export_memory_snapshot).  A script that asks
+ * get_allocator_backend() is taken to guard those calls itself. */
+static uint32_t source_case(const char *text, size_t len)
+{
+    static const char *const calls[] = { "_record_memory_history", "memory_snapshot", "_snapshot(" };
+    static const char group[] = "init_process_group", guard[] = "get_allocator_backend";
+    if (memmem(text, len, group, sizeof group - 1))
+        return TS_TORCH_BACKEND_DISTRIBUTED;
+    if (memmem(text, len, guard, sizeof guard - 1))
+        return 0;
+    for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
+        if (memmem(text, len, calls[i], strlen(calls[i])))
+            return TS_TORCH_BACKEND_HISTORY;
+    return 0;
+}
+
+static uint32_t file_case(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    char *text = malloc(SCRIPT_SCAN_MAX);
+    size_t len = text ? fread(text, 1, SCRIPT_SCAN_MAX, f) : 0;
+    fclose(f);
+    uint32_t c = text ? source_case(text, len) : 0;
+    free(text);
+    return c;
+}
+
+/* python [options] SCRIPT or python [options] -c CODE: what that source
+ * shows (modules it imports are not read; nor is a module run with -m). */
+static uint32_t python_source_case(int argc, const char **argv)
+{
+    const char *base = argc ? strrchr(argv[0], '/') : NULL;
+    base = base ? base + 1 : argc ? argv[0] : "";
+    if (strncmp(base, "python", 6))
+        return 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-c"))
+            return i + 1 < argc ? source_case(argv[i + 1], strlen(argv[i + 1])) : 0;
+        if (!strcmp(a, "-m") || !strcmp(a, "-"))
+            return 0;
+        if (!strcmp(a, "-X") || !strcmp(a, "-W") || !strcmp(a, "--check-hash-based-pycs"))
+            i++; /* an option and its value */
+        else if (a[0] != '-')
+            return file_case(a);
+    }
+    return 0;
+}
+
+/* torch's NCCL process group asks the allocator for a snapshot when it is
+ * destroyed, which the cudaMallocAsync backend refuses by aborting the
+ * process.  A distributed worker shows itself by WORLD_SIZE (torchrun,
+ * mpirun wrappers, Slurm launchers); started by torch.multiprocessing.spawn
+ * (no WORLD_SIZE), by the command line Python's multiprocessing gives its
+ * spawn and forkserver children; a single process that creates its group
+ * itself, by its source.  Such children that use no NCCL only keep torch's
+ * own allocator. */
+static uint32_t command_line_case(void)
+{
+    if (getenv("WORLD_SIZE") || getenv("TORCHELASTIC_RUN_ID"))
+        return TS_TORCH_BACKEND_DISTRIBUTED;
+    static char buf[CMDLINE_MAX];
+    const char *argv[CMDLINE_ARGS];
+    int argc = read_cmdline(buf, sizeof buf, argv, CMDLINE_ARGS);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--multiprocessing-fork")
+            || (!strcmp(argv[i - 1], "-c") && !strncmp(argv[i], "from multiprocessing.", 21)))
+            return TS_TORCH_BACKEND_DISTRIBUTED;
+    return python_source_case(argc, argv);
+}
+
 static uint32_t choose_backend(void)
 {
     const char *var = conf_variable();
@@ -113,11 +214,9 @@ static uint32_t choose_backend(void)
         return TS_TORCH_BACKEND_NO_CACHING;
     if (ts_cfg()->torch_backend != 0)
         return TS_TORCH_BACKEND_OFF;
-    /* torch's NCCL process group asks the allocator for a snapshot when it
-     * is destroyed, which the cudaMallocAsync backend refuses by aborting
-     * the process: a worker of a distributed launch keeps torch's own. */
-    if (getenv("WORLD_SIZE") || getenv("TORCHELASTIC_RUN_ID"))
-        return TS_TORCH_BACKEND_DISTRIBUTED;
+    uint32_t needs_native = command_line_case();
+    if (needs_native)
+        return needs_native;
     char out[TORCH_CONF_MAX], found[TORCH_CONF_MAX];
     int n = added_conf(conf, out, sizeof out);
     int m = snprintf(found, sizeof found, "%s%s", conf ? "=" : "-", conf ? conf : "");

@@ -673,7 +673,8 @@ enum ts_torch_backend_case {
     TS_TORCH_BACKEND_EXPANDABLE = 4,  /* the user chose expandable_segments:True */
     TS_TORCH_BACKEND_NO_CACHING = 5,  /* PYTORCH_NO_CUDA_MEMORY_CACHING set */
     TS_TORCH_BACKEND_OFF = 6,         /* TRAINSHIM_TORCH_BACKEND=off */
-    TS_TORCH_BACKEND_DISTRIBUTED = 7, /* a distributed launch (WORLD_SIZE): left alone */
+    TS_TORCH_BACKEND_DISTRIBUTED = 7, /* torch.distributed (WORLD_SIZE, spawned worker, own group) */
+    TS_TORCH_BACKEND_HISTORY = 8,     /* the script calls torch's memory history: left alone */
 };
 
 /* TS_REC_TORCH_BACKEND: conf_len bytes follow (the variable's value as the

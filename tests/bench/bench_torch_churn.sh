@@ -20,13 +20,13 @@ rc=0
 ( torch_env ) > /dev/null 2>&1 || rc=$?
 [ $rc = 0 ] || { echo "skipped: no torch venv (scripts/setup-torch.sh exit $rc)"; exit 0; }
 torch_env
-churn() { awk '/^churn/ {print $2}'; }
+churn() { awk -v backend="$1" '/^churn/ && $5 == backend {print $2}'; } # a run on another backend: none
 native=() async=() shim=() shim_log=()
 for ((i = 0; i < REPS; i++)); do
-  native+=("$(torch_py -- tests/bench/torch_churn.py 2> /dev/null | churn)")
-  shim+=("$(torch_shim TRAINSHIM_LOG=off TRAINSHIM_TORCH_BACKEND=cudaMallocAsync -- tests/bench/torch_churn.py 2> /dev/null | churn)")
-  shim_log+=("$(torch_shim TRAINSHIM_LOG=/dev/null TRAINSHIM_TORCH_BACKEND=cudaMallocAsync -- tests/bench/torch_churn.py 2> /dev/null | churn)")
-  async+=("$(torch_py PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- tests/bench/torch_churn.py 2> /dev/null | churn)")
+  native+=("$(torch_py -- tests/bench/torch_churn.py 2> /dev/null | churn native)")
+  shim+=("$(torch_shim TRAINSHIM_LOG=off -- tests/bench/torch_churn.py 2> /dev/null | churn cudaMallocAsync)")
+  shim_log+=("$(torch_shim TRAINSHIM_LOG=/dev/null -- tests/bench/torch_churn.py 2> /dev/null | churn cudaMallocAsync)")
+  async+=("$(torch_py PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- tests/bench/torch_churn.py 2> /dev/null | churn cudaMallocAsync)")
 done
 python3 - "$REPS" "${native[*]}" "${async[*]}" "${shim[*]}" "${shim_log[*]}" << 'PY'
 import statistics, sys

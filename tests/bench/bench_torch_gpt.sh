@@ -29,7 +29,7 @@ table() { # title: the three runs and their ratios
   out=$( {
     run_one torch_py native TRAINSHIM=0
     run_one torch_py expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
-    run_one torch_shim trainshim TRAINSHIM_LOG=off TRAINSHIM_TORCH_BACKEND=cudaMallocAsync
+    run_one torch_shim trainshim TRAINSHIM_LOG=off
   } )
   echo "$1 (bytes, torch's max_memory_reserved / max_memory_allocated)"
   python3 - "$out" <<'PY'
@@ -43,6 +43,9 @@ for k in ("native", "expandable", "trainshim"):
     if k in rows:
         r, a, b = rows[k]
         print(f"  {k:<12} {r:>15} {a:>15}  {b}")
+if "trainshim" in rows and rows["trainshim"][2] != "cudaMallocAsync":
+    print(f"  the shim's default did not put torch on cudaMallocAsync: {rows['trainshim'][2]}")
+    sys.exit(1)
 if all(k in rows for k in ("native", "expandable", "trainshim")):
     t = rows["trainshim"][0]
     print(f"  trainshim peak reserved / native {t / rows['native'][0]:.4f}, / expandable {t / rows['expandable'][0]:.4f}"

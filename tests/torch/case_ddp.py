@@ -1,4 +1,7 @@
-"""Two ranks under torchrun with backend nccl on the emulated devices.
+"""Two ranks under torchrun with backend nccl on the emulated devices (or,
+with the arguments `spawn DIR`, started by torch.multiprocessing.spawn with a
+tcp:// rendezvous and no WORLD_SIZE in the environment, as DDP tutorials do:
+each rank's lines go to DIR/rank<N> and the parent prints them in order).
 
 Phase 1, explicit collectives whose results are checked exactly and whose
 sizes the test knows: all_reduce, broadcast, all_gather_into_tensor,
@@ -10,9 +13,12 @@ not depend on their results.  Rank 0 prints "sizes {json}" for the test."""
 import hashlib
 import json
 import os
+import socket
+import sys
 
 import torch
 import torch.distributed as dist
+import torch.multiprocessing as mp
 import torch.nn as nn
 
 N_AR, N_BC, N_AG, N_RS, N_P2P = 4096, 3000, 1024, 2048, 777
@@ -71,11 +77,8 @@ def ddp_steps(rank, dev):
     return params
 
 
-def main():
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+def run(rank, world, dev):
     torch.cuda.set_device(dev)
-    dist.init_process_group("nccl", device_id=dev)
     collectives(rank, world, dev)
     params = ddp_steps(rank, dev)
     dist.barrier()
@@ -84,6 +87,34 @@ def main():
         print("sizes", json.dumps({"world": world, "all_reduce": N_AR * 4, "broadcast": N_BC * 4,
                                    "all_gather": N_AG * 4, "reduce_scatter": N_RS * 4, "p2p": N_P2P * 4,
                                    "ddp_grad_bytes": params * 4, "ddp_steps": STEPS}), flush=True)
+
+
+def spawned_rank(rank, world, port, out_dir):
+    sys.stdout = open(os.path.join(out_dir, f"rank{rank}"), "w", buffering=1)
+    dev = torch.device("cuda", rank)
+    torch.cuda.set_device(dev)
+    print("backend", torch.cuda.get_allocator_backend(), flush=True)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            device_id=dev)
+    run(rank, world, dev)
+
+
+def main():
+    if sys.argv[1:2] == ["spawn"]:
+        out_dir, world = sys.argv[2], 2
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        mp.spawn(spawned_rank, args=(world, port, out_dir), nprocs=world)
+        for r in range(world):
+            for line in open(os.path.join(out_dir, f"rank{r}")):
+                print(f"{r}:{line}", end="")
+        return
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", device_id=dev)
+    run(rank, world, dev)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,8 @@ def main():
     dims = {k: getattr(a, k) for k in ("steps", "batch", "seq", "layers", "dim", "heads", "vocab")}
     dims["params"] = sum(q.numel() for q in model.parameters())
     print("dims", json.dumps(dims), flush=True)
+    if a.device.startswith("cuda"):
+        print("backend", torch.cuda.get_allocator_backend(), flush=True)
     lengths = torch.Generator().manual_seed(2)
     for step in range(a.steps):
         t = a.seq

@@ -64,6 +64,16 @@ no_shim_error() {
   fi
 }
 
+# want_torch_alloc WORDS LOG...: fails unless the report of the logs says
+# how the shim left torch's allocator in those words (the start of the RUN
+# section's first "torch alloc" line): each test names the backend it means
+want_torch_alloc() {
+  local want=$1 line; shift
+  line=$("$TRAINSHIM" report "$@" | grep -m1 '^torch alloc' || true)
+  case $line in "torch alloc   $want"*) return 0 ;; esac
+  echo "torch's allocator was not '$want': '${line:-no torch alloc line}'"; return 1
+}
+
 # same_output NAME FILE_A FILE_B: fails with a diff when they differ
 same_output() {
   if ! cmp -s "$2" "$3"; then

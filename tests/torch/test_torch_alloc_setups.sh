@@ -10,10 +10,13 @@ torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export EMU_JITTER_US=${EMU_JITTER_US:-50}
 
-# shim_default: the user names no allocator and asks the shim
-# (TRAINSHIM_TORCH_BACKEND=cudaMallocAsync) to add backend:cudaMallocAsync at load time, so the run must match torch's
-# cudaMallocAsync backend without the shim.  default: torch's native
-# allocator under the shim (TRAINSHIM_TORCH_BACKEND=off).
+# shim_default: the user names no allocator and the shim, by default, adds
+# backend:cudaMallocAsync at load time, so the run must match torch's
+# cudaMallocAsync backend without the shim (case_basic.py guards its snapshot
+# call with get_allocator_backend(), so the shim does not take it for a
+# script that needs torch's memory history).  default: torch's native
+# allocator under the shim (TRAINSHIM_TORCH_BACKEND=off, as a user keeps it).
+# The other three are the user's own PYTORCH_CUDA_ALLOC_CONF choices.
 setups=(default nocache async expandable shim_default)
 setup_env() {
   case $1 in
@@ -27,7 +30,7 @@ setup_env() {
 shim_env() {
   case $1 in
     default) echo "TRAINSHIM_TORCH_BACKEND=off" ;;
-    shim_default) echo "TORCH_SETUP=shim_default TRAINSHIM_TORCH_BACKEND=cudaMallocAsync" ;;
+    shim_default) echo "TORCH_SETUP=shim_default" ;;
     *) setup_env "$1" ;;
   esac
 }

@@ -7,7 +7,7 @@
 # run's (from the two reports' shape tables: an independent count), its
 # share that over the checkpointed step's FLOPs.  Without checkpointing it
 # stays silent, though attention's batched GEMMs repeat forward shapes in
-# the backward.
+# the backward.  As by default: trainshim adds backend:cudaMallocAsync.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
@@ -19,6 +19,7 @@ for mode in checkpoint plain; do
     > "$tmp/$mode.out" 2> "$tmp/$mode.err" || { echo "$mode: failed:"; tail -20 "$tmp/$mode.err"; exit 1; }
   grep -qx done "$tmp/$mode.out"
   no_shim_error "$tmp/$mode.err"
+  want_torch_alloc "cudaMallocAsync, added by trainshim" "$tmp/$mode.log"
   "$TRAINSHIM" report --format json "$tmp/$mode.log" > "$tmp/$mode.json"
   "$TRAINSHIM" report "$tmp/$mode.log" > "$tmp/$mode.txt"
 done

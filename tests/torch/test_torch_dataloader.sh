@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # DataLoader(num_workers=2, pin_memory=True) feeding GEMMs on the emulated
 # device (tests/torch/case_dataloader.py): identical output with and without
-# the shim, and the shim saw the pinned batches' host-to-device copies.
+# the shim, and the shim saw the pinned batches' host-to-device copies.  The
+# shim runs as by default: it adds backend:cudaMallocAsync, so trainshim
+# serves torch's tensors (the run without it: torch's native allocator).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
@@ -14,6 +16,7 @@ wait $plain_pid
 grep -qx ok "$tmp/plain.out"
 same_output dataloader "$tmp/plain.out" "$tmp/shim.out"
 no_shim_error "$tmp/shim.err"
+want_torch_alloc "cudaMallocAsync, added by trainshim" "$tmp"/log.*
 # Only the main process touches CUDA: the workers' logs (if any) hold no copies.
 "$TRAINSHIM" report --format json "$tmp"/log.* > "$tmp/report.json"
 "$TORCH_PY" - "$tmp/report.json" <<'PY'

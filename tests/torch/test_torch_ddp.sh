@@ -4,7 +4,9 @@
 # collectives with exact results, then DistributedDataParallel steps (torch's
 # own kernels skipped: EMU_UNKNOWN_KERNELS=skip).  Identical output with and
 # without the shim; the report of the shim's run shows both ranks'
-# collectives with the bytes the script moved.
+# collectives with the bytes the script moved.  The shim runs as by default:
+# torchrun's WORLD_SIZE makes it leave torch's native allocator to the ranks
+# (torch's NCCL process group aborts at teardown under cudaMallocAsync).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
@@ -27,6 +29,10 @@ cat "$tmp/plain"
 grep -q '^0:rank 0 collectives ok' "$tmp/plain" && grep -q '^1:rank 1 collectives ok' "$tmp/plain"
 same_output ddp "$tmp/plain" "$tmp/shim"
 no_shim_error "$tmp/shim.err"
+for log in "$tmp"/log.*; do
+  "$TRAINSHIM" report "$log" | grep -q '^torch alloc' || continue # torchrun itself: no device pool
+  want_torch_alloc "left alone for torch.distributed" "$log"
+done
 sizes=$(sed -n 's/^0:sizes //p' "$tmp/plain")
 # one log per process that used CUDA: the two ranks (the launcher did not)
 "$TRAINSHIM" report --format json "$tmp"/log.* > "$tmp/report.json"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The fragmentation advice on a real torch run (tests/torch/case_fragment.py
-# on a 512 MiB emulated device): under torch's native caching allocator (the
-# default: trainshim leaves it alone) the failed cudaMalloc, the cached
+# on a 512 MiB emulated device): under torch's native caching allocator
+# (TRAINSHIM_TORCH_BACKEND=off) the failed cudaMalloc, the cached
 # segments torch releases and its retry show in the log, and the report's
 # fragmentation line carries torch's own figures (its retries, the bytes of
 # segments it freed, its reserved bytes before the retry).  The same run
-# with TRAINSHIM_TORCH_BACKEND=cudaMallocAsync (trainshim serves every
+# under the default (trainshim adds backend:cudaMallocAsync and serves every
 # tensor: no allocation fails there, which is what the advice promises) and
 # a native run that fits get no such line.  The program prints
 # the same values with and without the shim.
@@ -25,9 +25,11 @@ run() { # name mode env...
   "$TRAINSHIM" report --format json "$tmp/$name.log" > "$tmp/$name.json"
   "$TRAINSHIM" report "$tmp/$name.log" > "$tmp/$name.txt"
 }
-run native fragment
-run async fragment TRAINSHIM_TORCH_BACKEND=cudaMallocAsync
-run fits fits
+run native fragment TRAINSHIM_TORCH_BACKEND=off
+run async fragment
+run fits fits TRAINSHIM_TORCH_BACKEND=off
+want_torch_alloc "left alone (TRAINSHIM_TORCH_BACKEND=off)" "$tmp/native.log" || bad=1
+want_torch_alloc "cudaMallocAsync, added by trainshim" "$tmp/async.log" || bad=1
 same_output "native" "$tmp/plain.out" "$tmp/native.out" || bad=1
 grep -v '^\(backend\|torch\) ' "$tmp/plain.out" > "$tmp/plain.values"
 grep -v '^\(backend\|torch\) ' "$tmp/async.out" > "$tmp/async.values"

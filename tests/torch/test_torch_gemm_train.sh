@@ -2,7 +2,10 @@
 # A GEMM-only training loop (tests/torch/case_gemm_train.py) on the emulated
 # device: bit-identical losses and weights with and without the shim under
 # emulator jitter and several seeds, and the same weights as the CPU within
-# float tolerance.  One run without jitter, one with 200 us and another seed.
+# float tolerance.  One run without jitter on torch's native allocator
+# (TRAINSHIM_TORCH_BACKEND=off), one with 200 us and another seed as by
+# default (trainshim adds backend:cudaMallocAsync and serves every tensor);
+# the runs without the shim are on torch's native allocator.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
@@ -10,17 +13,20 @@ torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 torch_py CUDA_VISIBLE_DEVICES= -- tests/torch/case_gemm_train.py cpu "$tmp/cpu.pt" > "$tmp/cpu.out" & cpu_pid=$!
-for run_env in "1 0" "7 200"; do
-  read -r seed jitter <<< "$run_env"
-    run="seed $seed jitter ${jitter}us"
+for run_env in "1 0 off" "7 200 default"; do
+  read -r seed jitter backend <<< "$run_env"
+    run="seed $seed jitter ${jitter}us backend $backend"
+    backend_env=(); [ "$backend" = default ] || backend_env=(TRAINSHIM_TORCH_BACKEND=$backend)
     torch_py EMU_SEED=$seed EMU_JITTER_US=$jitter -- tests/torch/case_gemm_train.py cuda "$tmp/plain.pt" > "$tmp/plain.out" &
     plain_pid=$!
-    torch_shim EMU_SEED=$seed EMU_JITTER_US=$jitter TRAINSHIM_LOG="$tmp/log.$seed.$jitter.%p" -- \
+    torch_shim EMU_SEED=$seed EMU_JITTER_US=$jitter "${backend_env[@]}" TRAINSHIM_LOG="$tmp/log.$seed.$jitter.%p" -- \
       tests/torch/case_gemm_train.py cuda "$tmp/shim.pt" > "$tmp/shim.out" 2> "$tmp/shim.err" || { cat "$tmp/shim.err"; exit 1; }
     wait $plain_pid
     [ -z "$cpu_pid" ] || { wait $cpu_pid; cpu_pid=; }
     same_output "$run" "$tmp/plain.out" "$tmp/shim.out"
     no_shim_error "$tmp/shim.err"
+    case $backend in off) want="left alone (TRAINSHIM_TORCH_BACKEND=off)" ;; *) want="cudaMallocAsync, added by trainshim" ;; esac
+    want_torch_alloc "$want" "$tmp"/log.$seed.$jitter.*
     "$TORCH_PY" - "$tmp/plain.pt" "$tmp/shim.pt" "$tmp/cpu.pt" "$run" <<'PY'
 import sys, torch
 plain, shim, cpu = (torch.load(p) for p in sys.argv[1:4])

@@ -3,7 +3,8 @@
 # emulator in skip mode (EMU_UNKNOWN_KERNELS=skip EMU_COMPUTE=skip): it
 # completes, and the report's GEMM FLOPs equal the analytic count within 1%:
 # three times the forward pass's GEMMs (forward, grad of the input, grad of
-# the weight), attention's two matmuls included, from the model's dims.
+# the weight), attention's two matmuls included, from the model's dims.  As
+# by default: trainshim adds backend:cudaMallocAsync and serves every tensor.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
@@ -16,6 +17,7 @@ LD_LIBRARY_PATH="$EMU_DIR" LD_PRELOAD="$EMU_PRELOAD" EMU_UNKNOWN_KERNELS=skip EM
 cat "$tmp/out"
 grep -qx done "$tmp/out"
 no_shim_error "$tmp/err"
+want_torch_alloc "cudaMallocAsync, added by trainshim" "$tmp"/gpt.*.log
 "$TRAINSHIM" report --format json "$tmp"/gpt.*.log > "$tmp/report.json"
 "$TORCH_PY" - "$tmp/out" "$tmp/report.json" <<'PY'
 import json, sys

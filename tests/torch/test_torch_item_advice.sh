@@ -3,7 +3,9 @@
 # step (tests/torch/case_gemm_train.py) gets the precision and the
 # synchronization advice with the right numbers.  Run under the shim with
 # call stacks and CUPTI on the emulated device with jitter, its output equal
-# to the run without the shim; then from `trainshim report --format json`:
+# to the run without the shim (the shim as by default: it adds
+# backend:cudaMallocAsync; without it torch's native allocator); then from
+# `trainshim report --format json`:
 #   precision_fp32  every GEMM FLOP in fp32 (torch's default: no TF32), the
 #                   FLOPs those of the loop's shapes (2mnk from the dims the
 #                   script prints), the speed-ups of the H100 peak table;
@@ -26,6 +28,7 @@ _torch_launch "$SHIM_LIB:$EMU_PRELOAD:$cupti" EMU_SEED=3 EMU_JITTER_US=100 TRAIN
   || { cat "$tmp/shim.err"; exit 1; }
 same_output "seed 3 jitter 100us" "$tmp/plain.out" "$tmp/shim.out"
 no_shim_error "$tmp/shim.err"
+want_torch_alloc "cudaMallocAsync, added by trainshim" "$tmp"/log.*
 "$TRAINSHIM" report --format json "$tmp"/log.* > "$tmp/report.json"
 "$TORCH_PY" - "$tmp/report.json" "$tmp/plain.out" <<'PY'
 import json, math, sys

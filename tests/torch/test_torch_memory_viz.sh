@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trainshim's memory-snapshot export of a small GPT run (tests/torch/gpt_small.py
-# under the shim with TRAINSHIM_TORCH_BACKEND=cudaMallocAsync, torch on the backend the shim chose, whose
-# own snapshot torch refuses) loads in torch's own torch.cuda._memory_viz:
+# under the shim as by default: trainshim adds backend:cudaMallocAsync, under
+# which torch refuses its own snapshot) loads in torch's own torch.cuda._memory_viz:
 # trace_plot and segment_plot render it, and the rendered page carries the
 # trace's allocations (their count matches the export's alloc events).
 set -euo pipefail
@@ -10,11 +10,11 @@ cd "$(dirname "$0")/../.."
 torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 dims=(--steps 3 --batch 4 --seq 64 --layers 2 --dim 128 --heads 4 --vocab 512)
-LD_LIBRARY_PATH="$EMU_DIR" LD_PRELOAD="$EMU_PRELOAD" EMU_UNKNOWN_KERNELS=skip EMU_COMPUTE=skip TRAINSHIM_TORCH_BACKEND=cudaMallocAsync \
+LD_LIBRARY_PATH="$EMU_DIR" LD_PRELOAD="$EMU_PRELOAD" EMU_UNKNOWN_KERNELS=skip EMU_COMPUTE=skip \
   "$TRAINSHIM" run --log "$tmp/gpt.%p.log" -- "$TORCH_PY" tests/torch/gpt_small.py "${dims[@]}" \
   > "$tmp/out" 2> "$tmp/err" || { echo "gpt_small.py failed:"; tail -30 "$tmp/err"; exit 1; }
 grep -qx done "$tmp/out"
-"$TRAINSHIM" report "$tmp"/gpt.*.log | grep '^torch alloc   cudaMallocAsync, added by trainshim'
+want_torch_alloc "cudaMallocAsync, added by trainshim" "$tmp"/gpt.*.log
 "$TRAINSHIM" export --type memory-snapshot "$tmp"/gpt.*.log -o "$tmp/snap.pickle"
 "$TORCH_PY" - "$tmp/snap.pickle" <<'PY'
 import contextlib, copy, io, pickle, sys

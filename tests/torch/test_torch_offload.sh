@@ -2,7 +2,8 @@
 # TRAINSHIM_OFFLOAD with the GEMM-only torch training loop
 # (tests/torch/case_gemm_train.py at N=2048, D=512, HID=512, O=256, 4 steps:
 # torch's caching allocator reserves 92 MiB at peak on an unlimited device)
-# on a 56 MiB device (EMU_DEVICE_MEMORY, ~60% of that):
+# on a 56 MiB device (EMU_DEVICE_MEMORY, ~60% of that), the shim as by
+# default (it adds backend:cudaMallocAsync: trainshim serves every tensor):
 #   - without offload it fails, with trainshim's out-of-memory report;
 #   - with TRAINSHIM_OFFLOAD=on, under emulator jitter, every loss and the
 #     weights are bit-identical to the run on an unlimited device without
@@ -27,6 +28,7 @@ torch_shim GEMM_TRAIN_DIMS=$dims EMU_DEVICE_MEMORY=$small TRAINSHIM_OFFLOAD=on E
   { echo "FAIL: TRAINSHIM_OFFLOAD=on did not complete:"; tail -5 "$tmp/on.err"; exit 1; }
 same_output "offload on, $small" "$tmp/plain.out" "$tmp/on.out"
 no_shim_error "$tmp/on.err"
+want_torch_alloc "cudaMallocAsync, added by trainshim" "$tmp/on.log"
 "$TORCH_PY" - "$tmp/plain.pt" "$tmp/on.pt" <<'PY'
 import sys, torch
 plain, on = (torch.load(p) for p in sys.argv[1:3])

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# torch's memory statistics under backend:cudaMallocAsync
+# torch's memory statistics under backend:cudaMallocAsync, the user's own
+# PYTORCH_CUDA_ALLOC_CONF so that the run without the shim has it too
 # (tests/torch/case_pool_stats.py), with and without the shim: every
 # allocated-bytes figure (current, peak, after reset_peak_memory_stats and
 # empty_cache, memory_stats, memory_summary) identical; the reserved figures
@@ -21,6 +22,7 @@ grep -qx ok "$tmp/shim"
 grep '^A' "$tmp/plain" > "$tmp/plain.A"; grep '^A' "$tmp/shim" > "$tmp/shim.A"
 same_output "allocated figures" "$tmp/plain.A" "$tmp/shim.A"
 if grep -q '^trainshim: error:' "$tmp/shim.err"; then grep '^trainshim: error:' "$tmp/shim.err"; exit 1; fi
+want_torch_alloc "cudaMallocAsync, the user's" "$tmp"/log.*
 # the shim served the tensors (else the figures above would be the emulator's own)
 "$TRAINSHIM" report --format json "$tmp"/log.* > "$tmp/report.json"
 "$TORCH_PY" - "$tmp" <<'PY'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPT-2-small (tests/torch/gpt_small.py at the dims of
 # tests/bench/bench_torch_gpt.sh) trained under the shim with torch's tensors
-# served by trainshim (backend:cudaMallocAsync) on the emulator in skip mode
+# served by trainshim (as by default: the shim adds backend:cudaMallocAsync)
+# on the emulator in skip mode
 # (no arithmetic, the real allocations), with the pool's step plan (the
 # default): the emulator's counters show VMM driver calls
 # (cuMemCreate/Map/Unmap/Release/SetAccess) while the pool warms up and the
@@ -20,7 +21,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 dims=(--steps 8 --batch 8 --seq 1024 --layers 12 --dim 768 --heads 12 --vocab 50304 --vmm-calls)
 run() { # name [env...]
   local name=$1; shift
-  torch_shim EMU_UNKNOWN_KERNELS=skip EMU_COMPUTE=skip TRAINSHIM_LOG=off TRAINSHIM_TORCH_BACKEND=cudaMallocAsync "$@" \
+  torch_shim EMU_UNKNOWN_KERNELS=skip EMU_COMPUTE=skip TRAINSHIM_LOG=off "$@" \
     -- tests/bench/torch_gpt_mem.py tests/torch/gpt_small.py "${dims[@]}" > "$tmp/$name" 2> "$tmp/$name.err" \
     || { echo "gpt_small.py ($name) failed:"; tail -30 "$tmp/$name.err"; exit 1; }
   no_shim_error "$tmp/$name.err"
@@ -37,6 +38,7 @@ def read(path):
     peak = [l.split() for l in lines if l.startswith("peak_reserved ")][0]
     assert len(calls) == 8, f"{path}: expected 8 steps of VMM counts, got {calls}"
     assert calls[0] > 0, "the first step made no VMM call: the counters measure nothing"
+    assert peak[5] == "cudaMallocAsync", f"{path}: torch ran on {peak[5]}, not on the backend the shim adds"
     return calls, int(peak[1]), int(peak[3])
 calls, res, alloc = read(sys.argv[1])
 assert calls[6:] == [0, 0], f"step plan: VMM calls once settled: {calls}"

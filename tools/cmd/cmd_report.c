@@ -53,7 +53,9 @@ static const char *torch_backend_text(uint32_t c)
 {
     switch (c) {
     case TS_TORCH_BACKEND_ADDED:
-        return "cudaMallocAsync, added by trainshim: every tensor served by trainshim";
+        return "cudaMallocAsync, added by trainshim (the default): every tensor served by trainshim; torch "
+               "refuses its memory history and snapshots under it (TRAINSHIM_TORCH_BACKEND=off keeps torch's "
+               "own allocator)";
     case TS_TORCH_BACKEND_ASYNC: return "cudaMallocAsync, the user's: every tensor served by trainshim";
     case TS_TORCH_BACKEND_NATIVE:
         return "native, the user's: torch caches tensors in segments trainshim backs";
@@ -63,7 +65,12 @@ static const char *torch_backend_text(uint32_t c)
         return "native without caching (PYTORCH_NO_CUDA_MEMORY_CACHING), the user's";
     case TS_TORCH_BACKEND_OFF: return "left alone (TRAINSHIM_TORCH_BACKEND=off)";
     case TS_TORCH_BACKEND_DISTRIBUTED:
-        return "left alone in a distributed launch (torch's NCCL process group aborts under cudaMallocAsync)";
+        return "left alone for torch.distributed (a distributed launch, a multiprocessing worker or a script "
+               "that creates a process group: torch's NCCL process group aborts at teardown under "
+               "cudaMallocAsync)";
+    case TS_TORCH_BACKEND_HISTORY:
+        return "left alone: the script calls torch's memory history or snapshots, which torch refuses under "
+               "cudaMallocAsync";
     default: return "unknown";
     }
 }
@@ -78,6 +85,11 @@ static void torch_backend_advice(const struct tslog *log, char *out, size_t n)
             "torch's own allocator (%s) keeps tensors in its segments: trainshim cannot reuse, defragment "
             "or report them per tensor; drop that setting to let it serve each tensor",
             c == TS_TORCH_BACKEND_NATIVE ? "backend:native" : "expandable_segments:True");
+    else if (c == TS_TORCH_BACKEND_HISTORY)
+        snprintf(out, n,
+                 "torch's own allocator (kept: the script calls torch's memory history or snapshots, refused "
+                 "under cudaMallocAsync) keeps tensors out of trainshim's reach; `trainshim export --type "
+                 "memory-snapshot` draws the memory_viz picture from trainshim's log");
 }
 
 static void text_run(FILE *f, const struct tslog *log)

@@ -69,6 +69,7 @@ static bool torch_caches(const struct tslog *log)
     case 0: return segment_sizes(log);
     case TS_TORCH_BACKEND_NATIVE: return true;
     case TS_TORCH_BACKEND_OFF:
+    case TS_TORCH_BACKEND_HISTORY:
     case TS_TORCH_BACKEND_DISTRIBUTED: /* left alone: torch's own choice stands */
         return !strcasestr(conf, "expandable_segments:true") && !strcasestr(conf, "cudaMallocAsync");
     default: return false;
