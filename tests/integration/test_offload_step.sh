@@ -5,7 +5,9 @@
 #     oversubscribed), TRAINSHIM_OFFLOAD=on, a 25 GB/s host link: every loss
 #     and the weights checksum bit-identical to the run without the shim; the
 #     report lists its steps, and its predicted link time is within 20% of
-#     the emulator's link.host.ns (MLP_EMU_COUNTERS); no thrashing advice;
+#     the emulator's link.host.ns (MLP_EMU_COUNTERS), and so is each step's,
+#     measured from the emulator's trace of link charges (EMU_LINK_TRACE,
+#     `trainshim report --link-trace`); no thrashing advice;
 #     the learned order moves pages (some promoted and demoted) and moves
 #     fewer bytes over the link than TRAINSHIM_OFFLOAD_STEP_ORDER=0;
 #   - test_offload_step steady (a hot buffer the out-of-memory put on the
@@ -35,10 +37,11 @@ show() { echo "--- $1:"; sed -n '/^== OFFLOAD/,/^$/p' "$1"; }
 "$mlp" 6 16384 > "$tmp/plain" || { echo "FAIL: plain mlp_train"; exit 1; }
 for order in 1 0; do
   MLP_EMU_COUNTERS=1 EMU_DEVICE_MEMORY=30M TRAINSHIM_OFFLOAD=on TRAINSHIM_OFFLOAD_STEP_ORDER=$order \
+    EMU_LINK_TRACE="$tmp/link$order.txt" \
     TRAINSHIM_LOG="$tmp/mlp$order.log" LD_PRELOAD="$shim" "$mlp" 6 16384 > "$tmp/mlp$order" 2> "$tmp/mlp$order.err" ||
     { echo "FAIL: mlp_train with offload (step order $order):"; tail -3 "$tmp/mlp$order.err"; fail=1; }
   cmp -s "$tmp/plain" "$tmp/mlp$order" || { echo "FAIL: mlp_train (step order $order) output differs"; diff "$tmp/plain" "$tmp/mlp$order" | head; fail=1; }
-  "$ts" report "$tmp/mlp$order.log" > "$tmp/mlp$order.txt" 2>&1
+  "$ts" report --link-trace "$tmp/link$order.txt" "$tmp/mlp$order.log" > "$tmp/mlp$order.txt" 2>&1
 done
 rows=$(steps_of "$tmp/mlp1.txt" | wc -l)
 [ "$rows" -ge 4 ] || { echo "FAIL: mlp_train: $rows step rows (want >= 4)"; show "$tmp/mlp1.txt"; fail=1; }
@@ -49,6 +52,14 @@ if [ -z "$measured" ] || [ -z "$predicted" ] ||
   echo "FAIL: mlp_train: predicted link time '$predicted' ms vs the emulator's link.host.ns '$measured' (want within 20%)"
   show "$tmp/mlp1.txt"; fail=1
 fi
+# the emulator's link charges, step by step (--link-trace): each step's
+# measured link time within 20% of its predicted one (or both under 0.05 ms)
+bad=$(steps_of "$tmp/mlp1.txt" | awk '{ p = $10; m = $12; d = p - m; if (d < 0) d = -d
+  if (NF < 13 || (d > 0.2 * m && (p >= 0.05 || m >= 0.05))) print $1 }')
+[ -z "$bad" ] || { echo "FAIL: mlp_train: measured link time off the predicted in steps $bad"; show "$tmp/mlp1.txt"; fail=1; }
+trace_ms=$(sed -n 's/.*measured link time \([0-9.]*\) ms in all.*/\1/p' "$tmp/mlp1.txt")
+awk -v t="$trace_ms" -v n="$measured" 'BEGIN { exit !(t != "" && n > 0 && t * 1e6 >= n * 0.999 && t * 1e6 <= n * 1.001) }' ||
+  { echo "FAIL: mlp_train: the trace's link time '$trace_ms' ms is not the emulator's link.host.ns '$measured'"; fail=1; }
 ! grep -q 'advice: thrashing' "$tmp/mlp1.txt" || { echo "FAIL: mlp_train: thrashing advice"; show "$tmp/mlp1.txt"; fail=1; }
 moves=$(steps_of "$tmp/mlp1.txt" | awk '{ s += $2 + $3 } END { print s + 0 }')
 [ "$moves" -gt 0 ] || { echo "FAIL: mlp_train: step order moved no page"; show "$tmp/mlp1.txt"; fail=1; }

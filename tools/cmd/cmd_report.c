@@ -527,29 +527,58 @@ static void json_stats(struct json *j, const struct stats *s, uint64_t max_rank_
 /* ------------------------------------------------------------ command */
 static int usage(void)
 {
-    fprintf(stderr, "usage: trainshim report [--format text|json] [--html FILE] LOG...\n");
+    fprintf(stderr,
+            "usage: trainshim report [--format text|json] [--html FILE] [--link-trace FILE] LOG...\n");
     return 2;
 }
 
+/* The options of the command line. */
+struct report_opts {
+    bool json;
+    const char *html;       /* --html FILE: the page instead of the report */
+    const char *link_trace; /* --link-trace FILE: measured link time per offload step */
+};
+
+/* The value of option `name` at argv[*i] ("--name V" or "--name=V", *i
+ * moved past it), NULL when argv[*i] is another option; "" when missing. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) || (argv[*i][n] && argv[*i][n] != '='))
+        return NULL;
+    if (argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    return *i + 1 < argc ? argv[++*i] : "";
+}
+
+/* v, or NULL (*rc the exit status) when the option had no file. */
+static const char *file_arg(const char *v, const char *option, int *rc)
+{
+    if (*v)
+        return v;
+    fprintf(stderr, "trainshim: error: %s needs a file\n", option);
+    *rc = usage();
+    return NULL;
+}
+
 /* Index of the first log argument, or -1 with *rc the exit status. */
-static int parse_args(int argc, char **argv, bool *json, const char **html, int *rc)
+static int parse_args(int argc, char **argv, struct report_opts *o, int *rc)
 {
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--format") || !strncmp(argv[i], "--format=", 9)) {
-            const char *v = argv[i][8] == '=' ? argv[i] + 9 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v || (strcmp(v, "text") && strcmp(v, "json"))) {
+        const char *v;
+        if ((v = opt_value(argc, argv, &i, "--format"))) {
+            if (strcmp(v, "text") && strcmp(v, "json")) {
                 fprintf(stderr, "trainshim: error: --format takes text or json\n");
                 *rc = usage();
                 return -1;
             }
-            *json = !strcmp(v, "json");
-        } else if (!strcmp(argv[i], "--html") || !strncmp(argv[i], "--html=", 7)) {
-            *html = argv[i][6] == '=' ? argv[i] + 7 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!*html || !**html) {
-                fprintf(stderr, "trainshim: error: --html needs a file\n");
-                *rc = usage();
+            o->json = !strcmp(v, "json");
+        } else if ((v = opt_value(argc, argv, &i, "--html"))) {
+            if (!(o->html = file_arg(v, "--html", rc)))
                 return -1;
-            }
+        } else if ((v = opt_value(argc, argv, &i, "--link-trace"))) {
+            if (!(o->link_trace = file_arg(v, "--link-trace", rc)))
+                return -1;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage();
             *rc = 0;
@@ -658,7 +687,7 @@ static void print_json(const struct report_input *in)
     j_close(&j, '}');
 }
 
-static void print_text(const struct report_input *in)
+static void print_text(const struct report_input *in, const char *link_trace)
 {
     int n = in->n;
     if (n == 1) {
@@ -666,8 +695,8 @@ static void print_text(const struct report_input *in)
         text_stats(stdout, &in->st[0], &in->logs[0]);
         sites_text(stdout, &in->logs[0]); /* TOP ALLOCATION SITES, MEMORY TIMELINE: with stacks only */
         acct_log_text(stdout, &in->acct[0]);
-        gpu_report_text(stdout, in->logs, 1);      /* GPU TIMELINE (tools/report/report_gpu.c) */
-        offload_report_text(stdout, &in->logs[0]); /* OFFLOAD (tools/report/report_offload.c) */
+        gpu_report_text(stdout, in->logs, 1);                  /* GPU TIMELINE (tools/report/report_gpu.c) */
+        offload_report_text(stdout, &in->logs[0], link_trace); /* OFFLOAD (tools/report/report_offload.c) */
         struct acct_copy_facts cf = acct_copy_facts_of(&in->st[0]);
         acct_advice_text(stdout, &in->acct[0], &cf, duration_ns(&in->logs[0]));
         return;
@@ -703,10 +732,9 @@ static void free_input(struct report_input *in)
 
 int cmd_report(int argc, char **argv)
 {
-    bool json = false;
-    const char *html = NULL; /* --html FILE: the page instead of the report */
+    struct report_opts o = { 0 };
     int rc = 0;
-    int first = parse_args(argc, argv, &json, &html, &rc);
+    int first = parse_args(argc, argv, &o, &rc);
     if (first < 0)
         return rc;
     struct report_input in = { .n = argc - first };
@@ -723,13 +751,13 @@ int cmd_report(int argc, char **argv)
     for (int i = 0; i < in.n; i++)
         rc |= load_log(&in, i, argv[first + i]);
     if (!rc && !(rc = sum_total(&in))) {
-        if (html) {
+        if (o.html) {
             struct html_input hi = { in.logs, in.st, in.acct, acct_copy_facts_of, in.n };
-            rc = html_report_write(html, &hi) ? 1 : 0;
-        } else if (json)
+            rc = html_report_write(o.html, &hi) ? 1 : 0;
+        } else if (o.json)
             print_json(&in);
         else
-            print_text(&in);
+            print_text(&in, o.link_trace);
         if (fflush(stdout) != 0 || ferror(stdout)) {
             fprintf(stderr, "trainshim: error: cannot write the report\n");
             rc = 1;

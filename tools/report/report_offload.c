@@ -141,21 +141,76 @@ int offload_thrash_advice(const struct offload_data *d, char *buf, size_t n)
                     tslog_human_bytes(w->touched_bytes, b2, sizeof b2), (double)w->predicted_ns / 1e6);
 }
 
-static void print_step(FILE *f, const struct ts_rec_offload_step *s)
+/* Link time measured per step from a trace of charges (see
+ * offload_report_text): a charge belongs to the first step whose boundary
+ * record comes at or after it; *after gets those past the last boundary.
+ * NULL (with one message) when the file cannot be read. */
+static uint64_t *measured_link(const struct offload_data *d, const char *path, uint64_t *after)
+{
+    FILE *in = fopen(path, "r");
+    uint64_t *per_step = in ? calloc(d->n_steps, sizeof *per_step) : NULL;
+    if (!per_step) {
+        fprintf(stderr, "trainshim: error: link trace %s: cannot read it\n", path);
+        if (in)
+            fclose(in);
+        return NULL;
+    }
+    unsigned long long t, ns;
+    size_t bad = 0;
+    char line[128];
+    *after = 0;
+    while (fgets(line, sizeof line, in)) {
+        if (sscanf(line, "%llu %llu", &t, &ns) != 2) {
+            bad++;
+            continue;
+        }
+        size_t lo = 0, hi = d->n_steps; /* first step with time_ns >= t */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (d->steps[mid].h.time_ns < t)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        *(lo < d->n_steps ? &per_step[lo] : after) += ns;
+    }
+    fclose(in);
+    if (bad)
+        fprintf(stderr, "trainshim: warning: link trace %s: %zu unreadable lines skipped\n", path, bad);
+    return per_step;
+}
+
+static void print_step(FILE *f, const struct ts_rec_offload_step *s, const uint64_t *measured)
 {
     char b1[32], b2[32], b3[32];
-    fprintf(f, "  %5u%s %9llu %9llu %12s %12s %12s %11.3f ms\n", s->step,
+    fprintf(f, "  %5u%s %9llu %9llu %12s %12s %12s %11.3f ms", s->step,
             s->flags & TS_OFFLOAD_STEP_TAIL ? "+" : " ", (unsigned long long)s->promoted_pages,
             (unsigned long long)s->demoted_pages, tslog_human_bytes(s->touched_bytes, b1, sizeof b1),
             tslog_human_bytes(s->host_touched_bytes, b2, sizeof b2),
             tslog_human_bytes(s->link_bytes, b3, sizeof b3), (double)s->predicted_ns / 1e6);
+    if (measured)
+        fprintf(f, " %11.3f ms", (double)*measured / 1e6);
+    fputc('\n', f);
+}
+
+/* The measured link time's total line, when a trace was read. */
+static void print_measured(FILE *f, const struct offload_data *d, const uint64_t *measured, uint64_t after,
+                           uint64_t predicted)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < d->n_steps; i++)
+        sum += measured[i];
+    fprintf(f,
+            "  measured link time %.3f ms in all (predicted / measured %.3f), %.3f ms after the last step\n",
+            (double)sum / 1e6, sum ? (double)predicted / (double)sum : 0.0, (double)after / 1e6);
 }
 
 /* One line per step (the first OFFLOAD_STEP_ROWS), then the totals. */
-static void print_steps(FILE *f, const struct offload_data *d)
+static void print_steps(FILE *f, const struct offload_data *d, const char *link_trace)
 {
     if (!d->n_steps)
         return;
+    uint64_t after = 0, *measured = link_trace ? measured_link(d, link_trace, &after) : NULL;
     /* the period as the last whole step found it (the tail's may be lost) */
     const struct ts_rec_offload_step *last = &d->steps[d->n_steps - 1];
     for (size_t i = d->n_steps; i-- > 0;)
@@ -173,10 +228,10 @@ static void print_steps(FILE *f, const struct offload_data *d)
             "  steps %zu (a step every %u synchronizations); predicted link time = (bytes moved + bytes "
             "reached on host pages) / %.1f GB/s\n",
             d->n_steps, last->period, (double)last->link_mbps / 1000);
-    fprintf(f, "  %5s  %9s %9s %12s %12s %12s %14s\n", "step", "promoted", "demoted", "reached", "on host",
-            "link bytes", "predicted");
+    fprintf(f, "  %5s  %9s %9s %12s %12s %12s %14s%s\n", "step", "promoted", "demoted", "reached", "on host",
+            "link bytes", "predicted", measured ? "       measured" : "");
     for (size_t i = 0; i < d->n_steps && i < OFFLOAD_STEP_ROWS; i++)
-        print_step(f, &d->steps[i]);
+        print_step(f, &d->steps[i], measured ? &measured[i] : NULL);
     if (d->n_steps > OFFLOAD_STEP_ROWS)
         fprintf(f, "  ... and %zu more steps\n", d->n_steps - OFFLOAD_STEP_ROWS);
     char b1[32], b2[32];
@@ -185,9 +240,12 @@ static void print_steps(FILE *f, const struct offload_data *d)
             "per step\n",
             tslog_human_bytes(link, b1, sizeof b1), tslog_human_bytes(moved, b2, sizeof b2),
             (double)predicted / 1e6, (double)predicted / 1e6 / (double)d->n_steps);
+    if (measured)
+        print_measured(f, d, measured, after, predicted);
+    free(measured);
 }
 
-void offload_report_text(FILE *f, const struct tslog *log)
+void offload_report_text(FILE *f, const struct tslog *log, const char *link_trace)
 {
     struct offload_data *d = offload_load(log);
     if (!d)
@@ -204,7 +262,7 @@ void offload_report_text(FILE *f, const struct tslog *log)
             (unsigned long long)t->demoted_pages, (unsigned long long)t->promoted_pages,
             (unsigned long long)t->failed_moves, (unsigned long long)t->managed_allocs);
     print_events(f, d);
-    print_steps(f, d);
+    print_steps(f, d, link_trace);
     if (offload_advice(d, advice, sizeof advice))
         fprintf(f, "  advice: %s\n", advice);
     if (offload_thrash_advice(d, advice, sizeof advice))

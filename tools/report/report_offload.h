@@ -45,6 +45,10 @@ struct offload_data *offload_load(const struct tslog *log);
 int offload_advice(const struct offload_data *d, char *buf, size_t n);
 
 /* Prints "== OFFLOAD ==" and its lines when the log has offload records;
- * nothing otherwise. */
-void offload_report_text(FILE *f, const struct tslog *log);
+ * nothing otherwise.  link_trace (NULL: none) names a file of the link's
+ * charges as measured or simulated (`trainshim report --link-trace`; the
+ * emulator writes one with EMU_LINK_TRACE): lines "T NS BYTES", T the
+ * CLOCK_MONOTONIC nanosecond of a charge of NS link nanoseconds.  Each step
+ * then shows the link time measured in it beside the predicted one. */
+void offload_report_text(FILE *f, const struct tslog *log, const char *link_trace);
 #endif

@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,8 @@ static void do_init(void)
     emu_cfg.nvlink_gbps = env_double("EMU_LINK_GBPS", 0);
     emu_cfg.host_link_gbps = env_double("EMU_HOST_LINK_GBPS", emu_cfg.pinned_gbps);
     emu_cfg.host_vmm = env_ll("EMU_HOST_VMM", 1) != 0;
+    const char *trace = getenv("EMU_LINK_TRACE");
+    emu_cfg.link_trace_fd = trace && *trace ? open(trace, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
     const char *name = getenv("EMU_DEVICE_NAME");
     snprintf(emu_cfg.device_name, sizeof emu_cfg.device_name, "%s",
              name && *name ? name : "NVIDIA H100 80GB HBM3");

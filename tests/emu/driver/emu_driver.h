@@ -38,6 +38,7 @@ struct emu_config {
     double nvlink_gbps;        /* EMU_LINK_GBPS (0): NCCL/peer simulated link */
     double host_link_gbps;     /* EMU_HOST_LINK_GBPS (EMU_PINNED_GBPS): device access to host-located VMM pages */
     bool host_vmm;             /* EMU_HOST_VMM (1): host-located cuMemCreate supported */
+    int link_trace_fd;         /* EMU_LINK_TRACE (-1): each host-link charge appended as a line */
     char device_name[256];     /* EMU_DEVICE_NAME ("NVIDIA H100 80GB HBM3") */
 };
 extern struct emu_config emu_cfg;

@@ -29,6 +29,7 @@
  * CUDA_ERROR_INVALID_VALUE), like cuMemUnmap. */
 #include "mem_vmm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -529,6 +530,17 @@ static void link_charge(size_t bytes)
     if (gbps <= 0) return;
     uint64_t ns = (uint64_t)((double)bytes / gbps);   /* bytes / (GB/s) = ns */
     emu_counter_add_ref(EMU_COUNTER("link.host.ns"), ns);
+    if (emu_cfg.link_trace_fd >= 0) {
+        /* "CLOCK_MONOTONIC-ns link-ns bytes": one write, so lines of
+         * several workers never interleave (O_APPEND, under PIPE_BUF) */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        char line[80];
+        int n = snprintf(line, sizeof line, "%llu %llu %zu\n",
+                         (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec,
+                         (unsigned long long)ns, bytes);
+        if (write(emu_cfg.link_trace_fd, line, (size_t)n) != n) {}
+    }
     struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
     while (nanosleep(&ts, &ts) != 0) {}
 }
