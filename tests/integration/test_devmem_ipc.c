@@ -247,15 +247,17 @@ static int exporter(int pooled)
     m.seed = seed_env ? (unsigned)strtoul(seed_env, NULL, 10) : 7;
     m.pooled = pooled;
     CHECK(cudaSetDevice(0) == cudaSuccess, "device 0");
-    /* fillers put block 0 mid-page in the large arena and block 1 mid-page
-     * in the small one; block 2 is a plain 8 MiB block.  Block 0 is sized so
-     * that starting in the filler's last page maps fewer new pages than
-     * starting on a page of its own (the expandable pool's growth rule) */
+    /* fillers put block 0 mid-page in the arena of blocks over 4 MiB (the
+     * step plan's; without it, the large arena) and block 1 mid-page in the
+     * small one; block 2 is a plain 8 MiB block.  Block 0 follows its filler
+     * (the lowest free range before a plan; without a plan, starting in the
+     * filler's last page maps fewer new pages than starting on a page of
+     * its own) */
     void *filler_large = NULL, *filler_small = NULL, *blk[NBLOCKS] = {NULL, NULL, NULL};
     m.size[0] = (4u << 20) + 4096;
     m.size[1] = 64u << 10;
     m.size[2] = 8u << 20;
-    CHECK(cudaMalloc(&filler_large, 3u << 20) == cudaSuccess, "filler large");
+    CHECK(cudaMalloc(&filler_large, 5u << 20) == cudaSuccess, "filler large");
     CHECK(cudaMalloc(&filler_small, 100u << 10) == cudaSuccess, "filler small");
     for (int i = 0; i < NBLOCKS; i++) CHECK(cudaMalloc(&blk[i], m.size[i]) == cudaSuccess, "block %d", i);
     if (pooled) {
