@@ -61,7 +61,7 @@ def silent(log, rule):
 # fragmentation: 82 MiB held, 40 MiB of free segments released, 100 MiB retried 2 ms later
 for log in ("frag", "frag_sizes"):
     f = fires(log, "fragmentation", "1 time(s)", "held 82.00 MiB", "freed 40.00 MiB", "at most 42.00 MiB allocated",
-              "retried 100.00 MiB", "2.000 ms", "expandable_segments:True", "TRAINSHIM_TORCH_BACKEND=cudaMallocAsync")
+              "retried 100.00 MiB", "2.000 ms", "expandable_segments:True", "backend:cudaMallocAsync (trainshim's page pool")
     near(f"{log} flushes", f.get("flushes"), 1)
     near(f"{log} served", f.get("retries_served"), 1)
     near(f"{log} released", f.get("released_bytes"), 40 * MiB)

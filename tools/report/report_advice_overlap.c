@@ -174,7 +174,8 @@ static void fragmentation_text(struct advice_line *l, const struct flush_stats *
         "torch's caching allocator ran out of device memory %llu time(s); at the first it held %s, freed "
         "%s of segments holding no tensor (at most %s allocated), retried %s; %.3f ms to served retries. "
         "Free blocks fit only their own segment: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or "
-        "TRAINSHIM_TORCH_BACKEND=cudaMallocAsync (trainshim's page pool)",
+        "backend:cudaMallocAsync (trainshim's page pool, which the shim chooses when the variable names no "
+        "backend)",
         (unsigned long long)s->flushes, tslog_human_bytes(s->first_reserved, r, sizeof r),
         tslog_human_bytes(s->first_released, f, sizeof f), tslog_human_bytes(at_most, a, sizeof a),
         tslog_human_bytes(s->first_request, q, sizeof q), (double)s->flush_ns / 1e6);
