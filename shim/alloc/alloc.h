@@ -129,7 +129,7 @@ typedef struct ts_alloc_stats {
 /* The step plan of the expandable mode (alloc_plan.c). */
 typedef struct ts_plan_stats {
     uint64_t adopted, drops, failed; /* plans made, dropped, that could not be made */
-    uint64_t period, footprint;      /* of the latest plan: requests, bytes from the arena's base */
+    uint64_t period, footprint;      /* of the latest plan: requests, bytes from its window's start */
     uint64_t hits, misses;           /* placements at the plan's address, or not */
     bool active;
 } ts_plan_stats;

@@ -82,16 +82,30 @@ void ts_fence_pend(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered
     }
 }
 
-ts_block *ts_fence_split_pending(ts_pool *p, ts_block *b, uint64_t size)
+/* A PENDING block cut to size and left out of its stream index ix; the
+ * remainder (returned, or NULL) keeps b's place in the FIFO and ix. */
+static ts_block *cut_pending(ts_pool *p, ts_block *b, ts_index *ix, uint64_t size)
 {
-    ts_index *ix = b->index;
     ts_index_remove(ix, b);
     ts_block *r = ts_block_split(&p->slab, b, size);
     if (r) {
-        /* the remainder keeps b's place in the FIFO and its stream index */
         fifo_link_after(p, b, r);
         ts_index_insert(ix, r);
     }
+    return r;
+}
+
+/* A PENDING block out of every index leaves the FIFO. */
+static void leave_fifo(ts_pool *p, ts_block *b)
+{
+    fifo_unlink(p, b);
+    p->pending_bytes -= b->size;
+}
+
+ts_block *ts_fence_split_pending(ts_pool *p, ts_block *b, uint64_t size)
+{
+    ts_index *ix = b->index;
+    ts_block *r = cut_pending(p, b, ix, size);
     ts_index_insert(ix, b);
     return r;
 }
@@ -99,8 +113,7 @@ ts_block *ts_fence_split_pending(ts_pool *p, ts_block *b, uint64_t size)
 void ts_fence_claim(ts_pool *p, ts_block *b)
 {
     ts_index_remove(b->index, b);
-    fifo_unlink(p, b);
-    p->pending_bytes -= b->size;
+    leave_fifo(p, b);
 }
 
 bool ts_fence_pending_on(ts_pool *p, const ts_block *b, uint64_t stream)
@@ -113,8 +126,8 @@ bool ts_fence_pending_on(ts_pool *p, const ts_block *b, uint64_t stream)
 
 void ts_fence_take_pending(ts_pool *p, ts_block *b, uint64_t size)
 {
-    ts_fence_split_pending(p, b, size);
-    ts_fence_claim(p, b);
+    cut_pending(p, b, b->index, size);
+    leave_fifo(p, b);
 }
 
 static void drain(ts_pool *p)

@@ -233,13 +233,18 @@ static plan_slot *plan_slots(ts_plan *pl, uint64_t tmpl, uint64_t period, uint64
     return sl;
 }
 
-/* Live blocks allocated before the period that follows base: they
- * stay where they are for the plan's whole life. */
+/* b is live and was allocated before the plan's first request (first_ord):
+ * it stays where it is for the plan's whole life. */
+static bool stays(const ts_block *b, uint64_t first_ord)
+{
+    return __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE && b->ord < first_ord;
+}
+
 static size_t plan_obstacles(ts_pool *p, uint64_t first_ord, span *out, size_t cap)
 {
     size_t n = 0;
     for (ts_block *b = p->arena[TS_KIND_PLANNED].first; b && n < cap; b = b->next)
-        if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE && b->ord < first_ord)
+        if (stays(b, first_ord))
             out[n++] = (span){ b->addr, b->addr + b->size };
     return n;
 }
@@ -272,8 +277,11 @@ static uint64_t pack_from(plan_slot *sl, const uint32_t *order, uint64_t n, uint
  * stay (pages are what memory costs, not addresses: the holes between the
  * blocks that stay are given back, and a window free of them packs to the
  * lifetimes' peak), else, when the arena has no room for that, among them.
- * False if memory for the work is short or the plan does not fit. */
-static bool plan_pack(ts_pool *p, plan_slot *sl, uint64_t n, uint64_t first_ord, uint64_t *footprint)
+ * False if memory for the work is short or the plan does not fit; *end
+ * gets the end of the highest slot, *footprint its distance from the
+ * window. */
+static bool plan_pack(ts_pool *p, plan_slot *sl, uint64_t n, uint64_t first_ord, uint64_t *end_out,
+                      uint64_t *footprint)
 {
     const ts_segment *arena = &p->arena[TS_KIND_PLANNED];
     size_t ocap = p->live_blocks + 1;
@@ -298,17 +306,17 @@ static bool plan_pack(ts_pool *p, plan_slot *sl, uint64_t n, uint64_t first_ord,
     free(obst);
     free(taken);
     free(order);
+    *end_out = end;
     *footprint = end - window;
     return ok && end <= arena->base + arena->size;
 }
 
-static uint64_t plan_end(const plan_slot *sl, uint64_t n)
+/* Marks keep[] for every page under [addr, addr+size). */
+static void mark_pages(const ts_pool *p, uint8_t *keep, uint64_t addr, uint64_t size)
 {
-    uint64_t end = 0;
-    for (uint64_t q = 0; q < n; q++)
-        if (sl[q].addr + sl[q].rsize > end)
-            end = sl[q].addr + sl[q].rsize;
-    return end;
+    uint64_t l = (addr + size - 1 - p->va_base) / p->gran;
+    for (uint64_t i = (addr - p->va_base) / p->gran; i <= l; i++)
+        keep[i] = 1;
 }
 
 /* Idle pages that no slot and no block the plan keeps (allocated before
@@ -318,17 +326,12 @@ static void release_unplanned(ts_pool *p, const plan_slot *sl, uint64_t n, uint6
     uint8_t *keep = calloc(p->npages, 1);
     if (!keep)
         return;
-    uint64_t g = p->gran;
-    for (uint64_t i = 0; i < p->npages; i++)
-        keep[i] = p->va_base + i * g < p->arena[TS_KIND_PLANNED].base; /* other arenas: theirs */
+    mark_pages(p, keep, p->va_base, p->arena[TS_KIND_PLANNED].base - p->va_base); /* the other arenas */
     for (uint64_t q = 0; q < n; q++)
-        for (uint64_t a = sl[q].addr; a < sl[q].addr + sl[q].rsize;
-             a = (a - p->va_base) / g * g + g + p->va_base)
-            keep[(a - p->va_base) / g] = 1;
+        mark_pages(p, keep, sl[q].addr, sl[q].rsize);
     for (ts_block *b = p->arena[TS_KIND_PLANNED].first; b; b = b->next)
-        if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE && b->ord < first_ord)
-            for (uint64_t a = b->addr; a < b->addr + b->size; a = (a - p->va_base) / g * g + g + p->va_base)
-                keep[(a - p->va_base) / g] = 1;
+        if (stays(b, first_ord))
+            mark_pages(p, keep, b->addr, b->size);
     ts_seg_release_idle_except(p, keep);
     free(keep);
 }
@@ -338,9 +341,9 @@ static void release_unplanned(ts_pool *p, const plan_slot *sl, uint64_t n, uint6
 static void plan_adopt(ts_pool *p, uint64_t o, uint64_t period, uint64_t cycles)
 {
     ts_plan *pl = p->plan;
-    uint64_t n = period * cycles, first = o + 1 - n, footprint = 0;
+    uint64_t n = period * cycles, first = o + 1 - n, end = 0, footprint = 0;
     plan_slot *sl = plan_slots(pl, o + 1 - 2 * period, period, cycles);
-    if (!sl || !plan_pack(p, sl, n, first, &footprint)) {
+    if (!sl || !plan_pack(p, sl, n, first, &end, &footprint)) {
         free(sl);
         pl->st.failed++;
         return;
@@ -349,7 +352,7 @@ static void plan_adopt(ts_pool *p, uint64_t o, uint64_t period, uint64_t cycles)
     pl->slot = sl;
     pl->period = n;
     pl->base = first;
-    pl->end = plan_end(sl, n);
+    pl->end = end;
     pl->period_miss = 0;
     pl->transition = true;
     pl->st.adopted++;
@@ -426,8 +429,8 @@ static ts_block *range_takeable(ts_pool *p, int kind, uint64_t addr, uint64_t si
             return NULL;
         *pending |= __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_PENDING;
     }
-    if (!first || (b ? b->addr : p->arena[kind].base + p->arena[kind].size) < addr + size)
-        return NULL;
+    if (!first || addr + size > p->arena[kind].base + p->arena[kind].size)
+        return NULL; /* the arena's blocks tile it: the walk covered the range */
     if (__atomic_load_n(&first->state, __ATOMIC_RELAXED) == TS_B_PENDING && first->addr < addr) {
         first = ts_fence_split_pending(p, first, addr - first->addr);
         if (!first)

@@ -545,24 +545,7 @@ int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out)
         ts_index_remove(&p->index[kind], s.right);
         ts_block_merge_next(&p->slab, b);
     }
-    ts_block *pre = NULL, *post = NULL;
-    if (s.start > b->addr) {
-        ts_block *x = ts_block_split(&p->slab, b, s.start - b->addr);
-        if (!x) {
-            file_free_run(p, b);
-            return TS_PROV_ERROR;
-        }
-        pre = b;
-        b = x;
-    }
-    post = ts_block_split(&p->slab, b, rsize);
-    set_grow_budget(p, kind, rsize);
-    int rc = b->size == rsize ? ts_seg_pages_get(p, b->addr, b->size) : TS_PROV_ERROR;
-    refile_unmapped(p); /* pages moved here from idle ones */
-    if (pre)
-        file_free_run(p, pre);
-    if (post)
-        file_free_run(p, post);
+    int rc = ts_seg_take_run(p, b, s.start, rsize, &b);
     if (rc) {
         file_free_run(p, b);
         return rc;
