@@ -53,6 +53,12 @@ _torch_launch() {
   env LD_LIBRARY_PATH="$EMU_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LD_PRELOAD="$preload" \
     PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 "${envs[@]}" "$TORCH_PY" "$@"
 }
+# need_torch_nccl: fails the test when the emulator's NCCL cannot stand in
+# for torch's (after torch_env)
+need_torch_nccl() {
+  [ "$TORCH_EMU_NCCL" = 1 ] ||
+    { echo "the emulator's libnccl.so.2 lacks the exports torch's NCCL wheel has (ncclCommResume)"; exit 1; }
+}
 torch_py() { _torch_launch "$EMU_PRELOAD" "$@"; }
 torch_shim() { _torch_launch "$SHIM_LIB:$EMU_PRELOAD" "$@"; }
 

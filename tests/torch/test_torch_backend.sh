@@ -47,7 +47,7 @@ check user_tuned "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False" native "exp
   "native, the user's"
 check off "TRAINSHIM_TORCH_BACKEND=off" native "-" "left alone (TRAINSHIM_TORCH_BACKEND=off)"
 check distributed "WORLD_SIZE=1" native "-" "left alone for torch.distributed"
-[ "$TORCH_EMU_NCCL" = 1 ] || { echo "the emulator's libnccl.so.2 lacks the exports torch's NCCL wheel has"; exit 1; }
+need_torch_nccl
 check process_group "" native "-" "left alone for torch.distributed" tests/torch/case_process_group.py
 grep -qx "all_reduce ok" "$tmp/process_group" || { echo "process_group: all_reduce not ok"; bad=1; }
 HISTORY="left alone: the script calls torch's memory history"

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
 torch_env
-[ "$TORCH_EMU_NCCL" = 1 ] || { echo "the emulator's libnccl.so.2 lacks the exports torch's NCCL wheel has (ncclCommResume)"; exit 1; }
+need_torch_nccl
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 run_ddp() { # preload-runner out-prefix [env...]
   local runner=$1 out=$2; shift 2

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
 torch_env
-[ "$TORCH_EMU_NCCL" = 1 ] || { echo "the emulator's libnccl.so.2 lacks the exports torch's NCCL wheel has (ncclCommResume)"; exit 1; }
+need_torch_nccl
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/plain.d" "$tmp/shim.d"
 envs=(EMU_DEVICES=2 EMU_UNKNOWN_KERNELS=skip EMU_JITTER_US=${EMU_JITTER_US:-50} OMP_NUM_THREADS=1)
