@@ -14,10 +14,12 @@ enum ts_block_state { TS_B_FREE = 1, TS_B_PENDING = 2, TS_B_LIVE = 3, TS_B_TCACH
  * an arena of their own (the plan must see every request: these are past
  * the thread caches' reach). */
 enum { TS_KIND_LARGE = 0, TS_KIND_SMALL = 1, TS_KIND_PLANNED = 2, TS_NKINDS = 3 };
-/* With the step plan, blocks above this size are planned; those up to it
- * stay large, in the thread caches' reach (TC_MAX_BLOCK), and take the
- * lowest free range of their arena until the plan settles. */
-#define TS_PLAN_MIN (4ull << 20)
+/* With the step plan, blocks above this size are planned (2 MiB: a
+ * model's mid-size weights, their gradients and optimizer state pack with
+ * the activations instead of fragmenting an arena of their own); those up
+ * to it stay large, in the thread caches' reach, and take the lowest free
+ * range of their arena until the plan settles. */
+#define TS_PLAN_MIN (2ull << 20)
 
 struct ts_index;
 struct ts_segment;
@@ -164,6 +166,9 @@ struct ts_pool {
     int32_t idle_head, idle_tail;
     uint64_t idle_count, mapped_count;
     bool unmapped_dirty; /* pages were unmapped under free blocks of index[]: resplit them */
+    /* While a new step plan settles: the pages its slots and the blocks it
+     * keeps lie on, moved elsewhere only when no other idle page can be. */
+    const uint8_t *move_keep;
     /* caching / off */
     ts_segment *segs;
     uint64_t nsegs;
@@ -251,9 +256,10 @@ ts_block *ts_seg_block_at(ts_pool *p, int kind, ts_block *near, uint64_t addr);
  * are filed free.  *out is the block, also on failure (TS_PROV_OOM or
  * TS_PROV_ERROR: nothing referenced, the caller files it back). */
 int ts_seg_take_run(ts_pool *p, ts_block *first, uint64_t addr, uint64_t size, ts_block **out);
-/* Unmaps and releases the idle pages (fences done) whose keep[] is 0;
- * returns how many. */
-uint64_t ts_seg_release_idle_except(ts_pool *p, const uint8_t *keep);
+/* Maps the unmapped pages of arena `kind` that want[] marks and that lie
+ * under free blocks, each with an idle page that want[] does not mark
+ * (moved), until there is none; they stay idle.  Returns how many. */
+uint64_t ts_seg_premap(ts_pool *p, int kind, const uint8_t *want);
 /* Files a free block that is in no index (index or uindex by its pages). */
 void ts_seg_file_free(ts_pool *p, ts_block *b);
 /* Monotonic clock, nanoseconds. */

@@ -24,9 +24,19 @@
  * allocation count at its free, in a ring.  Detection: a hash of the last
  * PLAN_W requests proposes a period (the distance to the window's previous
  * occurrence); each proposal keeps a streak of requests equal to the one a
- * period before.  A streak of a whole period is checked (lifetimes) and
+ * period before.  The first step also makes tensors that live on (a
+ * workspace, the optimizer's state): where a streak breaks on requests of
+ * the earlier sequence that are all still live, it skips them, so the
+ * second step is matched against the first and the plan is in force from
+ * the third.  A streak of a whole period is checked (lifetimes) and
  * planned.  A request other than the plan's, or too many placements that
  * find their range taken, drop the plan; best fit serves in the meantime.
+ *
+ * Moving in: at adoption the pages the plan lacks move there from idle
+ * pages it does not need, and until it settles moves take those first.
+ * Blocks of the steps before still lie where they were put; a request
+ * whose range they hold goes where the plan leaves room while it lives.
+ * Nothing is unmapped: the reserved peak was reached before the plan.
  * Everything here runs under the pool's lock, on the slow path only (these
  * blocks never go through the thread caches). */
 #include <stdlib.h>
@@ -40,8 +50,10 @@
 #define PLAN_HT 4096
 #define PLAN_NCAND 8
 #define PLAN_LIVE UINT64_MAX
-#define PLAN_WARMUP 16384 /* allocations without a plan before growth is unbounded */
-#define PLAN_TRANSITION 4 /* periods a new plan may take to settle */
+#define PLAN_WARMUP 16384  /* allocations without a plan before growth is unbounded */
+#define PLAN_TRANSITION 4  /* periods a new plan may take to settle */
+#define PLAN_SKIP_MAX 1024 /* requests made once (workspaces, optimizer state) a skip passes */
+#define PLAN_SKIPS 4       /* skips a candidate may make */
 
 typedef struct plan_rec {
     uint64_t rsize, stream, addr;
@@ -57,18 +69,26 @@ struct ts_plan {
     plan_rec ring[PLAN_RING];
     uint64_t n; /* allocations so far */
     uint64_t ht_key[PLAN_HT], ht_pos[PLAN_HT];
+    /* A candidate period p, and the requests it has matched in a row.  When
+     * the earlier sequence held requests made once and never freed (a first
+     * step that also creates workspaces and the optimizer's state), the
+     * candidate skips them: before request skip_at[i] it compared with
+     * skip_k[i] more requests back than after it. */
     struct {
-        uint64_t p, streak;
+        uint64_t p, streak, nskip;
+        uint64_t skip_at[PLAN_SKIPS], skip_k[PLAN_SKIPS];
+        uint64_t check_at; /* the request from which its period is checked */
     } cand[PLAN_NCAND];
     /* the plan in force (period 0: none) */
     uint64_t period, base; /* slot of allocation o: (o - base) % period */
     plan_slot *slot;
     uint64_t end;         /* the end of the plan's highest slot */
     uint64_t period_miss; /* placements that found their range taken, this period */
-    /* The first period of a plan: blocks of the steps before it are still
-     * where best fit put them, so placements may miss; it ends with the
-     * pages no slot touches given back. */
+    /* The first periods of a plan: blocks of the steps before it are still
+     * where they were put, so placements may miss (they go where the plan
+     * leaves room, take_room); it ends after a period without a miss. */
     bool transition;
+    uint8_t *keep;  /* the pages the plan needs (plan_pages): moves take others first */
     ts_block *near; /* the block placed last: where the next walk starts */
     ts_plan_stats st;
 };
@@ -88,19 +108,26 @@ int ts_plan_init(ts_pool *p)
 
 void ts_plan_fini(ts_pool *p)
 {
-    if (p->plan)
+    if (p->plan) {
         free(p->plan->slot);
+        free(p->plan->keep);
+    }
+    p->move_keep = NULL;
     free(p->plan);
     p->plan = NULL;
 }
 
-static void plan_drop(ts_plan *pl)
+static void plan_drop(ts_pool *p)
 {
+    ts_plan *pl = p->plan;
     if (!pl->period)
         return;
     pl->period = 0;
     free(pl->slot);
     pl->slot = NULL;
+    free(pl->keep);
+    pl->keep = NULL;
+    p->move_keep = NULL;
     pl->st.drops++;
 }
 
@@ -117,6 +144,7 @@ static void cand_propose(ts_plan *pl, uint64_t period)
     }
     pl->cand[free_at].p = period;
     pl->cand[free_at].streak = PLAN_W - 1; /* the window matched; this request is counted next */
+    pl->cand[free_at].nskip = pl->cand[free_at].check_at = 0;
 }
 
 static void propose_from_window(ts_plan *pl, uint64_t o)
@@ -137,22 +165,78 @@ static void propose_from_window(ts_plan *pl, uint64_t o)
     pl->ht_pos[e] = o;
 }
 
-/* Every block of the period [o+1-2p, o-p] freed by now, so nothing
- * accumulates (a layer's forward repeats too, but its activations stay):
- * how many periods the longest of them lived, rounded up (1, or 2 when a
- * variable held the step's tensor until the next step replaced it), or 0
- * when one is still live or lived longer. */
-static uint64_t period_cycles(ts_plan *pl, uint64_t o, uint64_t period)
+/* ---- the template --------------------------------------------------------- */
+
+/* A period about to be planned, read from the ring: the last period's
+ * requests are c0..c0+p-1 (c0 = o+1-p), and idx[q] is the request of the
+ * period before that matched request c0+q (the template: its blocks are
+ * all freed, so their lifetimes are known).  idx ascends; it is c0+q-p,
+ * less the skipped requests before the candidate's skip point. */
+typedef struct {
+    uint64_t p, c0, cycles;
+    uint64_t *idx;
+} plan_tmpl;
+
+/* Allocation count F as a position in the template's frame: the template
+ * is 0..p-1, the last period p..2p-1. */
+static uint64_t tmpl_pos(const plan_tmpl *t, uint64_t F)
 {
-    uint64_t longest = 0;
-    for (uint64_t j = o + 1 - 2 * period; j <= o - period; j++) {
-        uint64_t f = rec_at(pl, j)->freed_at;
-        if (f == PLAN_LIVE || f - j > 2 * period)
-            return 0;
-        if (f - j > longest)
-            longest = f - j;
+    if (F >= t->c0)
+        return t->p + (F - t->c0);
+    uint64_t lo = 0, hi = t->p; /* requests of the template made before F */
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (t->idx[mid] < F)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return longest <= period ? 1 : 2;
+    return lo;
+}
+
+/* Request q of the template's lifetime in requests, 0 while it is live. */
+static uint64_t tmpl_life(ts_plan *pl, const plan_tmpl *t, uint64_t q)
+{
+    uint64_t f = rec_at(pl, t->idx[q])->freed_at;
+    return f == PLAN_LIVE ? 0 : tmpl_pos(t, f) - q;
+}
+
+/* The template of candidate c, a streak of a whole period after request o.
+ * Every block of it freed by now, so nothing accumulates (a layer's forward
+ * repeats too, but its activations stay): t->cycles is how many periods
+ * the longest of them lived, rounded up (1, or 2 when a variable held the
+ * step's tensor until the next step replaced it); false when one is still
+ * live or lived longer, with *bad the last such request's place (the
+ * template is good at the earliest that many requests later). */
+static bool tmpl_make(ts_plan *pl, int c, uint64_t o, plan_tmpl *t, uint64_t *bad)
+{
+    uint64_t p = pl->cand[c].p, skipped = 0;
+    *t = (plan_tmpl){ .p = p, .c0 = o + 1 - p, .cycles = 1 };
+    *bad = p - 1;
+    for (uint64_t i = 0; i < pl->cand[c].nskip; i++)
+        if (t->c0 < pl->cand[c].skip_at[i])
+            skipped += pl->cand[c].skip_k[i];
+    if (o + 1 < 2 * p + skipped || !(t->idx = malloc(p * sizeof *t->idx)))
+        return false;
+    for (uint64_t q = 0; q < p; q++) {
+        for (uint64_t i = 0; i < pl->cand[c].nskip; i++)
+            if (t->c0 + q == pl->cand[c].skip_at[i])
+                skipped -= pl->cand[c].skip_k[i];
+        t->idx[q] = t->c0 + q - p - skipped;
+    }
+    *bad = UINT64_MAX;
+    for (uint64_t q = 0; q < p; q++) {
+        uint64_t life = tmpl_life(pl, t, q);
+        if (!life || life > 2 * p)
+            *bad = q;
+        else if (life > p)
+            t->cycles = 2;
+    }
+    if (*bad == UINT64_MAX)
+        return true;
+    free(t->idx);
+    t->idx = NULL;
+    return false;
 }
 
 /* ---- planning --------------------------------------------------------------- */
@@ -215,20 +299,20 @@ static int slot_order(const void *a, const void *b, void *arg)
     return x->a < y->a ? -1 : x->a > y->a;
 }
 
-/* The plan's slots, cycles x period of them from allocation first: sizes
- * and lifetimes those of the template period (from tmpl).  A block of the
- * last cycle still live where its slot's next one is placed makes that
- * placement miss, once. */
-static plan_slot *plan_slots(ts_plan *pl, uint64_t tmpl, uint64_t period, uint64_t cycles)
+/* The plan's slots, cycles x period of them: sizes and lifetimes those of
+ * the template.  A block of the last cycle still live where its slot's next
+ * one is placed makes that placement miss, once. */
+static plan_slot *plan_slots(ts_plan *pl, const plan_tmpl *t)
 {
-    uint64_t n = period * cycles;
+    uint64_t n = t->p * t->cycles;
     plan_slot *sl = calloc(n, sizeof *sl);
     if (!sl)
         return NULL;
     for (uint64_t q = 0; q < n; q++) {
-        const plan_rec *t = rec_at(pl, tmpl + q % period);
-        uint64_t life = t->freed_at - (tmpl + q % period);
-        sl[q] = (plan_slot){ .rsize = t->rsize, .stream = t->stream, .a = q, .f = q + life };
+        const plan_rec *r = rec_at(pl, t->idx[q % t->p]);
+        sl[q] = (plan_slot){
+            .rsize = r->rsize, .stream = r->stream, .a = q, .f = q + tmpl_life(pl, t, q % t->p)
+        };
     }
     return sl;
 }
@@ -273,10 +357,58 @@ static uint64_t pack_from(plan_slot *sl, const uint32_t *order, uint64_t n, uint
     return end;
 }
 
-/* Addresses for the slots: in a window of their own above the blocks that
- * stay (pages are what memory costs, not addresses: the holes between the
- * blocks that stay are given back, and a window free of them packs to the
- * lifetimes' peak), else, when the arena has no room for that, among them.
+/* The window over the blocks that stay (obst, in address order) when the
+ * highest of them, up to 1/16 of their bytes, stay obstacles inside it
+ * instead: a block that stays but was made mid-step (a workspace) must
+ * not lift the whole window.  *first gets the first obstacle left. */
+static uint64_t window_over_most(const ts_pool *p, const span *obst, size_t nobst, size_t *first)
+{
+    uint64_t total = 0, top = 0;
+    for (size_t i = 0; i < nobst; i++)
+        total += obst[i].hi - obst[i].lo;
+    size_t k = nobst;
+    while (k > 0 && top + (obst[k - 1].hi - obst[k - 1].lo) <= total / 16) {
+        k--;
+        top += obst[k].hi - obst[k].lo;
+    }
+    *first = k;
+    return k ? ts_round_up(obst[k - 1].hi, p->gran) : p->arena[TS_KIND_PLANNED].base;
+}
+
+/* Pages under the slots and the blocks that stay (what a plan costs in
+ * memory), and how many of them are not mapped now (*lacking: what moving
+ * to it costs in driver calls); UINT64_MAX when out of memory. */
+static uint64_t plan_cost(const ts_pool *p, const plan_slot *sl, uint64_t n, const span *obst, size_t nobst,
+                          uint64_t *lacking)
+{
+    uint64_t g = p->gran, used = 0, next = 0; /* pages from index next on not counted yet */
+    span *all = malloc((n + nobst) * sizeof *all);
+    *lacking = UINT64_MAX;
+    if (!all)
+        return UINT64_MAX;
+    memcpy(all, obst, nobst * sizeof *obst);
+    for (uint64_t q = 0; q < n; q++)
+        all[nobst + q] = (span){ sl[q].addr, sl[q].addr + sl[q].rsize };
+    qsort(all, n + nobst, sizeof *all, span_cmp);
+    *lacking = 0;
+    for (size_t i = 0; i < n + nobst; i++) {
+        uint64_t f = (all[i].lo - p->va_base) / g, l = (all[i].hi - 1 - p->va_base) / g;
+        for (uint64_t k = f > next ? f : next; k <= l; k++) {
+            used++;
+            *lacking += !p->pages[k].mapped;
+        }
+        if (l + 1 > next)
+            next = l + 1;
+    }
+    free(all);
+    return used;
+}
+
+/* Addresses for the slots, in a window above the blocks that stay (pages
+ * are what memory costs, not addresses: the holes between the blocks that
+ * stay are given back, and a window free of them packs to the lifetimes'
+ * peak), or above most of them, or among them: whichever needs the fewest
+ * pages.
  * False if memory for the work is short or the plan does not fit; *end
  * gets the end of the highest slot, *footprint its distance from the
  * window. */
@@ -287,28 +419,39 @@ static bool plan_pack(ts_pool *p, plan_slot *sl, uint64_t n, uint64_t first_ord,
     size_t ocap = p->live_blocks + 1;
     span *obst = malloc(ocap * sizeof *obst), *taken = malloc((ocap + n) * sizeof *taken);
     uint32_t *order = malloc(n * sizeof *order);
-    bool ok = obst && taken && order;
-    size_t nobst = ok ? plan_obstacles(p, first_ord, obst, ocap) : 0;
-    uint64_t window = arena->base, end = 0;
+    plan_slot *best = malloc(n * sizeof *best);
+    bool ok = obst && taken && order && best;
+    size_t nobst = ok ? plan_obstacles(p, first_ord, obst, ocap) : 0, most = 0;
+    uint64_t window[3] = { arena->base, window_over_most(p, obst, nobst, &most), arena->base };
+    size_t from[3] = { nobst, most, 0 }; /* obstacles inside each window: obst[from..] */
     for (size_t i = 0; i < nobst; i++)
-        if (obst[i].hi > window)
-            window = ts_round_up(obst[i].hi, p->gran);
+        if (obst[i].hi > window[0])
+            window[0] = ts_round_up(obst[i].hi, p->gran);
+    uint64_t best_end = UINT64_MAX, best_window = arena->base, best_cost = UINT64_MAX, best_lack = UINT64_MAX;
     for (uint32_t k = 0; ok && k < n; k++)
         order[k] = k;
-    if (ok) {
+    if (ok)
         qsort_r(order, n, sizeof *order, slot_order, sl);
-        end = pack_from(sl, order, n, window, NULL, 0, taken);
-        if (end > arena->base + arena->size) {
-            window = arena->base;
-            end = pack_from(sl, order, n, window, obst, nobst, taken);
+    for (int w = 0; ok && w < 3; w++) {
+        uint64_t end = pack_from(sl, order, n, window[w], obst + from[w], nobst - from[w], taken);
+        uint64_t lack = 0, cost = plan_cost(p, sl, n, obst, nobst, &lack);
+        if (cost < best_cost || (cost == best_cost && lack < best_lack)) {
+            best_cost = cost;
+            best_lack = lack;
+            memcpy(best, sl, n * sizeof *sl);
+            best_end = end;
+            best_window = window[w];
         }
     }
+    if (ok)
+        memcpy(sl, best, n * sizeof *sl);
     free(obst);
     free(taken);
     free(order);
-    *end_out = end;
-    *footprint = end - window;
-    return ok && end <= arena->base + arena->size;
+    free(best);
+    *end_out = best_end;
+    *footprint = best_end - best_window;
+    return ok && best_end <= arena->base + arena->size;
 }
 
 /* Marks keep[] for every page under [addr, addr+size). */
@@ -319,36 +462,56 @@ static void mark_pages(const ts_pool *p, uint8_t *keep, uint64_t addr, uint64_t 
         keep[i] = 1;
 }
 
-/* Idle pages that no slot and no block the plan keeps (allocated before
- * it) will touch go back now: the plan's pages are what the steps need. */
-static void release_unplanned(ts_pool *p, const plan_slot *sl, uint64_t n, uint64_t first_ord)
+/* The pages a plan needs: its slots', the other arenas' and those of the
+ * blocks it keeps (allocated before it); NULL when out of memory. */
+static uint8_t *plan_pages(ts_pool *p, const plan_slot *sl, uint64_t n, uint64_t first_ord)
 {
     uint8_t *keep = calloc(p->npages, 1);
     if (!keep)
-        return;
+        return NULL;
     mark_pages(p, keep, p->va_base, p->arena[TS_KIND_PLANNED].base - p->va_base); /* the other arenas */
     for (uint64_t q = 0; q < n; q++)
         mark_pages(p, keep, sl[q].addr, sl[q].rsize);
     for (ts_block *b = p->arena[TS_KIND_PLANNED].first; b; b = b->next)
         if (stays(b, first_ord))
             mark_pages(p, keep, b->addr, b->size);
-    ts_seg_release_idle_except(p, keep);
-    free(keep);
+    return keep;
 }
 
-/* The period ending at allocation o (the second of two equal ones) becomes
- * the plan for the allocations from o+1 on, over `cycles` periods. */
-static void plan_adopt(ts_pool *p, uint64_t o, uint64_t period, uint64_t cycles)
+/* The plan settles: growth is unbounded, but a page the plan lacks still
+ * comes from an idle page it does not need while there is one.  Those stay
+ * mapped meanwhile (a page is unmapped only under memory pressure, on a
+ * trim or past the idle threshold): the reserved peak was reached before
+ * the plan, and the settled steps make no driver call. */
+static void plan_settle(ts_pool *p)
 {
     ts_plan *pl = p->plan;
-    uint64_t n = period * cycles, first = o + 1 - n, end = 0, footprint = 0;
-    plan_slot *sl = plan_slots(pl, o + 1 - 2 * period, period, cycles);
-    if (!sl || !plan_pack(p, sl, n, first, &end, &footprint)) {
+    pl->transition = false;
+    p->grow_settled = true;
+}
+
+/* The template of candidate c, a streak of a whole period after request o,
+ * becomes the plan for the allocations from o+1 on, over its cycles. */
+static void plan_adopt(ts_pool *p, int c, uint64_t o)
+{
+    ts_plan *pl = p->plan;
+    plan_tmpl t;
+    uint64_t bad = 0;
+    if (!tmpl_make(pl, c, o, &t, &bad)) {
+        /* look again once the requests that failed are out of the period
+         * (at most once in 1/64 of it: the check is O(period)) */
+        pl->cand[c].check_at = o + (bad + 1 > t.p / 64 ? bad + 1 : t.p / 64);
+        return;
+    }
+    uint64_t n = t.p * t.cycles, first = o + 1 - n, end = 0, footprint = 0;
+    plan_slot *sl = plan_slots(pl, &t);
+    free(t.idx);
+    if (!sl || !plan_pack(p, sl, n, t.c0, &end, &footprint)) {
         free(sl);
         pl->st.failed++;
         return;
     }
-    plan_drop(pl);
+    plan_drop(p);
     pl->slot = sl;
     pl->period = n;
     pl->base = first;
@@ -358,12 +521,51 @@ static void plan_adopt(ts_pool *p, uint64_t o, uint64_t period, uint64_t cycles)
     pl->st.adopted++;
     pl->st.period = n;
     pl->st.footprint = footprint;
-    release_unplanned(p, sl, n, first);
+    /* until it settles, moves take the pages it will not need first; those
+     * go back once it has */
+    pl->keep = plan_pages(p, sl, n, t.c0);
+    p->move_keep = pl->keep;
+    if (pl->keep) {
+        /* the pages the plan lacks, now (idle pages it does not need move
+         * under it once their work is done): the steps from here on find
+         * them mapped */
+        ts_fence_sync(p);
+        ts_seg_premap(p, TS_KIND_PLANNED, pl->keep);
+    }
+}
+
+/* Candidate c's streak ended at request o: when the requests it met in
+ * the earlier sequence were made once and are all still live (a step that
+ * also created the optimizer's state), skip them and go on (once).  The
+ * last few requests before o may have matched the first skipped ones by
+ * chance (optimizer state has the parameters' sizes): the skip may start
+ * up to PLAN_W - 1 requests back, when those then match past it too. */
+static bool cand_skip(ts_plan *pl, int c, uint64_t o)
+{
+    uint64_t per = pl->cand[c].p;
+    if (pl->cand[c].nskip == PLAN_SKIPS || pl->cand[c].streak < 2 * PLAN_W)
+        return false;
+    for (uint64_t back = 0; back < PLAN_W; back++) {
+        uint64_t from = o - per - back, k = 0;
+        while (k < PLAN_SKIP_MAX && per > PLAN_MIN_PERIOD + k + 1
+               && rec_at(pl, from + k)->freed_at == PLAN_LIVE)
+            k++;
+        bool match = k > 0;
+        for (uint64_t j = 0; match && j <= back; j++)
+            match = same_request(rec_at(pl, o - j), rec_at(pl, o - j - per + k));
+        if (!match)
+            continue;
+        pl->cand[c].p = per - k;
+        pl->cand[c].skip_at[pl->cand[c].nskip] = o - back;
+        pl->cand[c].skip_k[pl->cand[c].nskip++] = k;
+        return true;
+    }
+    return false;
 }
 
 /* Candidates after allocation o: streaks extended or ended; a streak of a
- * whole period (a multiple, once per period) is checked and planned unless
- * a plan of that period or a longer one is in force. */
+ * whole period is checked and planned unless a plan of that period or a
+ * longer one is in force. */
 static void detect(ts_pool *p, uint64_t o)
 {
     ts_plan *pl = p->plan;
@@ -372,16 +574,14 @@ static void detect(ts_pool *p, uint64_t o)
         uint64_t per = pl->cand[c].p;
         if (!per)
             continue;
-        if (o < per || !same_request(rec_at(pl, o), rec_at(pl, o - per))) {
+        if (o < per || (!same_request(rec_at(pl, o), rec_at(pl, o - per)) && !cand_skip(pl, c, o))) {
             pl->cand[c].p = pl->cand[c].streak = 0;
             continue;
         }
-        uint64_t st = ++pl->cand[c].streak;
-        if (st < per || st % per || pl->period >= per)
+        per = pl->cand[c].p;
+        if (++pl->cand[c].streak < per || o < pl->cand[c].check_at || pl->period >= per)
             continue;
-        uint64_t cycles = period_cycles(pl, o, per);
-        if (cycles)
-            plan_adopt(p, o, per, cycles);
+        plan_adopt(p, c, o);
     }
 }
 
@@ -490,13 +690,12 @@ static void room_unsettled(ts_pool *p, int kind, uint64_t addr, uint64_t size)
         return;
     if (p->idle_count && ts_seg_mapped_run(p, addr, size) < size)
         ts_fence_sync(p);
-    else
-        ts_fence_poll(p);
 }
 
-static int take_lowest(ts_pool *p, int kind, uint64_t from, uint64_t rsize, uint64_t stream, ts_block **out)
+/* The start of the lowest range from `from` up that can be taken, or
+ * UINT64_MAX. */
+static uint64_t lowest_range(ts_pool *p, int kind, uint64_t from, uint64_t rsize, uint64_t stream)
 {
-    ts_fence_poll(p);
     uint64_t start = 0;
     bool run = false;
     for (ts_block *b = p->arena[kind].first; b; b = b->next) {
@@ -506,12 +705,49 @@ static int take_lowest(ts_pool *p, int kind, uint64_t from, uint64_t rsize, uint
         }
         if (!run)
             start = b->addr > from ? b->addr : from, run = true;
-        if (b->addr + b->size - start >= rsize) {
-            room_unsettled(p, kind, start, rsize);
-            return take_range(p, kind, start, rsize, stream, out);
-        }
+        if (b->addr + b->size - start >= rsize)
+            return start;
     }
-    return TS_PROV_OOM;
+    return UINT64_MAX;
+}
+
+/* Takes the lowest range from `from` up, once the fences are polled
+ * (frees whose work is done, synchronous ones included, may free a lower
+ * one). */
+static int take_lowest(ts_pool *p, int kind, uint64_t from, uint64_t rsize, uint64_t stream, ts_block **out)
+{
+    ts_fence_poll(p);
+    uint64_t at = lowest_range(p, kind, from, rsize, stream);
+    if (at == UINT64_MAX)
+        return TS_PROV_OOM;
+    room_unsettled(p, kind, at, rsize);
+    return take_range(p, kind, at, rsize, stream, out);
+}
+
+/* A request whose planned range is taken (in the transition, by a block of
+ * the steps before the plan) goes where no slot whose lifetime meets its
+ * own lies and nothing is live now: room the plan leaves free until it
+ * dies, over pages the plan maps anyway.  TS_PROV_OOM when there is none
+ * that can be taken. */
+static int take_room(ts_pool *p, const plan_slot *s, uint64_t rsize, uint64_t stream, ts_block **out)
+{
+    ts_plan *pl = p->plan;
+    const ts_segment *arena = &p->arena[TS_KIND_PLANNED];
+    span *taken = malloc((pl->period + p->live_blocks + 1) * sizeof *taken);
+    if (!taken)
+        return TS_PROV_OOM;
+    size_t nt = 0;
+    for (uint64_t q = 0; q < pl->period; q++)
+        if (&pl->slot[q] != s && arcs_meet(s, &pl->slot[q], pl->period))
+            taken[nt++] = (span){ pl->slot[q].addr, pl->slot[q].addr + pl->slot[q].rsize };
+    for (ts_block *b = arena->first; b && nt < pl->period + p->live_blocks + 1; b = b->next)
+        if (!takeable(p, b, stream))
+            taken[nt++] = (span){ b->addr, b->addr + b->size };
+    uint64_t at = lowest_fit(taken, nt, arena->base, rsize);
+    free(taken);
+    if (at + rsize > pl->end)
+        return TS_PROV_OOM;
+    return take_range(p, TS_KIND_PLANNED, at, rsize, stream, out);
 }
 
 int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block **out)
@@ -524,16 +760,13 @@ int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block
     uint64_t k = (pl->n - pl->base) % pl->period;
     const plan_slot *s = &pl->slot[k];
     if (k == 0 && pl->n != pl->base + pl->period) {
-        if (pl->transition) {
-            /* a period without a miss, or the last one allowed, settles */
-            pl->transition = pl->period_miss && pl->n < pl->base + (PLAN_TRANSITION + 1) * pl->period;
-            p->grow_settled = !pl->transition;
-            release_unplanned(p, pl->slot, pl->period, pl->base);
-        }
+        /* a period without a miss, or the last one allowed, settles */
+        if (pl->transition && !(pl->period_miss && pl->n < pl->base + (PLAN_TRANSITION + 1) * pl->period))
+            plan_settle(p);
         pl->period_miss = 0;
     }
     if (s->rsize != rsize || s->stream != stream) {
-        plan_drop(pl); /* the program left the pattern */
+        plan_drop(p); /* the program left the pattern */
         return TS_PROV_OOM;
     }
     room_unsettled(p, TS_KIND_PLANNED, s->addr, rsize);
@@ -548,14 +781,14 @@ int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block
         return rc;
     }
     pl->st.misses++;
-    /* once settled, above the plan's window: a block that missed its place
-     * must not take the places of the requests after it (in the transition,
-     * where the earlier steps' blocks still lie, best fit reuses their
-     * pages instead) */
-    if (!pl->transition)
+    /* a block that missed its place must not take the places of the
+     * requests after it: room the plan leaves free while it lives, else
+     * above the plan's window */
+    rc = take_room(p, s, rsize, stream, out);
+    if (rc == TS_PROV_OOM)
         rc = take_lowest(p, TS_KIND_PLANNED, pl->end, rsize, stream, out);
     if (++pl->period_miss > pl->period / 16 + 1 && !pl->transition)
-        plan_drop(pl);
+        plan_drop(p);
     return rc;
 }
 

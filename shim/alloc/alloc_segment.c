@@ -210,13 +210,27 @@ uint64_t ts_seg_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The handle of the oldest idle page whose fence is done, unmapped there
- * (the free blocks over it are cut later: unmapped_dirty); TS_PROV_OOM if
- * there is none. */
-static int take_idle_handle(ts_pool *p, uint64_t *h)
+#define IDLE_SCAN 4096 /* idle pages looked at per move */
+
+/* The handle of the highest-addressed idle page whose fence is done (of the
+ * oldest IDLE_SCAN; one of the pages a step plan needs only when `any` and
+ * no other will do), unmapped there (the free blocks over it are cut later:
+ * unmapped_dirty); TS_PROV_OOM if there is none.  The highest, so that the
+ * mapped pages stay together at the bottom of the arenas, where a step
+ * plan's window goes. */
+static int take_idle_handle(ts_pool *p, uint64_t *h, bool any)
 {
-    int32_t j = p->idle_head;
-    if (j < 0 || p->pages[j].idle_seq > p->safe_seq)
+    int32_t j = -1, kept = -1;
+    unsigned seen = 0;
+    for (int32_t i = p->idle_head; i >= 0 && seen < IDLE_SCAN && p->pages[i].idle_seq <= p->safe_seq;
+         i = p->pages[i].inext, seen++) {
+        int32_t *best = p->move_keep && p->move_keep[i] ? &kept : &j;
+        if (i > *best)
+            *best = i;
+    }
+    if (j < 0 && any)
+        j = kept;
+    if (j < 0)
         return TS_PROV_OOM;
     idle_remove(p, j);
     if (TS_PCALL(p, unmap, p->va_base + (uint64_t)j * p->gran, p->gran)) {
@@ -238,9 +252,12 @@ static int map_one(ts_pool *p, uint64_t i)
 {
     uint64_t g = p->gran, va = p->va_base + i * g, h = 0;
     bool at_limit = p->cfg.memory_limit && p->reserved + g > p->cfg.memory_limit;
-    /* past the budget an idle page moves here if one is safe to take; else
-     * new memory, or (at the limit, or refused) an idle page after all */
-    int rc = p->reserved + g > p->grow_budget ? take_idle_handle(p, &h) : TS_PROV_OOM;
+    /* past the budget an idle page moves here if one is safe to take (under
+     * a step plan, below the budget too: one that the plan does not need);
+     * else new memory, or (at the limit, or refused) an idle page after all */
+    int rc = p->reserved + g > p->grow_budget ? take_idle_handle(p, &h, true)
+             : p->move_keep                   ? take_idle_handle(p, &h, false)
+                                              : TS_PROV_OOM;
     if (rc == TS_PROV_ERROR)
         return rc;
     if (rc != TS_PROV_OK) {
@@ -249,7 +266,7 @@ static int map_one(ts_pool *p, uint64_t i)
             p->reserved += g;
             ts_stats_note(p);
         } else if (rc == TS_PROV_OOM) {
-            rc = take_idle_handle(p, &h);
+            rc = take_idle_handle(p, &h, true);
             if (rc)
                 return rc;
         } else {
@@ -518,13 +535,15 @@ static grow_spot find_spot(ts_pool *p, int kind, uint64_t size)
 
 /* New memory up to the budget (cfg.grow_slack_pct over the allocated peak,
  * a request of rsize bytes counted); past it growth reuses idle pages'
- * handles. */
-static void set_grow_budget(ts_pool *p, int kind, uint64_t rsize)
+ * handles.  Under the step plan, no new memory while idle pages can move
+ * until the plan settles, in every arena (the first steps stay at their
+ * allocated peak), and unbounded after. */
+static void set_grow_budget(ts_pool *p, uint64_t rsize)
 {
     uint64_t peak = p->held + rsize > p->peak_held ? p->held + rsize : p->peak_held;
     uint32_t pct = p->cfg.grow_slack_pct;
     if (pct == TS_GROW_STEP_PLAN)
-        p->grow_budget = kind == TS_KIND_PLANNED && !p->grow_settled ? 0 : UINT64_MAX;
+        p->grow_budget = p->grow_settled ? UINT64_MAX : 0;
     else
         p->grow_budget = pct == TS_GROW_UNBOUNDED ? UINT64_MAX : pct ? peak + peak / 100 * pct : 0;
 }
@@ -554,14 +573,44 @@ int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out)
     return TS_PROV_OK;
 }
 
-uint64_t ts_seg_release_idle_except(ts_pool *p, const uint8_t *keep)
+/* Maps page i (under the free block b of uindex) with the handle of an
+ * idle page that keep[] does not mark, moved here: idle at once.  False
+ * when there is no such page or the driver refused. */
+static bool premap_page(ts_pool *p, ts_block *b, uint64_t i)
 {
-    uint64_t n = 0;
-    for (int32_t i = p->idle_head, nx; i >= 0; i = nx) {
-        nx = p->pages[i].inext;
-        if (keep[i] || p->pages[i].idle_seq > p->safe_seq)
+    uint64_t g = p->gran, va = p->va_base + i * g, h = 0;
+    if (take_idle_handle(p, &h, false) != TS_PROV_OK)
+        return false;
+    if (TS_PCALL(p, map, va, g, h)) {
+        TS_PCALL(p, release, h);
+        p->reserved -= g;
+        return false;
+    }
+    p->pages[i] = (ts_page){ .handle = h, .mapped = 1, .idle_seq = p->safe_seq };
+    p->mapped_count++;
+    if (TS_PCALL(p, set_access, va, g)) {
+        unmap_release(p, i);
+        return false;
+    }
+    if (p->cfg.idle_release_ns)
+        p->pages[i].idle_ns = ts_seg_now_ns();
+    idle_append(p, (int32_t)i);
+    ts_index_remove(&p->uindex[b->kind], b);
+    file_free_run(p, b);
+    return true;
+}
+
+uint64_t ts_seg_premap(ts_pool *p, int kind, const uint8_t *want)
+{
+    const ts_segment *a = &p->arena[kind];
+    uint64_t g = p->gran, n = 0;
+    for (uint64_t i = (a->base - p->va_base) / g; i < (a->base + a->size - p->va_base) / g; i++) {
+        if (!want[i] || p->pages[i].mapped)
             continue;
-        if (!release_idle_page(p, i))
+        ts_block *b = ts_seg_block_at(p, kind, NULL, p->va_base + i * g);
+        if (!b || __atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_FREE || b->index != &p->uindex[kind])
+            continue;
+        if (!premap_page(p, b, i))
             break;
         n++;
     }
@@ -605,7 +654,7 @@ int ts_seg_take_run(ts_pool *p, ts_block *first, uint64_t addr, uint64_t size, t
     *out = b;
     int rc = TS_PROV_ERROR;
     if (b->size == size) {
-        set_grow_budget(p, b->kind, size);
+        set_grow_budget(p, size);
         rc = ts_seg_pages_get(p, b->addr, b->size);
     }
     refile_unmapped(p); /* pages moved here from idle ones */

@@ -21,7 +21,7 @@
 
 #define TC_SLOTS 64
 #define TC_WAYS 8
-#define TC_MAX_BLOCK TS_PLAN_MIN
+#define TC_MAX_BLOCK (4ull << 20)
 #define TC_MAX_BYTES (32ull << 20)
 #define TC_MAX_POOLS 64
 

@@ -6,10 +6,10 @@
 # (no arithmetic, the real allocations), with the pool's step plan (the
 # default): the emulator's counters show VMM driver calls
 # (cuMemCreate/Map/Unmap/Release/SetAccess) while the pool warms up and the
-# plan takes over, and none once it has settled (from the seventh step on:
-# the plan is learnt from the second and third steps, and its first period
-# is two steps long, the logits of one step living into the next);
-# torch's own max_memory_reserved stays within 1% of its
+# plan takes over, and none from the fifth step on (the plan is learnt from
+# the first two steps and in force from the third; the third and fourth
+# move pages into its layout);
+# torch's own max_memory_reserved stays within 0.5% of its
 # max_memory_allocated.  With TRAINSHIM_ALLOC_STEP_PLAN=0 the pool maps no
 # page from the third step on (its reserved peak is then higher: the
 # benchmark prints both).
@@ -41,8 +41,8 @@ def read(path):
     assert peak[5] == "cudaMallocAsync", f"{path}: torch ran on {peak[5]}, not on the backend the shim adds"
     return calls, int(peak[1]), int(peak[3])
 calls, res, alloc = read(sys.argv[1])
-assert calls[6:] == [0, 0], f"step plan: VMM calls once settled: {calls}"
-assert res <= alloc * 1.01, f"step plan: peak reserved {res} over 1.01x peak allocated {alloc}"
+assert calls[4:] == [0] * 4, f"step plan: VMM calls from the fifth step: {calls}"
+assert res <= alloc * 1.005, f"step plan: peak reserved {res} over 1.005x peak allocated {alloc}"
 calls, res0, alloc0 = read(sys.argv[2])
 assert calls[2:] == [0] * 6, f"no plan: VMM calls in the steady state: {calls}"
 assert alloc0 == alloc, f"peak allocated differs with the plan ({alloc}) and without ({alloc0})"
