@@ -32,6 +32,13 @@ check-toolkit:
 EMU := $(B)/emu
 EMU_COMMON_SRC := $(wildcard tests/emu/common/*.c)
 EMUCFLAGS := $(ALLCFLAGS) -Itests/emu -pthread
+# libcuda.so.1 is dlopen()ed, so its thread-locals (entry counts, current
+# context) are general-dynamic: TLS descriptors get them static TLS when
+# there is room, with no __tls_get_addr call per driver call (where the
+# compiler has them; not under the sanitizers).
+ifeq ($(SAN),)
+EMUCFLAGS += $(shell $(CC) -mtls-dialect=gnu2 -E -x c /dev/null >/dev/null 2>&1 && echo -mtls-dialect=gnu2)
+endif
 
 # lib-name  soname  version-node(empty = unversioned)  symbol-list  stub-error-code
 EMU_LIBS := cuda cudart nccl cublas cublasLt cupti nvml
