@@ -279,7 +279,7 @@ SAN_SUITES ?= tests/unit/ tests/emu/test_ tests/san/ $(ASAN_INTEGRATION_PREFIXES
 # the log's counter clock with several writers.
 TSAN_TESTS ?= tests/unit/test_log_threads tests/unit/test_log_clock tests/unit/test_process_lazy \
               tests/emu/test_drv_exec_stream tests/emu/test_drv_exec_event tests/emu/test_cupti_activity \
-              tests/emu/test_cupti_gemm tests/emu/test_cupti_memset \
+              tests/emu/test_cupti_gemm tests/emu/test_cupti_memset tests/emu/test_drv_core_call_counts \
               tests/integration/test_devmem_fast tests/integration/test_copy_pool
 TSAN_PRELOADED ?= tests/integration/test_copy_semantics
 TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 SAN_RUN=tsan
