@@ -495,7 +495,7 @@ static bool rule_matches(const char *rule, const char *entry)
     return !*rest || !strcmp(rest, "_ptds") || !strcmp(rest, "_ptsz");
 }
 
-static CUresult fault_check(const char *name)
+static __attribute__((noinline)) CUresult fault_check(const char *name)
 {
     CUresult rc = CUDA_SUCCESS;
     pthread_mutex_lock(&fault_mu);
@@ -511,25 +511,33 @@ static CUresult fault_check(const char *name)
     return rc;
 }
 
+/* The call site's slot, made by its first call (out of line: the hot path
+ * saves no registers for it). */
+static __attribute__((noinline)) struct emu_entry_slot *new_slot(struct emu_entry_slot **slotp,
+                                                                 const char *name)
+{
+    emu_init();
+    struct emu_entry_slot *fresh = malloc(sizeof *fresh);
+    if (!fresh) return NULL;
+    char cname[160];
+    snprintf(cname, sizeof cname, "calls.%s", name);
+    fresh->calls = counter_find(cname, true);
+    fresh->col = fresh->calls ? entry_column(fresh->calls) : -1;
+    fresh->name = name;
+    fresh->works_after_fork = works_after_fork(name);
+    struct emu_entry_slot *expect = NULL;
+    if (__atomic_compare_exchange_n(slotp, &expect, fresh, false,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return fresh;
+    free(fresh);
+    return expect;
+}
+
 CUresult emu_entry(struct emu_entry_slot **slotp, const char *name)
 {
     struct emu_entry_slot *slot = __atomic_load_n(slotp, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(!slot, 0)) {
-        emu_init();
-        struct emu_entry_slot *fresh = malloc(sizeof *fresh);
-        if (!fresh) return CUDA_ERROR_OUT_OF_MEMORY;
-        char cname[160];
-        snprintf(cname, sizeof cname, "calls.%s", name);
-        fresh->calls = counter_find(cname, true);
-        fresh->col = fresh->calls ? entry_column(fresh->calls) : -1;
-        fresh->name = name;
-        fresh->works_after_fork = works_after_fork(name);
-        struct emu_entry_slot *expect = NULL;
-        if (__atomic_compare_exchange_n(slotp, &expect, fresh, false,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            slot = fresh;
-        else { free(fresh); slot = expect; }
-    }
+    if (__builtin_expect(!slot, 0) && !(slot = new_slot(slotp, name)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (__builtin_expect(slot->col >= 0, 1)) count_call(slot->calls, slot->col);
     else if (slot->calls) __atomic_fetch_add(&slot->calls->value, 1, __ATOMIC_RELAXED);
     if (__builtin_expect(__atomic_load_n(&forked_after_init, __ATOMIC_RELAXED), 0) &&
