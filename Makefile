@@ -32,6 +32,13 @@ check-toolkit:
 EMU := $(B)/emu
 EMU_COMMON_SRC := $(wildcard tests/emu/common/*.c)
 EMUCFLAGS := $(ALLCFLAGS) -Itests/emu -pthread
+# libcuda.so.1 is dlopen()ed, so its thread-locals (entry counts, current
+# context) are general-dynamic: TLS descriptors get them static TLS when
+# there is room, with no __tls_get_addr call per driver call (where the
+# compiler has them; not under the sanitizers).
+ifeq ($(SAN),)
+EMUCFLAGS += $(shell $(CC) -mtls-dialect=gnu2 -E -x c /dev/null >/dev/null 2>&1 && echo -mtls-dialect=gnu2)
+endif
 
 # lib-name  soname  version-node(empty = unversioned)  symbol-list  stub-error-code
 EMU_LIBS := cuda cudart nccl cublas cublasLt cupti nvml
@@ -272,7 +279,7 @@ SAN_SUITES ?= tests/unit/ tests/emu/test_ tests/san/ $(ASAN_INTEGRATION_PREFIXES
 # the log's counter clock with several writers.
 TSAN_TESTS ?= tests/unit/test_log_threads tests/unit/test_log_clock tests/unit/test_process_lazy \
               tests/emu/test_drv_exec_stream tests/emu/test_drv_exec_event tests/emu/test_cupti_activity \
-              tests/emu/test_cupti_gemm tests/emu/test_cupti_memset \
+              tests/emu/test_cupti_gemm tests/emu/test_cupti_memset tests/emu/test_drv_core_call_counts \
               tests/integration/test_devmem_fast tests/integration/test_copy_pool
 TSAN_PRELOADED ?= tests/integration/test_copy_semantics
 TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 SAN_RUN=tsan

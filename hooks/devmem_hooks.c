@@ -56,13 +56,13 @@
             return real_ args;                                                                               \
         ts_enter();                                                                                          \
         int d_;                                                                                              \
-        int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async, &d_);                             \
+        int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async, false, &d_);                      \
         ts_leave();                                                                                          \
         return f_ == TS_DEV_FREED ? (ok) : f_ == TS_DEV_INVALID ? (invalid) : real_ args;                    \
     }                                                                                                        \
     TS_OUTER_BEGIN(api);                                                                                     \
     int d_;                                                                                                  \
-    int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async, &d_);                                 \
+    int f_ = ts_dev_free((uint64_t)(uintptr_t)(ptr), stream_id, async, true, &d_);                           \
     ret r = f_ == TS_DEV_FREED ? (ok) : f_ == TS_DEV_INVALID ? (invalid) : real_ args;                       \
     if (outer_ && (ptr))                                                                                     \
         ts_free_event(api, d_ >= 0 ? d_ : ts_current_device(), (uint64_t)(uintptr_t)(ptr), stream_id,        \

@@ -133,7 +133,7 @@ static bool stream_capturing(uint64_t stream)
  * (record an event, query it) would break a capture the count missed; a
  * question skipped here matters only to an allocation or free on the
  * capturing stream itself.  `active`: ts_active() as the caller found it
- * (an allocation's hook has just asked; a free asks once for both uses). */
+ * (an allocation's or a free's hook has just asked). */
 static bool stream_capturing_if_any(uint64_t stream, bool active)
 {
     if (ts_likely(__atomic_load_n(&captures, __ATOMIC_ACQUIRE) == 0)
@@ -605,13 +605,12 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
 
 bool ts_dev_pooling(void) { return __atomic_load_n(&any_pool, __ATOMIC_ACQUIRE); }
 
-int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *devp)
+int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, bool active, int *devp)
 {
     *devp = -1;
     if (!ptr || !ts_dev_pooling())
         return TS_DEV_NOT_OURS;
     unsigned flags = 0;
-    bool active = ts_active();
     if (async && stream_capturing_if_any(stream, active)) {
         /* Only graph allocations (the real call's) may be freed in capture:
          * a pooled block is refused as the driver refuses its own pool's. */

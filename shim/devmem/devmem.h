@@ -42,8 +42,9 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
  * a live block (double free, interior pointer): the hook answers the real
  * "invalid value" code itself. */
 enum ts_dev_free_answer { TS_DEV_NOT_OURS = 0, TS_DEV_FREED = 1, TS_DEV_INVALID = 2 };
-/* *dev: the device of the pool that owns ptr (FREED, INVALID), else -1. */
-int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, int *dev);
+/* *dev: the device of the pool that owns ptr (FREED, INVALID), else -1.
+ * active: ts_active() as the hook found it (a free hook asks once). */
+int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, bool active, int *dev);
 /* True once any pool exists (free hooks must look even when inactive). */
 bool ts_dev_pooling(void);
 /* The live pooled block holding ptr: its base and size. */

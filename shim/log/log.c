@@ -727,21 +727,8 @@ static bool open_slow(void)
 }
 
 /* ------------------------------------------------------------ records */
-struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type)
+static inline struct ts_rec_hdr *fill_header(struct tbuf *b, uint32_t len, uint16_t type)
 {
-    /* only a log not yet opened can open: off, closed or a fork child's
-     * answer at once (a log that cannot open is a run's every event) */
-    int st = atomic_load_explicit(&g_state, memory_order_acquire);
-    if (ts_unlikely(st != ST_OPEN) && (st != ST_NEW || !open_slow()))
-        return NULL;
-    struct tbuf *b = tls_buf;
-    if (ts_unlikely(!b || b->used + len > b->cap)) {
-        b = refill(len);
-        if (!b) {
-            atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
-            return NULL;
-        }
-    }
     struct ts_rec_hdr *r = (struct ts_rec_hdr *)(b->data + b->used);
     r->len = len;
     r->type = type;
@@ -750,6 +737,35 @@ struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type)
     r->check = 0;
     r->time_ns = ts_clock_read(); /* converted when written (seal_records) */
     return r;
+}
+
+/* Everything but an open log with room in the thread's buffer: out of line,
+ * so the common case saves and restores no registers. */
+static __attribute__((noinline)) struct ts_rec_hdr *reserve_slow(uint32_t len, uint16_t type)
+{
+    /* only a log not yet opened can open: off, closed or a fork child's
+     * answer at once (a log that cannot open is a run's every event) */
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (st != ST_OPEN && (st != ST_NEW || !open_slow()))
+        return NULL;
+    struct tbuf *b = tls_buf;
+    if (!b || b->used + len > b->cap) {
+        b = refill(len);
+        if (!b) {
+            atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+            return NULL;
+        }
+    }
+    return fill_header(b, len, type);
+}
+
+struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type)
+{
+    struct tbuf *b = tls_buf;
+    if (ts_unlikely(atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN || !b
+                    || b->used + len > b->cap))
+        return reserve_slow(len, type);
+    return fill_header(b, len, type);
 }
 
 void ts_log_commit(struct ts_rec_hdr *rec)

@@ -3,48 +3,101 @@
 # tensor, in one run: torch's native caching allocator without the shim (the
 # baseline), torch's cudaMallocAsync backend without the shim (the emulated
 # driver pool), and trainshim serving every tensor (the shim's default), with
-# its log off and logging.  A shared machine drifts by tens of percent over a
-# minute, and a virtual machine's CPU time includes what the host took from
-# it, so the four are run in turn, CHURN_REPS times (default 7), and the
-# figures printed are medians over the repetitions; the ratio is the median
-# of each repetition's own ratio (trainshim against the native run next to
-# it), the one least moved by drift, printed beside the ratio of the best
-# runs (the least disturbed of each).
+# its log off and logging (to a file).
+#
+# A shared machine drifts by tens of percent within seconds, so separate
+# runs one after the other cannot decide a few percent.  Instead the four
+# are four processes started together and driven in turn, one short round
+# each (CHURN_ITERS iterations, two tensors each), CHURN_ROUNDS times, the
+# order reversed every other round; each round is timed in the churning
+# thread's own CPU time, after CHURN_WARM untimed iterations that bring back
+# into the caches what the other processes' rounds evicted (a process with
+# the larger working set would otherwise pay more for the interleaving
+# itself).  A process's speed also varies from one start to the next, so
+# this is done with CHURN_SETS sets of four fresh processes.  The ratio
+# printed is the median, over every round of every set, of the round's
+# trainshim figure against the native round next to it: the same work,
+# measured within milliseconds of its baseline; each set's own median
+# follows.  Process CPU time (every thread: the emulator's, the log's
+# writer) is printed beside the thread's.
 # Skipped (exit 0 with a line) when the torch venv cannot be made.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${B:-build}
-REPS=${CHURN_REPS:-7}
+SETS=${CHURN_SETS:-3}
+ROUNDS=${CHURN_ROUNDS:-60}
+ITERS=${CHURN_ITERS:-1000}
+WARM=${CHURN_WARM:-500}
 . tests/torch/lib.sh
 rc=0
 ( torch_env ) > /dev/null 2>&1 || rc=$?
 [ $rc = 0 ] || { echo "skipped: no torch venv (scripts/setup-torch.sh exit $rc)"; exit 0; }
-torch_env
-churn() { awk -v backend="$1" '/^churn/ && $5 == backend {print $2}'; } # a run on another backend: none
-native=() async=() shim=() shim_log=()
-for ((i = 0; i < REPS; i++)); do
-  native+=("$(torch_py -- tests/bench/torch_churn.py 2> /dev/null | churn native)")
-  shim+=("$(torch_shim TRAINSHIM_LOG=off -- tests/bench/torch_churn.py 2> /dev/null | churn cudaMallocAsync)")
-  shim_log+=("$(torch_shim TRAINSHIM_LOG=/dev/null -- tests/bench/torch_churn.py 2> /dev/null | churn cudaMallocAsync)")
-  async+=("$(torch_py PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- tests/bench/torch_churn.py 2> /dev/null | churn cudaMallocAsync)")
-done
-python3 - "$REPS" "${native[*]}" "${async[*]}" "${shim[*]}" "${shim_log[*]}" << 'PY'
-import statistics, sys
-reps = int(sys.argv[1])
-runs = [s.split() for s in sys.argv[2:]]
-if any(len(r) != reps for r in runs):
-    print("  a run failed")
-    sys.exit(1)
-native, asyn, shim, shim_log = ([float(v) for v in r] for r in runs)
+logdir=$(mktemp -d /tmp/bench_churn_XXXXXX)
+trap 'rm -rf "$logdir"' EXIT
+# each child: the launch line of tests/torch/lib.sh, serving rounds
+serve() { echo ". tests/torch/lib.sh && torch_env && $* -- tests/bench/torch_churn.py --serve 2> /dev/null"; }
+B=$B python3 - "$SETS" "$ROUNDS" "$ITERS" "$WARM" \
+  "native=$(serve torch_py)" \
+  "async=$(serve torch_py PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)" \
+  "shim=$(serve torch_shim TRAINSHIM_LOG=off)" \
+  "shim_log=$(serve torch_shim "TRAINSHIM_LOG=$logdir/churn.%p.log")" << 'PY'
+import statistics, subprocess, sys
+
+sets, rounds, iters, warm = (int(v) for v in sys.argv[1:5])
+runs = [arg.split("=", 1) for arg in sys.argv[5:]]
+names = [name for name, _ in runs]
+
+
+def start(name, cmd):
+    p = subprocess.Popen(["bash", "-c", cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ready = p.stdout.readline().split()
+    want = "native" if name == "native" else "cudaMallocAsync"
+    if ready != ["ready", want]:
+        print(f"  the {name} run did not start on torch's {want} allocator ({' '.join(ready) or 'no answer'})")
+        sys.exit(1)
+    return p
+
+
+def drive(procs, thread, process):
+    """One set: every process's rounds, in turn."""
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else reversed(names):
+            p = procs[name]
+            p.stdin.write(f"round {iters} {warm}\n")
+            p.stdin.flush()
+            fields = p.stdout.readline().split()
+            if len(fields) != 2:
+                print(f"  the {name} run stopped at round {r}")
+                sys.exit(1)
+            thread[name].append(float(fields[0]))
+            process[name].append(float(fields[1]))
+
+
+thread = {n: [] for n in names}
+process = {n: [] for n in names}
+set_ratios = []
+for _ in range(sets):
+    procs = {name: start(name, cmd) for name, cmd in runs}
+    first = len(thread["native"])
+    drive(procs, thread, process)
+    for p in procs.values():
+        p.stdin.close()
+        p.wait()
+    t = {n: v[first:] for n, v in thread.items()}
+    set_ratios.append(tuple(statistics.median(a / b for a, b in zip(t[n], t["native"])) for n in ("shim", "shim_log")))
 med = statistics.median
-print(f"torch.empty/del churn, CPU ns per tensor (best of 20 rounds of 10000 per run), median of {reps} runs each, run in turn")
-for name, v in (("torch native caching allocator (baseline)", native), ("torch cudaMallocAsync, no shim", asyn),
-                ("trainshim-served, log off", shim), ("trainshim-served, logging", shim_log)):
-    print(f"  {name:<44} {med(v):8.0f}   (runs: {' '.join(f'{x:.0f}' for x in v)})")
-off = [s / n for s, n in zip(shim, native)]
-on = [s / n for s, n in zip(shim_log, native)]
-print(f"  trainshim / native, median of per-run ratios: {med(off):.2f}x log off, {med(on):.2f}x logging"
-      f"  (ranges {min(off):.2f}-{max(off):.2f}, {min(on):.2f}-{max(on):.2f})")
-print(f"  trainshim / native, best run against best run: {min(shim) / min(native):.2f}x log off, "
-      f"{min(shim_log) / min(native):.2f}x logging")
+print(f"torch.empty/del churn, CPU ns per tensor: {sets} sets of processes, {rounds} rounds each of {2 * iters} "
+      f"tensors per run (after {2 * warm} untimed), driven in turn round by round; medians over the rounds")
+labels = {"native": "torch native caching allocator (baseline)", "async": "torch cudaMallocAsync, no shim",
+          "shim": "trainshim-served, log off", "shim_log": "trainshim-served, logging"}
+print(f"  {'':<44} {'thread':>8} {'process':>8}")
+for n in names:
+    print(f"  {labels[n]:<44} {med(thread[n]):8.0f} {med(process[n]):8.0f}")
+for what, t in (("thread", thread), ("process", process)):
+    ratios = {n: sorted(a / b for a, b in zip(t[n], t["native"])) for n in ("shim", "shim_log")}
+    q = lambda v, f: v[int(f * (len(v) - 1))]
+    print(f"  trainshim / native ({what} CPU), median of per-round ratios: {med(ratios['shim']):.3f}x log off, "
+          f"{med(ratios['shim_log']):.3f}x logging  (quartiles {q(ratios['shim'], .25):.3f}-"
+          f"{q(ratios['shim'], .75):.3f}, {q(ratios['shim_log'], .25):.3f}-{q(ratios['shim_log'], .75):.3f})")
+print("  per set (thread CPU): " + ", ".join(f"{a:.3f}x/{b:.3f}x" for a, b in set_ratios) + " (log off/logging)")
 PY

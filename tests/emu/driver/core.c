@@ -135,10 +135,103 @@ void emu_warn(const char *fmt, ...)
 
 /* --------------------------------------------------------------- counters */
 /* Open addressing over a fixed table: names are interned once (CAS of the
- * name pointer), values are plain atomics, so reads and adds never lock. */
+ * name pointer), values are plain atomics, so reads and adds never lock.
+ * An entry point's calls.<name> counter is also sharded (see call shards
+ * below): `shard` is its column there plus one, 0 for a plain counter. */
 #define COUNTER_SLOTS 4096
-struct counter { const char *name; uint64_t value; };
+struct counter { const char *name; uint64_t value; int shard; };
 static struct counter counters[COUNTER_SLOTS];
+
+/* Call shards.  Every driver call counts itself, so a shared atomic add per
+ * call would charge the shim (which calls cuCtxGetDevice per allocation) a
+ * locked instruction the real driver does not have.  Instead each thread
+ * adds to a shard of its own with a plain load and store (relaxed atomics:
+ * one writer at a time, readers anywhere), and a read sums the counter's
+ * value and its column of every shard.  Shards are never freed: a thread
+ * that exits hands its shard to the next thread that needs one (release,
+ * then acquire when adopted), so no count is ever moved, and a read is
+ * exact whenever no call is in flight, across threads and in a fork child
+ * (which inherits every shard's memory as it was).  A reset stores minus
+ * the shards' sum in the counter's value. */
+#define MAX_ENTRY_COUNTERS 1024
+struct call_shard {
+    struct call_shard *next;   /* push-only list */
+    int owned;                 /* a live thread adds to it */
+    uint64_t calls[MAX_ENTRY_COUNTERS];
+};
+static struct call_shard *call_shards;
+static int n_entry_counters;
+static pthread_mutex_t entry_id_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t shard_key;
+static pthread_once_t shard_key_once = PTHREAD_ONCE_INIT;
+static __thread struct call_shard *my_shard;
+
+static void release_shard(void *arg)
+{
+    struct call_shard *s = arg;
+    my_shard = NULL;   /* a later call of this thread adopts one again */
+    __atomic_store_n(&s->owned, 0, __ATOMIC_RELEASE);
+}
+
+static void make_shard_key(void) { pthread_key_create(&shard_key, release_shard); }
+
+/* The calling thread's shard: a released one if any, else a new one; NULL
+ * when none can be had (the caller then adds to the counter itself). */
+static __attribute__((noinline)) struct call_shard *adopt_shard(void)
+{
+    pthread_once(&shard_key_once, make_shard_key);
+    struct call_shard *s = __atomic_load_n(&call_shards, __ATOMIC_ACQUIRE);
+    for (; s; s = __atomic_load_n(&s->next, __ATOMIC_ACQUIRE)) {
+        int free_ = 0;
+        if (!__atomic_load_n(&s->owned, __ATOMIC_RELAXED) &&
+            __atomic_compare_exchange_n(&s->owned, &free_, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            break;
+    }
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s) return NULL;
+        s->owned = 1;
+        struct call_shard *head = __atomic_load_n(&call_shards, __ATOMIC_RELAXED);
+        do s->next = head;
+        while (!__atomic_compare_exchange_n(&call_shards, &head, s, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    }
+    if (pthread_setspecific(shard_key, s) != 0) {
+        __atomic_store_n(&s->owned, 0, __ATOMIC_RELEASE);
+        return NULL;
+    }
+    my_shard = s;
+    return s;
+}
+
+/* One call of the counter in column `col` by this thread. */
+static inline void count_call(struct counter *c, int col)
+{
+    struct call_shard *s = my_shard;
+    if (__builtin_expect(!s, 0) && !(s = adopt_shard())) {
+        __atomic_fetch_add(&c->value, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t *v = &s->calls[col];
+    __atomic_store_n(v, __atomic_load_n(v, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+/* Sum of column `col` over every shard. */
+static uint64_t shard_sum(int col)
+{
+    uint64_t n = 0;
+    for (struct call_shard *s = __atomic_load_n(&call_shards, __ATOMIC_ACQUIRE); s;
+         s = __atomic_load_n(&s->next, __ATOMIC_ACQUIRE))
+        n += __atomic_load_n(&s->calls[col], __ATOMIC_RELAXED);
+    return n;
+}
+
+/* The counter's value as read: its own plus its shards' column. */
+static uint64_t counter_read(struct counter *c)
+{
+    uint64_t v = __atomic_load_n(&c->value, __ATOMIC_RELAXED);
+    int shard = __atomic_load_n(&c->shard, __ATOMIC_ACQUIRE);
+    return shard ? v + shard_sum(shard - 1) : v;
+}
 
 static uint64_t hash_name(const char *s)
 {
@@ -205,7 +298,7 @@ uint64_t emuGetCounter(const char *name)
 {
     if (!name) return 0;
     struct counter *c = counter_find(name, false);
-    return c ? __atomic_load_n(&c->value, __ATOMIC_RELAXED) : 0;
+    return c ? counter_read(c) : 0;
 }
 
 /* phys.current* describe memory that is still allocated: zeroing them would
@@ -216,7 +309,8 @@ void emuResetCounters(void)
     for (unsigned i = 0; i < COUNTER_SLOTS; i++) {
         const char *n = __atomic_load_n(&counters[i].name, __ATOMIC_ACQUIRE);
         if (n && strncmp(n, "phys.", 5) == 0) continue;
-        __atomic_store_n(&counters[i].value, 0, __ATOMIC_RELAXED);
+        int shard = __atomic_load_n(&counters[i].shard, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&counters[i].value, shard ? 0 - shard_sum(shard - 1) : 0, __ATOMIC_RELAXED);
     }
     emu_phys_reset_peaks();
 }
@@ -338,7 +432,22 @@ unsigned emuSetJitterUs(unsigned us)
 }
 
 /* -------------------------------------------- entry accounting and faults */
-struct emu_entry_slot { struct counter *calls; const char *name; bool works_after_fork; };
+/* calls: the calls.<name> counter, counted in its shard column `col` (-1:
+ * no column left, counted by an atomic add). */
+struct emu_entry_slot { struct counter *calls; int col; const char *name; bool works_after_fork; };
+
+/* c's shard column, given on its first entry slot. */
+static int entry_column(struct counter *c)
+{
+    pthread_mutex_lock(&entry_id_mu);
+    int shard = c->shard;
+    if (!shard && n_entry_counters < MAX_ENTRY_COUNTERS) {
+        shard = ++n_entry_counters;
+        __atomic_store_n(&c->shard, shard, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&entry_id_mu);
+    return shard - 1;
+}
 
 /* A child forked (without exec) after cuInit has no usable CUDA state: as on
  * a real driver, every entry point but the few that need no context answers
@@ -386,7 +495,7 @@ static bool rule_matches(const char *rule, const char *entry)
     return !*rest || !strcmp(rest, "_ptds") || !strcmp(rest, "_ptsz");
 }
 
-static CUresult fault_check(const char *name)
+static __attribute__((noinline)) CUresult fault_check(const char *name)
 {
     CUresult rc = CUDA_SUCCESS;
     pthread_mutex_lock(&fault_mu);
@@ -402,25 +511,35 @@ static CUresult fault_check(const char *name)
     return rc;
 }
 
+/* The call site's slot, made by its first call (out of line: the hot path
+ * saves no registers for it). */
+static __attribute__((noinline)) struct emu_entry_slot *new_slot(struct emu_entry_slot **slotp,
+                                                                 const char *name)
+{
+    emu_init();
+    struct emu_entry_slot *fresh = malloc(sizeof *fresh);
+    if (!fresh) return NULL;
+    char cname[160];
+    snprintf(cname, sizeof cname, "calls.%s", name);
+    fresh->calls = counter_find(cname, true);
+    fresh->col = fresh->calls ? entry_column(fresh->calls) : -1;
+    fresh->name = name;
+    fresh->works_after_fork = works_after_fork(name);
+    struct emu_entry_slot *expect = NULL;
+    if (__atomic_compare_exchange_n(slotp, &expect, fresh, false,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return fresh;
+    free(fresh);
+    return expect;
+}
+
 CUresult emu_entry(struct emu_entry_slot **slotp, const char *name)
 {
     struct emu_entry_slot *slot = __atomic_load_n(slotp, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(!slot, 0)) {
-        emu_init();
-        struct emu_entry_slot *fresh = malloc(sizeof *fresh);
-        if (!fresh) return CUDA_ERROR_OUT_OF_MEMORY;
-        char cname[160];
-        snprintf(cname, sizeof cname, "calls.%s", name);
-        fresh->calls = counter_find(cname, true);
-        fresh->name = name;
-        fresh->works_after_fork = works_after_fork(name);
-        struct emu_entry_slot *expect = NULL;
-        if (__atomic_compare_exchange_n(slotp, &expect, fresh, false,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            slot = fresh;
-        else { free(fresh); slot = expect; }
-    }
-    if (slot->calls) __atomic_fetch_add(&slot->calls->value, 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(!slot, 0) && !(slot = new_slot(slotp, name)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (__builtin_expect(slot->col >= 0, 1)) count_call(slot->calls, slot->col);
+    else if (slot->calls) __atomic_fetch_add(&slot->calls->value, 1, __ATOMIC_RELAXED);
     if (__builtin_expect(__atomic_load_n(&forked_after_init, __ATOMIC_RELAXED), 0) &&
         !slot->works_after_fork)
         return CUDA_ERROR_NOT_INITIALIZED;

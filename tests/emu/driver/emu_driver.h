@@ -50,7 +50,7 @@ void emu_init(void);
  * exported driver function starts with
  *     EMU_ENTRY(cuMemAlloc_v2);
  * which returns the injected error if a fault rule fires.  The per-call-site
- * static keeps it to one atomic add on the hot path. */
+ * static keeps it to one per-thread add on the hot path (core.c). */
 struct emu_entry_slot;
 CUresult emu_entry(struct emu_entry_slot **slot, const char *name);
 #define EMU_ENTRY(name) do { static struct emu_entry_slot *emu_slot_; \
