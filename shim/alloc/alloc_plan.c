@@ -521,8 +521,7 @@ static void plan_adopt(ts_pool *p, int c, uint64_t o)
     pl->st.adopted++;
     pl->st.period = n;
     pl->st.footprint = footprint;
-    /* until it settles, moves take the pages it will not need first; those
-     * go back once it has */
+    /* moves take the pages it does not need first, from now on */
     pl->keep = plan_pages(p, sl, n, t.c0);
     p->move_keep = pl->keep;
     if (pl->keep) {
