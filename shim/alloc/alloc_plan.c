@@ -53,6 +53,7 @@
 #define PLAN_WARMUP 16384  /* allocations without a plan before growth is unbounded */
 #define PLAN_TRANSITION 4  /* periods a new plan may take to settle */
 #define PLAN_SKIP_MAX 1024 /* requests made once (workspaces, optimizer state) a skip passes */
+#define PLAN_SKIP_BACK 64  /* requests before a break that may have matched skipped ones */
 #define PLAN_SKIPS 4       /* skips a candidate may make */
 
 typedef struct plan_rec {
@@ -498,9 +499,11 @@ static void plan_adopt(ts_pool *p, int c, uint64_t o)
     plan_tmpl t;
     uint64_t bad = 0;
     if (!tmpl_make(pl, c, o, &t, &bad)) {
-        /* look again once the requests that failed are out of the period
-         * (at most once in 1/64 of it: the check is O(period)) */
-        pl->cand[c].check_at = o + (bad + 1 > t.p / 64 ? bad + 1 : t.p / 64);
+        /* look again once the requests that failed are out of the period,
+         * or freed (a tensor the next step replaces: soon), at most once in
+         * 1/64 of it (the check is O(period)) */
+        uint64_t wait = bad + 1 < t.p / 64 ? bad + 1 : t.p / 64;
+        pl->cand[c].check_at = o + (wait ? wait : 1);
         return;
     }
     uint64_t n = t.p * t.cycles, first = o + 1 - n, end = 0, footprint = 0;
@@ -535,21 +538,22 @@ static void plan_adopt(ts_pool *p, int c, uint64_t o)
 
 /* Candidate c's streak ended at request o: when the requests it met in
  * the earlier sequence were made once and are all still live (a step that
- * also created the optimizer's state), skip them and go on (once).  The
- * last few requests before o may have matched the first skipped ones by
- * chance (optimizer state has the parameters' sizes): the skip may start
- * up to PLAN_W - 1 requests back, when those then match past it too. */
+ * also created the optimizer's state), skip them and go on.  The requests
+ * before o may have matched the first skipped ones by chance (optimizer
+ * state has the parameters' sizes, as do the optimizer's temporaries): the
+ * skip may start up to PLAN_SKIP_BACK requests back, when those then match
+ * past it too. */
 static bool cand_skip(ts_plan *pl, int c, uint64_t o)
 {
     uint64_t per = pl->cand[c].p;
-    if (pl->cand[c].nskip == PLAN_SKIPS || pl->cand[c].streak < 2 * PLAN_W)
+    if (pl->cand[c].nskip == PLAN_SKIPS || pl->cand[c].streak <= PLAN_W)
         return false;
-    for (uint64_t back = 0; back < PLAN_W; back++) {
+    for (uint64_t back = 0; back < PLAN_SKIP_BACK && back < pl->cand[c].streak; back++) {
         uint64_t from = o - per - back, k = 0;
         while (k < PLAN_SKIP_MAX && per > PLAN_MIN_PERIOD + k + 1
                && rec_at(pl, from + k)->freed_at == PLAN_LIVE)
             k++;
-        bool match = k > 0;
+        bool match = k > 0 && k >= back;
         for (uint64_t j = 0; match && j <= back; j++)
             match = same_request(rec_at(pl, o - j), rec_at(pl, o - j - per + k));
         if (!match)
