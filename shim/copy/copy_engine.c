@@ -334,11 +334,11 @@ static bool h2d_sync_first(const struct ts_copy_req *q, struct held_bufs *h, CUc
     return true;
 }
 
-/* Synchronous H2D.  After its first piece (h2d_sync_first) only its own
+/* Synchronous H2D.  After its first pieces (h2d_sync_first) only its own
  * transfers are on the stream: DEPTH buffers keep the link busy, and staging
- * further ahead would only leave a backlog that the next synchronous call
- * waits for with the CPU idle.  The call returns once the last piece is
- * staged and queued. */
+ * further ahead would only leave a longer backlog for the next synchronous
+ * call to wait for (it stages its own first pieces meanwhile).  The call
+ * returns once the last piece is staged and queued. */
 static void run_h2d_sync(const struct ts_copy_req *q, CUcontext ctx, struct piece *done,
                          struct ts_copy_stats *st)
 {
