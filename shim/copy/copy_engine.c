@@ -88,22 +88,24 @@ struct piece {
     size_t off, len, row, rows;
 };
 
-/* The piece after `done`, sized by the plan (ts_copy_plan_piece) over the
- * copy's bytes; a 2D piece is whole rows, at least one, at most a buffer. */
-static bool next_piece(const struct ts_copy_req *q, const struct piece *done, struct piece *p)
+/* The piece after `done`, sized by the plan (ts_copy_plan_piece) of dir
+ * over the copy's bytes; a 2D piece is whole rows, at least one, at most a
+ * buffer. */
+static bool next_piece(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, const struct piece *done,
+                       struct piece *p)
 {
     size_t largest = ts_staging_chunk();
     if (is_1d(q)) {
         size_t off = done->off + done->len;
         if (off >= q->width)
             return false;
-        *p = (struct piece){ .off = off, .len = ts_copy_plan_piece(q->width, off, largest) };
+        *p = (struct piece){ .off = off, .len = ts_copy_plan_piece(dir, q->width, off, largest) };
         return true;
     }
     size_t row = done->row + done->rows;
     if (row >= q->height)
         return false;
-    size_t rows = ts_copy_plan_piece(q->height * q->width, row * q->width, largest) / q->width;
+    size_t rows = ts_copy_plan_piece(dir, q->height * q->width, row * q->width, largest) / q->width;
     size_t fit = largest / q->width, left = q->height - row;
     if (rows < 1)
         rows = 1;
@@ -235,19 +237,27 @@ struct held_bufs {
     bool ring_done; /* the ring gave no more: cycle through those held */
 };
 
+/* A held buffer fresh from the ring (no piece of this copy is in it), or
+ * NULL once DEPTH are held or the ring gives no more. */
+static struct ts_staging_buf *held_take_fresh(struct held_bufs *h, CUcontext ctx, struct ts_copy_stats *st)
+{
+    if (h->ring_done || h->n == DEPTH)
+        return NULL;
+    struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
+    if (b)
+        return h->b[h->n++] = b;
+    h->ring_done = true;
+    return NULL;
+}
+
 /* A held buffer for the next piece, idle (its last transfer waited for), or
  * NULL: no buffer at all, or a failed wait (a device error). */
 static struct ts_staging_buf *held_take(struct held_bufs *h, CUcontext ctx, struct ts_copy_stats *st)
 {
-    if (!h->ring_done && h->n < DEPTH) {
-        struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
-        if (b)
-            return h->b[h->n++] = b;
-        h->ring_done = true;
-    }
-    if (h->n == 0)
-        return NULL;
-    struct ts_staging_buf *b = h->b[h->next];
+    struct ts_staging_buf *b = held_take_fresh(h, ctx, st);
+    if (b || h->n == 0)
+        return b;
+    b = h->b[h->next];
     h->next = (h->next + 1) % h->n;
     uint64_t t0 = ts_now_ns();
     CUresult r = ts_staging_wait(b);
@@ -279,51 +289,63 @@ static void count_piece(const struct piece *p, struct piece *done, struct ts_cop
     st->chunks++;
 }
 
+/* True while q's stream still runs earlier work (what the synchronous first
+ * piece waits for); an error answers false (stage no further ahead). */
+static bool stream_busy(const struct ts_copy_req *q)
+{
+    ts_cuda_fn_cuStreamQuery query = TS_CUDA_REAL(cuStreamQuery);
+    return query && query(q->stream) == CUDA_ERROR_NOT_READY;
+}
+
 /* A synchronous H2D's first piece is a synchronous copy (transfer_sync: the
- * stream drains first).  The second piece is staged before it, while the
- * stream still drains, and queued right after it, so the link does not sit
- * idle while the second piece is staged.  False when nothing more can be
- * done (the rest, or the whole copy, passes through). */
+ * stream drains first).  The pieces after it are staged before it, while
+ * the stream still drains, and queued right after it: the second always (so
+ * the link does not idle while it is staged), further ones (up to DEPTH in
+ * all) while the stream is still busy.  Back-to-back synchronous copies find
+ * the tail of the one before still crossing the link: the CPU would wait
+ * idle for it, and staging the ramp's growing pieces then, instead of each
+ * while only the piece before it crosses, keeps the link busy when staging
+ * is not several times faster than the link (a real server's staging
+ * threads against PCIe, or a loaded machine).  False when nothing more can
+ * be done (the rest, or the whole copy, passes through). */
 static bool h2d_sync_first(const struct ts_copy_req *q, struct held_bufs *h, CUcontext ctx,
                            struct piece *done, struct ts_copy_stats *st)
 {
-    struct piece p0, p1;
-    if (!next_piece(q, done, &p0))
-        return false;
-    struct ts_staging_buf *b0 = held_take(h, ctx, st), *b1 = NULL;
-    if (!b0)
-        return false;
-    stage_piece(q, &p0, b0);
-    if (next_piece(q, &p0, &p1)) {
-        b1 = held_take(h, ctx, st);
-        if (b1 == b0)
-            b1 = NULL; /* one buffer only: the second piece waits its turn */
-        else if (b1)
-            stage_piece(q, &p1, b1);
+    struct piece p[DEPTH];
+    struct ts_staging_buf *b[DEPTH];
+    int n = 0;
+    while (n < DEPTH && next_piece(q, TS_CE_H2D, n ? &p[n - 1] : done, &p[n])) {
+        if (n >= 2 && !stream_busy(q))
+            break;
+        b[n] = n ? held_take_fresh(h, ctx, st) : held_take(h, ctx, st);
+        if (!b[n])
+            break;
+        stage_piece(q, &p[n], b[n]);
+        n++;
     }
-    if (transfer_sync(q, &p0, ts_staging_ptr(b0), true) != CUDA_SUCCESS)
+    if (n == 0 || transfer_sync(q, &p[0], ts_staging_ptr(b[0]), true) != CUDA_SUCCESS)
         return false;
-    count_piece(&p0, done, st);
-    if (!b1)
-        return true;
-    if (queue_recorded(q, &p1, b1, true) != CUDA_SUCCESS)
-        return false;
-    count_piece(&p1, done, st);
+    count_piece(&p[0], done, st);
+    for (int i = 1; i < n; i++) {
+        if (queue_recorded(q, &p[i], b[i], true) != CUDA_SUCCESS)
+            return false;
+        count_piece(&p[i], done, st);
+    }
     return true;
 }
 
-/* Synchronous H2D.  After its first piece (h2d_sync_first) only its own
+/* Synchronous H2D.  After its first pieces (h2d_sync_first) only its own
  * transfers are on the stream: DEPTH buffers keep the link busy, and staging
- * further ahead would only leave a backlog that the next synchronous call
- * waits for with the CPU idle.  The call returns once the last piece is
- * staged and queued. */
+ * further ahead would only leave a longer backlog for the next synchronous
+ * call to wait for (it stages its own first pieces meanwhile).  The call
+ * returns once the last piece is staged and queued. */
 static void run_h2d_sync(const struct ts_copy_req *q, CUcontext ctx, struct piece *done,
                          struct ts_copy_stats *st)
 {
     struct held_bufs h = { .n = 0 };
     struct piece p;
     bool go = h2d_sync_first(q, &h, ctx, done, st);
-    while (go && next_piece(q, done, &p)) {
+    while (go && next_piece(q, TS_CE_H2D, done, &p)) {
         struct ts_staging_buf *b = held_take(&h, ctx, st);
         if (!b)
             break; /* a failed device or no staging: the original call does the rest */
@@ -342,7 +364,7 @@ static void run_h2d_async(const struct ts_copy_req *q, CUcontext ctx, struct pie
                           struct ts_copy_stats *st)
 {
     struct piece p;
-    while (next_piece(q, done, &p)) {
+    while (next_piece(q, TS_CE_H2D, done, &p)) {
         struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
         if (!b)
             break;
@@ -397,7 +419,7 @@ static void d2h_push(struct d2h_pipe *d, struct ts_staging_buf *b, const struct 
 static void d2h_fill(const struct ts_copy_req *q, struct d2h_pipe *d, CUcontext ctx, struct ts_copy_stats *st)
 {
     struct piece p;
-    while (!d->failed && d->count < DEPTH && next_piece(q, &d->issued, &p)) {
+    while (!d->failed && d->count < DEPTH && next_piece(q, TS_CE_D2H, &d->issued, &p)) {
         struct ts_staging_buf *b = d2h_buffer(d, ctx, st);
         if (!b)
             return;
@@ -416,7 +438,7 @@ static bool d2h_first_sync(const struct ts_copy_req *q, struct d2h_pipe *d, CUco
                            struct ts_copy_stats *st)
 {
     struct piece p;
-    if (!next_piece(q, &d->issued, &p))
+    if (!next_piece(q, TS_CE_D2H, &d->issued, &p))
         return false;
     struct ts_staging_buf *b = d2h_buffer(d, ctx, st);
     if (!b)

@@ -76,11 +76,13 @@ void ts_copy_note(int api, const struct ts_copy_stats *st, uint64_t host_blocked
 void ts_copy_totals(uint64_t *bytes, uint64_t *chunks, uint64_t *staging_wait_ns);
 
 /* ---- piece sizes (shim/copy/copy_plan.c) ------------------------------------- */
-/* Bytes of the piece of a copy of `total` bytes that starts after `done`
- * bytes, with pieces of at most `largest` bytes: pieces grow from a small
- * first one, stay at `largest`, and shrink again toward the end; taken one
- * after another they cover [0, total) exactly.  0 when done >= total. */
-size_t ts_copy_plan_piece(size_t total, size_t done, size_t largest);
+/* Bytes of the piece of a copy of `total` bytes in direction dir (TS_CE_H2D
+ * or TS_CE_D2H) that starts after `done` bytes, with pieces of at most
+ * `largest` bytes: pieces grow from a small first one (H2D: at most
+ * doubling after the second; D2H: fourfold), stay at `largest`, and shrink
+ * again toward the end; taken one after another they cover [0, total)
+ * exactly.  0 when done >= total. */
+size_t ts_copy_plan_piece(enum ts_copy_engine_dir dir, size_t total, size_t done, size_t largest);
 
 /* ---- staging ring (shim/copy/staging.c) -------------------------------------- */
 struct ts_staging_buf;

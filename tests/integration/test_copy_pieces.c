@@ -2,8 +2,8 @@
  * properties test_copy_plan checks): under the shim, one synchronous
  * cudaMemcpy of N pageable bytes reaches the driver as one synchronous
  * piece (the stream drain) and then one asynchronous copy per further piece
- * of the plan, each way; a cudaMemcpyAsync H2D as one asynchronous copy per
- * piece.  Counted with the emulator's per-entry-point call counters, for
+ * of its direction's plan, each way; a cudaMemcpyAsync H2D as one
+ * asynchronous copy per piece.  Counted with the emulator's per-entry-point call counters, for
  * sizes at the plan's boundaries (one byte over the first piece, one byte
  * over the largest piece, misaligned sizes, several largest pieces), and the
  * data must round-trip.  Usage: test_copy_pieces LARGEST_BYTES (the
@@ -39,10 +39,10 @@ static unsigned long long calls(const char *entry)
 
 static unsigned char byte_at(size_t k, size_t i) { return (unsigned char)(k * 31 + i * 7 + (k >> 13)); }
 
-static size_t pieces(size_t total, size_t largest)
+static size_t pieces(enum ts_copy_engine_dir dir, size_t total, size_t largest)
 {
     size_t n = 0;
-    for (size_t done = 0; done < total; n++) done += ts_copy_plan_piece(total, done, largest);
+    for (size_t done = 0; done < total; n++) done += ts_copy_plan_piece(dir, total, done, largest);
     return n;
 }
 
@@ -62,7 +62,8 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&d, max));
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        size_t n = sizes[i], want = plain ? 0 : pieces(n, largest);
+        size_t n = sizes[i], want = plain ? 0 : pieces(TS_CE_H2D, n, largest),
+               want_d2h = plain ? 0 : pieces(TS_CE_D2H, n, largest);
         if (n <= 1) continue;
         for (size_t k = 0; k < n; k++) src[k] = byte_at(k, i);
         unsigned long long hs = calls("cuMemcpyHtoD_v2"), ha = calls("cuMemcpyHtoDAsync_v2");
@@ -87,11 +88,11 @@ int main(int argc, char **argv)
         if (!plain) {
             CHECK(hs1 == 1 && ha1 == want - 1, "%zu bytes H2D: %llu sync + %llu async copies, want 1 + %zu", n, hs1,
                   ha1, want - 1);
-            CHECK(ds1 == 1 && da1 == want - 1, "%zu bytes D2H: %llu sync + %llu async copies, want 1 + %zu", n, ds1,
-                  da1, want - 1);
+            CHECK(ds1 == 1 && da1 == want_d2h - 1, "%zu bytes D2H: %llu sync + %llu async copies, want 1 + %zu", n,
+                  ds1, da1, want_d2h - 1);
             CHECK(ha2 == want, "%zu bytes async H2D: %llu async copies, want %zu", n, ha2, want);
         }
-        printf("%zu bytes: %zu pieces\n", n, want);
+        printf("%zu bytes: %zu pieces H2D, %zu D2H\n", n, want, want_d2h);
     }
     CK(cudaStreamSynchronize(s));
     CK(cudaStreamDestroy(s));

@@ -12,7 +12,8 @@
  *                                  the threshold (for the report's ADVICE)
  *
  * Cases: the source overwritten right after an H2D call returns; the
- * destination read right after a D2H call returns (Async too); copies
+ * destination read right after a D2H call returns (Async too); synchronous
+ * H2D copies behind a running kernel and back to back; copies
  * interleaved with kernels on one stream and across streams with events and
  * cudaStreamWaitEvent; many threads; sizes around the threshold (256 KiB),
  * the chunk size (2 MiB) and the small first piece of a synchronous copy;
@@ -123,6 +124,40 @@ static void case_overwrite_and_read(const char *name, cudaStream_t s, bool async
         free(out);
     }
     printf("%s off=%zu: ok\n", name, off);
+}
+
+/* Synchronous H2D copies right behind a kernel on the legacy stream (still
+ * running: the engine stages pieces ahead while the stream drains), from one
+ * source rewritten after each call: each lands after the kernel before it,
+ * with the bytes the source held at its call. */
+static void case_sync_behind_work(void)
+{
+    size_t n = 3 * CHUNK + 123;
+    unsigned char *h = malloc(n), *out = malloc(n);
+    void *d, *d2;
+    CHECK(cudaMalloc(&d, n));
+    CHECK(cudaMalloc(&d2, n));
+    for (int round = 0; round < 3; round++) {
+        fill(h, n, 60 + round);
+        launch_add(d, n, 1, 0);
+        CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+        fill(h, n, 70 + round);
+        launch_add(d2, n, 1, 0);
+        CHECK(cudaMemcpy(d2, h, n, cudaMemcpyHostToDevice));
+        fill(h, n, 99);
+        launch_add(d, n, 2, 0);
+        CHECK(cudaMemcpy(out, d, n, cudaMemcpyDeviceToHost));
+        size_t bad = first_bad(out, n, 60 + round, 2);
+        EXPECT(bad == n, "behind a kernel, round %d: byte %zu wrong", round, bad);
+        CHECK(cudaMemcpy(out, d2, n, cudaMemcpyDeviceToHost));
+        bad = first_bad(out, n, 70 + round, 0);
+        EXPECT(bad == n, "back to back, round %d: byte %zu wrong", round, bad);
+    }
+    CHECK(cudaFree(d));
+    CHECK(cudaFree(d2));
+    free(h);
+    free(out);
+    printf("sync behind work: ok\n");
 }
 
 /* One stream: H2D, kernel, H2D over half, kernel, D2H (no sync before the read). */
@@ -687,6 +722,7 @@ int main(int argc, char **argv)
     case_overwrite_and_read("async legacy", 0, true, 0);
     case_overwrite_and_read("async stream", s, true, 3);
     case_kernels_one_stream(s);
+    case_sync_behind_work();
     case_across_streams();
     case_legacy_sync();
     case_twins_default_driver();
