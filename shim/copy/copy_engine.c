@@ -289,62 +289,37 @@ static void count_piece(const struct piece *p, struct piece *done, struct ts_cop
     st->chunks++;
 }
 
-/* True while q's stream still runs earlier work (what the synchronous first
- * piece waits for); an error answers false (stage no further ahead). */
-static bool stream_busy(const struct ts_copy_req *q)
-{
-    ts_cuda_fn_cuStreamQuery query = TS_CUDA_REAL(cuStreamQuery);
-    return query && query(q->stream) == CUDA_ERROR_NOT_READY;
-}
-
-/* A synchronous H2D's first piece is a synchronous copy (transfer_sync: the
- * stream drains first).  The pieces after it are staged before it, while
- * the stream still drains, and queued right after it: the second always (so
- * the link does not idle while it is staged), further ones (up to DEPTH in
- * all) while the stream is still busy.  Back-to-back synchronous copies find
- * the tail of the one before still crossing the link: the CPU would wait
- * idle for it, and staging the ramp's growing pieces then, instead of each
- * while only the piece before it crosses, keeps the link busy when staging
- * is not several times faster than the link (a real server's staging
- * threads against PCIe, or a loaded machine).  False when nothing more can
- * be done (the rest, or the whole copy, passes through). */
+/* A synchronous H2D reads its source only once the stream's earlier work is
+ * done ("a stream sync is performed before the copy starts": a host
+ * function queued before it may still be writing the source).  The drain is
+ * a synchronous one-byte read of the destination into staging on the same
+ * stream: the driver orders it after that work (on the legacy stream, after
+ * the blocking streams' too), waits for it, and refuses it exactly when the
+ * original call would be refused (a capture that forbids synchronous calls:
+ * the whole copy then passes through and reports what CUDA reports).  The
+ * pieces are then staged and queued as they come, the link busy behind
+ * them.  False when nothing can be done. */
 static bool h2d_sync_first(const struct ts_copy_req *q, struct held_bufs *h, CUcontext ctx,
-                           struct piece *done, struct ts_copy_stats *st)
+                           struct ts_copy_stats *st)
 {
-    struct piece p[DEPTH];
-    struct ts_staging_buf *b[DEPTH];
-    int n = 0;
-    while (n < DEPTH && next_piece(q, TS_CE_H2D, n ? &p[n - 1] : done, &p[n])) {
-        if (n >= 2 && !stream_busy(q))
-            break;
-        b[n] = n ? held_take_fresh(h, ctx, st) : held_take(h, ctx, st);
-        if (!b[n])
-            break;
-        stage_piece(q, &p[n], b[n]);
-        n++;
-    }
-    if (n == 0 || transfer_sync(q, &p[0], ts_staging_ptr(b[0]), true) != CUDA_SUCCESS)
+    struct ts_staging_buf *b = held_take(h, ctx, st);
+    if (!b)
         return false;
-    count_piece(&p[0], done, st);
-    for (int i = 1; i < n; i++) {
-        if (queue_recorded(q, &p[i], b[i], true) != CUDA_SUCCESS)
-            return false;
-        count_piece(&p[i], done, st);
-    }
-    return true;
+    bool pt = q->stream == CU_STREAM_PER_THREAD;
+    ts_cuda_fn_cuMemcpyDtoH_v2 dtoh = pt ? TS_CUDA_REAL(cuMemcpyDtoH_v2_ptds) : TS_CUDA_REAL(cuMemcpyDtoH_v2);
+    return dtoh && dtoh(ts_staging_ptr(b), (CUdeviceptr)(uintptr_t)q->dst, 1) == CUDA_SUCCESS;
 }
 
-/* Synchronous H2D.  After its first pieces (h2d_sync_first) only its own
- * transfers are on the stream: DEPTH buffers keep the link busy, and staging
- * further ahead would only leave a longer backlog for the next synchronous
- * call to wait for (it stages its own first pieces meanwhile).  The call
- * returns once the last piece is staged and queued. */
+/* Synchronous H2D.  After the drain (h2d_sync_first) only its own transfers
+ * are on the stream: DEPTH buffers keep the link busy, and staging further
+ * ahead would only leave a longer backlog for the next synchronous call to
+ * wait for.  The call returns once the last piece is staged and queued. */
 static void run_h2d_sync(const struct ts_copy_req *q, CUcontext ctx, struct piece *done,
                          struct ts_copy_stats *st)
 {
     struct held_bufs h = { .n = 0 };
     struct piece p;
-    bool go = h2d_sync_first(q, &h, ctx, done, st);
+    bool go = h2d_sync_first(q, &h, ctx, st);
     while (go && next_piece(q, TS_CE_H2D, done, &p)) {
         struct ts_staging_buf *b = held_take(&h, ctx, st);
         if (!b)

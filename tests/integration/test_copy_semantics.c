@@ -13,7 +13,8 @@
  *
  * Cases: the source overwritten right after an H2D call returns; the
  * destination read right after a D2H call returns (Async too); synchronous
- * H2D copies behind a running kernel and back to back; copies
+ * H2D copies behind a running kernel and back to back, and behind a host
+ * function that writes their source; copies
  * interleaved with kernels on one stream and across streams with events and
  * cudaStreamWaitEvent; many threads; sizes around the threshold (256 KiB),
  * the chunk size (2 MiB) and the small first piece of a synchronous copy;
@@ -31,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "emu.h"
 
@@ -158,6 +160,48 @@ static void case_sync_behind_work(void)
     free(h);
     free(out);
     printf("sync behind work: ok\n");
+}
+
+/* Host functions queued before a synchronous H2D write its source: the
+ * copy reads what they wrote ("a stream sync is performed before the copy
+ * starts"), on the legacy stream and behind a blocking stream's work. */
+struct src_write {
+    unsigned char *p;
+    size_t n;
+    unsigned seed;
+};
+static void CUDART_CB write_source(void *arg)
+{
+    struct src_write *w = arg;
+    struct timespec ts = { 0, 5000000 }; /* the call has long started */
+    nanosleep(&ts, NULL);
+    fill(w->p, w->n, w->seed);
+}
+
+static void case_sync_after_host_fn(void)
+{
+    size_t n = 3 * CHUNK + 123;
+    unsigned char *h = malloc(n), *out = malloc(n);
+    void *d;
+    cudaStream_t blocking;
+    CHECK(cudaMalloc(&d, n));
+    CHECK(cudaStreamCreate(&blocking));
+    for (int round = 0; round < 2; round++) {
+        cudaStream_t on = round ? blocking : 0;
+        struct src_write w = { h, n, 80u + (unsigned)round };
+        fill(h, n, 90);
+        CHECK(cudaLaunchHostFunc(on, write_source, &w));
+        CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy(out, d, n, cudaMemcpyDeviceToHost));
+        size_t bad = first_bad(out, n, 80u + (unsigned)round, 0);
+        EXPECT(bad == n, "source written by a host function (%s), byte %zu wrong", round ? "blocking stream" : "legacy",
+               bad);
+    }
+    CHECK(cudaStreamDestroy(blocking));
+    CHECK(cudaFree(d));
+    free(h);
+    free(out);
+    printf("sync after a host function: ok\n");
 }
 
 /* One stream: H2D, kernel, H2D over half, kernel, D2H (no sync before the read). */
@@ -723,6 +767,7 @@ int main(int argc, char **argv)
     case_overwrite_and_read("async stream", s, true, 3);
     case_kernels_one_stream(s);
     case_sync_behind_work();
+    case_sync_after_host_fn();
     case_across_streams();
     case_legacy_sync();
     case_twins_default_driver();

@@ -313,6 +313,15 @@ static CUresult copy_3d_ordered(void *dst, const void *src, struct copy_geom g, 
                           .correlation_id = emu_activity_next_correlation(),
                           .src_access_dev = peer ? peer->src : st->dev,
                           .dst_access_dev = peer ? peer->dst : st->dev};
+    if (kind == H2D_PAGEABLE && sync && !capturing) {
+        /* "A stream sync is performed before the copy starts": earlier work
+         * (a host function) may still write the source. */
+        uint64_t mark;
+        CUresult mr = emu_stream_enqueue_on(st, NULL, NULL, NULL, "memcpy stream sync",
+                                            ord && ord->has_after ? &ord->after : NULL, &mark);
+        if (mr != CUDA_SUCCESS) { free(c); return mr; }
+        emu_stream_wait_seq(st, mark);
+    }
     if (kind == H2D_PAGEABLE && !capturing) {
         /* The caller may reuse its buffer as soon as we return. */
         size_t row = g.width, slice = g.width * g.height;
