@@ -85,9 +85,10 @@ static void test_d2h_pageable_complete(CUdeviceptr d, CUstream s)
     EXPECT(et_now_ms() - t0 >= 20);                       /* waited for the stream */
     EXPECT(all_bytes(dst, 'M', N));                        /* complete on return */
     EXPECT(emuGetCounter("bytes.d2h.pageable") == bytes0 + N);
+    /* The sync form runs on the legacy stream, which does not order with our
+     * non-blocking stream: sync it first (reading d before would race with
+     * the memset, as on a GPU). */
     OK(cuMemsetD8Async(d, 'S', N, s));
-    OK(cuMemcpyDtoH(dst, d, N));                           /* sync form: legacy stream... */
-    /* ...which does not order with our non-blocking stream: sync it first. */
     OK(cuStreamSynchronize(s));
     OK(cuMemcpyDtoH(dst, d, N));
     EXPECT(all_bytes(dst, 'S', N));
