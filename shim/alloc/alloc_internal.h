@@ -11,8 +11,8 @@ enum ts_block_state { TS_B_FREE = 1, TS_B_PENDING = 2, TS_B_LIVE = 3, TS_B_TCACH
 /* Block kinds, each with its own arena (expandable) or segments (caching):
  * small (< TS_ALLOC_SMALL_MAX) and large; with the step plan (alloc_plan.c,
  * expandable only) the large ones over TS_PLAN_MIN are planned instead, in
- * an arena of their own (the plan must see every request: these are past
- * the thread caches' reach). */
+ * an arena of their own (the plan must see every request: the thread
+ * caches never park these). */
 enum { TS_KIND_LARGE = 0, TS_KIND_SMALL = 1, TS_KIND_PLANNED = 2, TS_NKINDS = 3 };
 /* With the step plan, blocks above this size are planned (2 MiB: a
  * model's mid-size weights, their gradients and optimizer state pack with
@@ -166,7 +166,7 @@ struct ts_pool {
     int32_t idle_head, idle_tail;
     uint64_t idle_count, mapped_count;
     bool unmapped_dirty; /* pages were unmapped under free blocks of index[]: resplit them */
-    /* While a new step plan settles: the pages its slots and the blocks it
+    /* While a step plan is in force: the pages its slots and the blocks it
      * keeps lie on, moved elsewhere only when no other idle page can be. */
     const uint8_t *move_keep;
     /* caching / off */

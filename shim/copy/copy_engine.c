@@ -188,31 +188,34 @@ static CUresult queue_transfer(const struct ts_copy_req *q, const struct piece *
                 : CUDA_ERROR_NOT_SUPPORTED;
 }
 
-/* The first chunk of a synchronous entry point goes through the driver's
- * synchronous copy (from/to staging, so pinned) on the same stream: it is
+/* n bytes from device memory src into host memory dst through the
+ * driver's synchronous copy on q's stream (its per-thread default stream
+ * when q's is): ordered after the stream's earlier work and waiting for it,
+ * and refused exactly when a synchronous call on that stream would be. */
+static CUresult dtoh_sync(const struct ts_copy_req *q, void *dst, const void *src, size_t n)
+{
+    bool pt = q->stream == CU_STREAM_PER_THREAD;
+    ts_cuda_fn_cuMemcpyDtoH_v2 dtoh = pt ? TS_CUDA_REAL(cuMemcpyDtoH_v2_ptds) : TS_CUDA_REAL(cuMemcpyDtoH_v2);
+    return dtoh ? dtoh(dst, (CUdeviceptr)(uintptr_t)src, n) : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* The first chunk of a synchronous D2H goes through the driver's
+ * synchronous copy (to staging, so pinned) on the same stream: it is
  * ordered after the stream's earlier work and waits for it, which is the
  * documented "stream sync before the copy", and it is refused exactly when
  * the original call would be (a capture that forbids synchronous calls; the
  * capture is then invalidated by it as by the original), in which case the
  * whole copy passes through and reports what CUDA reports. */
-static CUresult transfer_sync(const struct ts_copy_req *q, const struct piece *p, void *staging, bool h2d)
+static CUresult d2h_sync(const struct ts_copy_req *q, const struct piece *p, void *staging)
 {
+    if (is_1d(q))
+        return dtoh_sync(q, staging, q->src + p->off, p->len);
     bool pt = q->stream == CU_STREAM_PER_THREAD;
-    if (!is_1d(q)) {
-        ts_cuda_fn_cuMemcpy2D_v2 copy2d = pt ? TS_CUDA_REAL(cuMemcpy2D_v2_ptds) : TS_CUDA_REAL(cuMemcpy2D_v2);
-        if (!copy2d)
-            return CUDA_ERROR_NOT_SUPPORTED;
-        CUDA_MEMCPY2D m = piece_2d(q, p, staging, h2d);
-        return copy2d(&m);
-    }
-    if (h2d) {
-        ts_cuda_fn_cuMemcpyHtoD_v2 htod =
-            pt ? TS_CUDA_REAL(cuMemcpyHtoD_v2_ptds) : TS_CUDA_REAL(cuMemcpyHtoD_v2);
-        return htod ? htod((CUdeviceptr)(uintptr_t)(q->dst + p->off), staging, p->len)
-                    : CUDA_ERROR_NOT_SUPPORTED;
-    }
-    ts_cuda_fn_cuMemcpyDtoH_v2 dtoh = pt ? TS_CUDA_REAL(cuMemcpyDtoH_v2_ptds) : TS_CUDA_REAL(cuMemcpyDtoH_v2);
-    return dtoh ? dtoh(staging, (CUdeviceptr)(uintptr_t)(q->src + p->off), p->len) : CUDA_ERROR_NOT_SUPPORTED;
+    ts_cuda_fn_cuMemcpy2D_v2 copy2d = pt ? TS_CUDA_REAL(cuMemcpy2D_v2_ptds) : TS_CUDA_REAL(cuMemcpy2D_v2);
+    if (!copy2d)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUDA_MEMCPY2D m = piece_2d(q, p, staging, false);
+    return copy2d(&m);
 }
 
 /* Queues piece p's transfer and records b's event after it; a record that
@@ -237,27 +240,19 @@ struct held_bufs {
     bool ring_done; /* the ring gave no more: cycle through those held */
 };
 
-/* A held buffer fresh from the ring (no piece of this copy is in it), or
- * NULL once DEPTH are held or the ring gives no more. */
-static struct ts_staging_buf *held_take_fresh(struct held_bufs *h, CUcontext ctx, struct ts_copy_stats *st)
-{
-    if (h->ring_done || h->n == DEPTH)
-        return NULL;
-    struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
-    if (b)
-        return h->b[h->n++] = b;
-    h->ring_done = true;
-    return NULL;
-}
-
 /* A held buffer for the next piece, idle (its last transfer waited for), or
  * NULL: no buffer at all, or a failed wait (a device error). */
 static struct ts_staging_buf *held_take(struct held_bufs *h, CUcontext ctx, struct ts_copy_stats *st)
 {
-    struct ts_staging_buf *b = held_take_fresh(h, ctx, st);
-    if (b || h->n == 0)
-        return b;
-    b = h->b[h->next];
+    if (!h->ring_done && h->n < DEPTH) {
+        struct ts_staging_buf *b = ts_staging_acquire(ctx, &st->staging_wait_ns);
+        if (b)
+            return h->b[h->n++] = b;
+        h->ring_done = true;
+    }
+    if (h->n == 0)
+        return NULL;
+    struct ts_staging_buf *b = h->b[h->next];
     h->next = (h->next + 1) % h->n;
     uint64_t t0 = ts_now_ns();
     CUresult r = ts_staging_wait(b);
@@ -303,11 +298,7 @@ static bool h2d_sync_first(const struct ts_copy_req *q, struct held_bufs *h, CUc
                            struct ts_copy_stats *st)
 {
     struct ts_staging_buf *b = held_take(h, ctx, st);
-    if (!b)
-        return false;
-    bool pt = q->stream == CU_STREAM_PER_THREAD;
-    ts_cuda_fn_cuMemcpyDtoH_v2 dtoh = pt ? TS_CUDA_REAL(cuMemcpyDtoH_v2_ptds) : TS_CUDA_REAL(cuMemcpyDtoH_v2);
-    return dtoh && dtoh(ts_staging_ptr(b), (CUdeviceptr)(uintptr_t)q->dst, 1) == CUDA_SUCCESS;
+    return b && dtoh_sync(q, ts_staging_ptr(b), q->dst, 1) == CUDA_SUCCESS;
 }
 
 /* Synchronous H2D.  After the drain (h2d_sync_first) only its own transfers
@@ -418,7 +409,7 @@ static bool d2h_first_sync(const struct ts_copy_req *q, struct d2h_pipe *d, CUco
     struct ts_staging_buf *b = d2h_buffer(d, ctx, st);
     if (!b)
         return false;
-    if (transfer_sync(q, &p, ts_staging_ptr(b), false) != CUDA_SUCCESS) {
+    if (d2h_sync(q, &p, ts_staging_ptr(b)) != CUDA_SUCCESS) {
         ts_staging_release(b);
         return false;
     }
@@ -482,7 +473,7 @@ void ts_copy_run(const struct ts_copy_req *q, enum ts_copy_engine_dir dir, size_
     CUcontext ctx = NULL;
     bool go = get_ctx && get_ctx(&ctx) == CUDA_SUCCESS && ctx;
     /* A synchronous entry point's first chunk is a synchronous copy
-     * (transfer_sync): the stream sync before the copy, and the capture rules
+     * (d2h_sync, h2d_sync_first): the stream sync before the copy, and the capture rules
      * of synchronous calls. */
     if (go) {
         if (dir == TS_CE_H2D && q->sync)
