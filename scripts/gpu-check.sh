@@ -428,6 +428,58 @@ check_torch_cost() {
 check_torch_gpt() { torch_gpt "${PYTORCH_CUDA_ALLOC_CONF:-}"; }
 check_torch_gpt_async() { torch_gpt "backend:cudaMallocAsync"; }
 
+# torch_mem: make bench's GPT-2-small memory figure (tests/bench/bench_torch_gpt.sh)
+# with real kernels: torch's peak reserved / peak allocated on its native
+# allocator, on expandable segments, and served by trainshim, at 1024 tokens
+# and at random lengths.
+check_torch_mem() {
+  [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
+  local tp; tp=$(find_torch_python) || { verdict SKIP; note "no python with torch"; return 0; }
+  TORCH_ON_GPU=1 TORCH_PYTHON=$tp bash tests/bench/bench_torch_gpt.sh > "$OUT/logs/torch_mem.out" 2>&1 || return 1
+  py - "$OUT/logs/torch_mem.out" "$RES" <<'PY'
+import re, sys
+table, out = None, open(sys.argv[2], "a")
+for line in open(sys.argv[1]):
+    if line.startswith("GPT-2-small"):
+        table = "random lengths" if "random" in line else "1024 tokens"
+    m = re.match(r"\s+(native|expandable) peak reserved / its own peak allocated ([0-9.]+)", line)
+    if m:
+        out.write("fig\t%s: %s reserved/allocated\t%s\tx\t\t\n" % (table, m[1], m[2]))
+    m = re.match(r"\s+(trainshim|no-plan) peak reserved / native ([0-9.]+), / expandable ([0-9.]+), / its own peak allocated ([0-9.]+)", line)
+    if m:
+        ok = m[1] != "trainshim" or (float(m[4]) <= 1.005 and float(m[3]) <= 1.0)
+        out.write("fig\t%s: %s reserved/allocated (/ native, / expandable)\t%s (%s, %s)\tx\t%s\t%s\n" % (
+            table, m[1], m[4], m[2], m[3], "<=1.005, <= expandable" if m[1] == "trainshim" else "",
+            ("PASS" if ok else "FAIL") if m[1] == "trainshim" else ""))
+        if not ok:
+            out.write("verdict\tFAIL\n")
+PY
+}
+# torch_churn: make bench's torch.empty/del churn (tests/bench/bench_torch_churn.sh)
+# on the real driver: CPU ns per tensor, trainshim-served (log off, logging)
+# against torch's native caching allocator, four processes driven in turn.
+check_torch_churn() {
+  [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
+  local tp; tp=$(find_torch_python) || { verdict SKIP; note "no python with torch"; return 0; }
+  TORCH_ON_GPU=1 TORCH_PYTHON=$tp CHURN_SETS=${CHURN_SETS:-3} CHURN_ROUNDS=${CHURN_ROUNDS:-40} \
+    bash tests/bench/bench_torch_churn.sh > "$OUT/logs/torch_churn.out" 2>&1 || return 1
+  py - "$OUT/logs/torch_churn.out" "$RES" <<'PY'
+import re, sys
+out = open(sys.argv[2], "a")
+for line in open(sys.argv[1]):
+    m = re.match(r"\s+(torch native.*?|torch cudaMallocAsync.*?|trainshim-served, log off|trainshim-served, logging)\s+([0-9]+)\s+([0-9]+)$", line)
+    if m:
+        out.write("fig\t%s: ns per tensor (thread / process CPU)\t%s / %s\tns\t\t\n" % (m[1], m[2], m[3]))
+    m = re.match(r"\s+trainshim / native \(thread CPU\).*?: ([0-9.]+)x log off, ([0-9.]+)x logging", line)
+    if m:
+        ok = float(m[1]) <= 1.05 and float(m[2]) <= 1.05
+        out.write("fig\ttrainshim / native, thread CPU: log off / logging\t%s / %s\tx\t<=1.05\t%s\n" % (
+            m[1], m[2], "PASS" if ok else "FAIL"))
+        if not ok:
+            out.write("verdict\tFAIL\n")
+PY
+}
+
 check_nccl() {
   [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
   local tp; tp=$(find_torch_python) || { verdict SKIP; note "no python with torch (its wheel brings NCCL)"; return 0; }
@@ -608,6 +660,8 @@ torch_gpt 120 30
 torch_cost 120 30
 nccl 60 30
 torch_gpt_async 90 30
+torch_mem 150 30
+torch_churn 120 30
 replay 90 30"
 while read -r name t_gpu t_emu; do
   if [ -n "${GPU_CHECK_ONLY:-}" ] && ! [[ " $GPU_CHECK_ONLY " == *" $name "* ]]; then continue; fi

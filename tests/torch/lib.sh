@@ -9,6 +9,10 @@
 # cannot put the emulator underneath it: the emulator's libraries are
 # preloaded, which makes them the ones loaded under their sonames.  The shim,
 # when present, comes first, as `trainshim run` puts it.
+#
+# TORCH_ON_GPU=1 (scripts/gpu-check.sh sets it): the real driver instead, no
+# emulator and no venv: torch is $TORCH_PYTHON's (default python3), and
+# torch_shim preloads the shim alone.
 B=${B:-build}
 TORCH_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TORCH_CASES=$TORCH_REPO/tests/torch
@@ -19,6 +23,13 @@ TRAINSHIM=$TORCH_B/trainshim
 
 torch_env() {
   local rc=0
+  if [ "${TORCH_ON_GPU:-0}" = 1 ]; then
+    TORCH_PY=${TORCH_PYTHON:-python3} EMU_PRELOAD="" EMU_DIR="" TORCH_EMU_NCCL=0 TORCH_EMU_NVML=0
+    "$TORCH_PY" -c 'import torch' > /dev/null 2>&1 || { echo "$TORCH_PY has no torch" >&2; exit 77; }
+    [ -f "$SHIM_LIB" ] || { echo "$SHIM_LIB missing: run make all" >&2; exit 1; }
+    export TORCH_PY EMU_PRELOAD EMU_DIR TORCH_EMU_NCCL TORCH_EMU_NVML
+    return 0
+  fi
   TORCH_PY=$(bash "$TORCH_REPO/scripts/setup-torch.sh") || rc=$?
   if [ $rc = 77 ]; then exit 77; fi
   if [ $rc != 0 ]; then echo "setup-torch.sh failed (exit $rc)" >&2; exit 1; fi
@@ -50,7 +61,8 @@ _torch_launch() {
   local envs=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
-  env LD_LIBRARY_PATH="$EMU_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LD_PRELOAD="$preload" \
+  local libs=$EMU_DIR${LD_LIBRARY_PATH:+${EMU_DIR:+:}$LD_LIBRARY_PATH}
+  env LD_LIBRARY_PATH="$libs" LD_PRELOAD="$preload" \
     PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 "${envs[@]}" "$TORCH_PY" "$@"
 }
 # need_torch_nccl: fails the test when the emulator's NCCL cannot stand in
@@ -60,7 +72,7 @@ need_torch_nccl() {
     { echo "the emulator's libnccl.so.2 lacks the exports torch's NCCL wheel has (ncclCommResume)"; exit 1; }
 }
 torch_py() { _torch_launch "$EMU_PRELOAD" "$@"; }
-torch_shim() { _torch_launch "$SHIM_LIB:$EMU_PRELOAD" "$@"; }
+torch_shim() { _torch_launch "$SHIM_LIB${EMU_PRELOAD:+:$EMU_PRELOAD}" "$@"; }
 
 # no_shim_error FILE: fails when the shim fell back to passthrough (its one
 # "trainshim: error:" line) in the stderr saved in FILE
