@@ -428,6 +428,33 @@ check_torch_cost() {
 check_torch_gpt() { torch_gpt "${PYTORCH_CUDA_ALLOC_CONF:-}"; }
 check_torch_gpt_async() { torch_gpt "backend:cudaMallocAsync"; }
 
+# hook_pair: make bench's hook-path figure (tests/bench/bench_hooks.c) on the
+# real driver: a cached cudaMallocAsync+cudaFreeAsync pair directly, through
+# the hook passing through, served by the shim with its log off, and logging
+# (goal under 100 ns), and what one reading of the log's clock costs here.
+check_hook_pair() {
+  [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
+  # against the real runtime: no emulator underneath (EMU_TARGETS empty)
+  make -j"$(nproc)" B="$B" EMU_TARGETS= CUDA_LINK="-L$CUDA_HOME/lib64 -lcudart" "$B/bench/bench_hooks" \
+    > "$OUT/logs/hook_pair.build.out" 2>&1 || { tail -20 "$OUT/logs/hook_pair.build.out" >&2; return 1; }
+  B=$B "$B/bench/bench_hooks" 1000000 > "$OUT/logs/hook_pair.out" 2>&1 || return 1
+  py - "$OUT/logs/hook_pair.out" "$RES" <<'PY'
+import re, sys
+out = open(sys.argv[2], "a")
+for line in open(sys.argv[1]):
+    m = re.search(r"log's clock.*?: ([0-9.]+) ns", line)
+    if m:
+        out.write("fig\tone reading of the log's clock\t%s\tns\t\t\n" % m[1])
+    m = re.match(r"\s+(direct \(no shim\)|hooked, passthrough.*?|hooked, active, log off|hooked, active, logging)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)$", line)
+    if m:
+        goal = m[1].endswith("logging")
+        ok = float(m[3]) < 100
+        out.write("fig\t%s: cudaGetDevice call / pair median / best run\t%s / %s / %s\tns\t%s\t%s\n" % (
+            m[1], m[2], m[3], m[4], "pair < 100" if goal else "", ("PASS" if ok else "FAIL") if goal else ""))
+        if goal and not ok:
+            out.write("verdict\tFAIL\n")
+PY
+}
 # torch_mem: make bench's GPT-2-small memory figure (tests/bench/bench_torch_gpt.sh)
 # with real kernels: torch's peak reserved / peak allocated on its native
 # allocator, on expandable segments, and served by trainshim, at 1024 tokens
@@ -461,7 +488,8 @@ PY
 check_torch_churn() {
   [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
   local tp; tp=$(find_torch_python) || { verdict SKIP; note "no python with torch"; return 0; }
-  TORCH_ON_GPU=1 TORCH_PYTHON=$tp CHURN_SETS=${CHURN_SETS:-3} CHURN_ROUNDS=${CHURN_ROUNDS:-40} \
+  # four torch processes start per set (about 25 s on an H200 host); 2 sets
+  TORCH_ON_GPU=1 TORCH_PYTHON=$tp CHURN_SETS=${CHURN_SETS:-2} CHURN_ROUNDS=${CHURN_ROUNDS:-40} PYTHONUNBUFFERED=1 \
     bash tests/bench/bench_torch_churn.sh > "$OUT/logs/torch_churn.out" 2>&1 || return 1
   py - "$OUT/logs/torch_churn.out" "$RES" <<'PY'
 import re, sys
@@ -660,8 +688,9 @@ torch_gpt 120 30
 torch_cost 120 30
 nccl 60 30
 torch_gpt_async 90 30
+hook_pair 60 30
 torch_mem 150 30
-torch_churn 120 30
+torch_churn 180 30
 replay 90 30"
 while read -r name t_gpu t_emu; do
   if [ -n "${GPU_CHECK_ONLY:-}" ] && ! [[ " $GPU_CHECK_ONLY " == *" $name "* ]]; then continue; fi
