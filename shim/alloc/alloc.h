@@ -169,7 +169,8 @@ void ts_pool_stats(ts_pool *p, ts_alloc_stats *out);
  * (a memory pool's *_HIGH attributes set to 0). */
 void ts_pool_reset_peaks(ts_pool *p, bool reserved, bool live);
 /* The four figures of a memory pool's usage attributes, cheaply (no walk
- * of the free blocks as ts_pool_stats makes): reserved, peak reserved, live
+ * of the free blocks as ts_pool_stats makes): reserved and its peak (both
+ * without the live synchronous blocks, which no CUDA pool holds), live
  * stream-ordered bytes and their peak. */
 typedef struct ts_pool_usage {
     uint64_t reserved, peak_reserved, live, peak_live;

@@ -211,6 +211,10 @@ struct ts_pool {
     /* stats (under lock) */
     uint64_t reserved, held, pending_bytes;
     uint64_t peak_reserved, peak_held, held_at_peak;
+    /* what a memory pool's reserved attributes show: reserved less the
+     * live synchronous blocks (alloc_stats.c), its peak, and the reserved
+     * figure it was last noted at */
+    uint64_t pool_reserved_peak, pool_noted_reserved;
     /* Bytes of live stream-ordered blocks (allocation stream not
      * TS_STREAM_NONE) and their peak, exact on every path (the thread caches'
      * hits and frees included): a default memory pool's used figures, which
@@ -328,6 +332,8 @@ void ts_tcache_detach_all(ts_pool *p);
 /* alloc_stats.c */
 /* Fills p->last_oom for a failed request of `requested` bytes (p->lock held). */
 void ts_stats_fill_oom(ts_pool *p, uint64_t requested);
+/* The pool-reserved peak after an allocation changed reserved (p->lock held). */
+void ts_stats_note_pool(ts_pool *p);
 /* Peaks after reserved or held bytes grew (p->lock held). */
 static inline void ts_stats_note(ts_pool *p)
 {

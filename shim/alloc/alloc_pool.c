@@ -487,8 +487,10 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
             p->allocs--;
             rc = TS_ALLOC_ERROR;
         } else {
-            ts_stats_note(p);
             ts_live_add(p, b->size, stream);
+            ts_stats_note(p);
+            if (p->reserved != p->pool_noted_reserved)
+                ts_stats_note_pool(p);
             *ptr = b->addr;
         }
     }

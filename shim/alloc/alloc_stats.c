@@ -61,11 +61,37 @@ void ts_pool_stats(ts_pool *p, ts_alloc_stats *o)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* What a memory pool's reserved attributes show (p->lock held): the pool's
+ * reserved bytes less those of live synchronous blocks.  CUDA counts in a
+ * pool only the memory behind its stream-ordered allocations, and a
+ * library's cudaMalloc (cuBLAS's workspace, say) is in none; trainshim
+ * serves both from the same pages, so the synchronous ones are taken out:
+ * held bytes less the thread caches' and the live stream-ordered ones. */
+static uint64_t pool_reserved_locked(ts_pool *p)
+{
+    uint64_t other = ts_tcache_bytes(p) + __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED);
+    uint64_t sync_live = p->held > other ? p->held - other : 0;
+    return p->reserved > sync_live ? p->reserved - sync_live : 0;
+}
+
+/* Only where reserved changed: a live synchronous block freed raises the
+ * figure without a note until the next query, which takes it then; such
+ * memory would not be in a CUDA pool at all. */
+void ts_stats_note_pool(ts_pool *p)
+{
+    uint64_t r = pool_reserved_locked(p);
+    if (r > p->pool_reserved_peak)
+        p->pool_reserved_peak = r;
+    p->pool_noted_reserved = p->reserved;
+}
+
 void ts_pool_usage_of(ts_pool *p, ts_pool_usage *o)
 {
     pthread_mutex_lock(&p->lock);
-    o->reserved = p->reserved;
-    o->peak_reserved = p->peak_reserved;
+    o->reserved = pool_reserved_locked(p);
+    if (o->reserved > p->pool_reserved_peak)
+        p->pool_reserved_peak = o->reserved;
+    o->peak_reserved = p->pool_reserved_peak;
     pthread_mutex_unlock(&p->lock);
     o->live = __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED);
     o->peak_live = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
@@ -77,6 +103,7 @@ void ts_pool_reset_peaks(ts_pool *p, bool reserved, bool live)
     if (reserved) {
         p->peak_reserved = p->reserved;
         p->held_at_peak = p->held;
+        p->pool_reserved_peak = pool_reserved_locked(p);
     }
     if (live)
         __atomic_store_n(&p->live_peak, __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED), __ATOMIC_RELAXED);

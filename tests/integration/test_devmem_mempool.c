@@ -13,7 +13,7 @@
  * Checked here (each allocator's pages differ, so not printed): reserved
  * current is at least used current, reserved high at least reserved
  * current, equal to it after the reset, and 0 after everything is freed and
- * the pool trimmed to 0. */
+ * the pool trimmed to 0, and not holding the cudaMalloc blocks as reserved. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -76,9 +76,19 @@ int main(void)
     cudaStreamCreate(&s);
     show("start", pool);
     /* synchronous memory is not the pool's: it must not count as used */
-    void *sync_block = NULL;
+    void *sync_block = NULL, *sync_big = NULL;
     CHECK(cudaMalloc(&sync_block, 3 << 20) == cudaSuccess, "cudaMalloc");
+    CHECK(cudaMalloc(&sync_big, 64 << 20) == cudaSuccess, "cudaMalloc 64 MiB");
     show("cudaMalloc", pool);
+    /* nor reserved: no CUDA pool holds it (a library's cudaMalloc, like
+     * cuBLAS's workspace, must not show in torch's memory_reserved).  The
+     * driver's pool shows 0; trainshim serves both kinds from the same
+     * pages, and the rest of a page or segment a synchronous block leaves
+     * is the pool's cache, which may show; the blocks themselves may not. */
+    CHECK(rt_attr(pool, cudaMemPoolAttrReservedMemCurrent) < (64 << 20), "reserved with only cudaMalloc blocks: %llu",
+          (unsigned long long)rt_attr(pool, cudaMemPoolAttrReservedMemCurrent));
+    CHECK(rt_attr(pool, cudaMemPoolAttrReservedMemHigh) < (64 << 20), "reserved high with only cudaMalloc blocks: %llu",
+          (unsigned long long)rt_attr(pool, cudaMemPoolAttrReservedMemHigh));
     static const size_t sizes[] = { 4 << 20, 512, 8192, 3 << 20, 1 << 20, 96 << 10, 6 << 20, 1000, 24 << 20 };
     void *live[16];
     int n = 0;
@@ -115,6 +125,7 @@ int main(void)
     cudaStreamSynchronize(s);
     show("freed", pool);
     cudaFree(sync_block);
+    cudaFree(sync_big);
     CHECK(cudaMemPoolTrimTo(pool, 0) == cudaSuccess, "trim");
     show("trimmed", pool);
     cudaFreeAsync(live[0], s);
