@@ -88,6 +88,7 @@ struct copy_op {
     uint32_t stream_id, correlation_id;
     int dev;
     int src_access_dev, dst_access_dev;   /* the devices that read src and write dst */
+    uint64_t enqueued_ns;
 };
 
 /* CUpti_ActivityMemcpyKind of each copy kind (HTOD 1, DTOH 2, DTOD 8, HTOH 9, PTOP 10). */
@@ -176,6 +177,24 @@ static double kind_gbps(int kind)
 
 static bool to_host(int kind) { return kind == D2H_PAGEABLE || kind == D2H_PINNED || kind == H2H; }
 
+/* When a copy's link window starts.  A DMA engine starts a queued copy as
+ * the one before it leaves the link; the worker thread that stands in for
+ * it wakes some microseconds later (a timer's overshoot, a switch), and
+ * counting that as link time would charge every piece of a pipelined copy
+ * a wake-up a GPU does not have.  So a copy enqueued before the previous
+ * copy's window ended, with nothing timed run between them on this stream
+ * (emu_stream_timed_ops), starts its window where that one ended.  A copy
+ * enqueued later starts when it runs: the link waited for the program. */
+static __thread uint64_t link_prev_end, link_prev_ops; /* this worker's last copy */
+
+static uint64_t link_start(const struct copy_op *c, uint64_t now)
+{
+    if (link_prev_end && c->enqueued_ns < link_prev_end && link_prev_end < now
+        && emu_stream_timed_ops == link_prev_ops + 1)
+        return link_prev_end;
+    return now;
+}
+
 static void run_copy(void *p)
 {
     struct copy_op *c = p;
@@ -188,8 +207,8 @@ static void run_copy(void *p)
     if (!emu_mem_access_ok(c->src_access_dev, (uintptr_t)c->src, sext, false) ||
         !emu_mem_access_ok(c->dst_access_dev, (uintptr_t)c->dst, dext, true))
         emu_fault_access();
-    uint64_t start = emu_now_ns();
     double gbps = kind_gbps(c->kind);
+    uint64_t start = gbps > 0 ? link_start(c, emu_now_ns()) : emu_now_ns();
     uint64_t link_end = gbps > 0 ? start + (uint64_t)((double)bytes / gbps) : 0; /* bytes / (GB/s) = ns */
     if (c->release_after) { /* all but the staging's worth first, then the caller may go on */
         sleep_until(start + (uint64_t)((double)(bytes - STAGING_BYTES) / gbps));
@@ -218,6 +237,8 @@ static void run_copy(void *p)
         if (link_end) memmove_observed(bytes, emu_now_ns() - moved_at);
     }
     if (link_end) sleep_until(link_end);
+    link_prev_end = link_end;
+    link_prev_ops = emu_stream_timed_ops;
     count_copy(c->kind, bytes);
     emu_activity_fn hook = emu_activity_hook();
     if (hook) {
@@ -344,6 +365,7 @@ static CUresult copy_3d_ordered(void *dst, const void *src, struct copy_geom g, 
         && g.width * g.height * g.depth > STAGING_BYTES)
         c->release_after = &staged;
     bool staging_limited = c->release_after != NULL; /* c belongs to the stream once enqueued */
+    c->enqueued_ns = emu_now_ns();
     uint64_t seq;
     CUresult rc = emu_stream_enqueue_on(st, run_copy, c, free_copy, "memcpy",
                                         ord && ord->has_after ? &ord->after : NULL, &seq);

@@ -79,6 +79,10 @@ CUresult emu_stream_create(struct emu_stream **out, unsigned flags, int priority
 /* Sleeps the configured jitter (called by workers before each op). */
 void emu_jitter_sleep(void);
 uint64_t emu_now_ns(void);
+/* Ops a stream worker thread has run that take time (all but event records
+ * and the markers without a function): a copy's link window follows the one
+ * before it only when nothing timed ran between them (exec_copy.c). */
+extern __thread uint64_t emu_stream_timed_ops;
 /* Runs fn(arg) under the fault guard; returns false if it faulted. */
 bool emu_guarded_run(emu_op_fn fn, void *arg);
 /* An access the device refuses, found by a check rather than a SIGSEGV

@@ -38,6 +38,8 @@ static void after_fork_child(void)
 }
 static __thread struct emu_stream *per_thread[EMU_MAX_DEVICES];
 
+__thread uint64_t emu_stream_timed_ops;
+
 uint64_t emu_now_ns(void)
 {
     struct timespec ts;
@@ -199,6 +201,7 @@ static void *stream_worker(void *p)
         pthread_mutex_unlock(&st->mu);
         for (int i = 0; i < op->ndeps; i++) emu_stream_wait_seq(op->deps[i].on, op->deps[i].seq);
         emu_jitter_sleep();
+        if (op->fn && strcmp(op->name, "event_record") != 0) emu_stream_timed_ops++;
         if (op->fn) emu_guarded_run(op->fn, op->arg);
         if (op->free_arg) op->free_arg(op->arg);
         pthread_mutex_lock(&st->mu);
