@@ -683,6 +683,7 @@ demo 90 180
 alloc 45 120
 vmm 40 120
 hostvmm 45 30
+replay 90 30
 copy_threads 45 120
 torch_gpt 120 30
 torch_cost 120 30
@@ -690,8 +691,7 @@ nccl 60 30
 torch_gpt_async 90 30
 hook_pair 60 30
 torch_mem 150 30
-torch_churn 180 30
-replay 90 30"
+torch_churn 180 30"
 while read -r name t_gpu t_emu; do
   if [ -n "${GPU_CHECK_ONLY:-}" ] && ! [[ " $GPU_CHECK_ONLY " == *" $name "* ]]; then continue; fi
   t=$t_gpu; [ $MODE = emu ] && t=$t_emu
