@@ -11,7 +11,9 @@
  * the two ramps (geometric: a logarithmic number of pieces each); all of it
  * for both directions' plans, and an H2D piece after the second is never
  * more than twice the one before it (its staging overlaps only that piece's
- * transfer).  The
+ * transfer), and a falling D2H piece is never less than half the one
+ * before it, to the 64 KiB alignment, the last piece excepted (its
+ * copy-out overlaps only the next piece's transfer).  The
  * engine's 2D row cutting is checked on the same plan. */
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +67,11 @@ static size_t check_dir_plan(enum ts_copy_engine_dir dir, size_t total, size_t l
          * remainder under ALIGN) */
         if (falling && p > prev && !(done + p == total && p < prev + ALIGN)) {
             CHECK(0, "total %zu largest %zu: piece %zu rises to %zu after %zu", total, largest, n, p, prev);
+            return 0;
+        }
+        if (dir == TS_CE_D2H && n > 0 && 2 * (p + ALIGN) < prev && done + p < total && p > first_want) {
+            CHECK(0, "total %zu largest %zu: D2H piece %zu is %zu after %zu (less than half)", total, largest, n,
+                  p, prev);
             return 0;
         }
         if (p > biggest) biggest = p;
@@ -145,7 +152,9 @@ int main(void)
     size_t h8 = check_dir_plan(TS_CE_H2D, 8 * MIB, 8 * MIB), d8 = check_dir_plan(TS_CE_D2H, 8 * MIB, 8 * MIB);
     size_t h16 = check_dir_plan(TS_CE_H2D, 16 * MIB, 8 * MIB), n1 = check_plan(FIRST + 1, 8 * MIB);
     CHECK(h8 == 7, "8 MiB H2D in 8 MiB pieces: %zu pieces, want 7 (256K 768K 1M 2M 3M 768K 256K)", h8);
-    CHECK(d8 == 6, "8 MiB D2H in 8 MiB pieces: %zu pieces, want 6 (256K 768K 3M 3M 768K 256K)", d8);
+    CHECK(d8 == 8, "8 MiB D2H in 8 MiB pieces: %zu pieces, want 8 (256K 768K 3M 2M 1M 512K 256K 256K)", d8);
+    CHECK(ts_copy_plan_piece(TS_CE_D2H, 8 * MIB, 4 * MIB, 8 * MIB) == 2 * MIB, "D2H piece of 8 MiB at 4 MiB: %zu",
+          ts_copy_plan_piece(TS_CE_D2H, 8 * MIB, 4 * MIB, 8 * MIB));
     CHECK(h16 == 9, "16 MiB H2D: %zu pieces, want 9 (256K 768K 1M 2M 4M 6M 1.5M 384K 128K)", h16);
     CHECK(ts_copy_plan_piece(TS_CE_H2D, 8 * MIB, 256 * KIB, 8 * MIB) == 768 * KIB, "second H2D piece of 8 MiB: %zu",
           ts_copy_plan_piece(TS_CE_H2D, 8 * MIB, 256 * KIB, 8 * MIB));
