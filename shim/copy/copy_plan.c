@@ -60,7 +60,8 @@ size_t ts_copy_plan_piece(enum ts_copy_engine_dir dir, size_t total, size_t done
         return 0;
     size_t rem = total - done, first = largest < PLAN_FIRST ? largest : PLAN_FIRST;
     size_t rise = dir == TS_CE_H2D && done > first ? PLAN_RISE_H2D : PLAN_RISE_D2H;
-    size_t grow = done < first ? first : (rise - 1) * done, shrink = rem - rem / (dir == TS_CE_H2D ? PLAN_SHRINK_H2D : PLAN_SHRINK_D2H);
+    size_t fall = dir == TS_CE_H2D ? PLAN_SHRINK_H2D : PLAN_SHRINK_D2H;
+    size_t grow = done < first ? first : (rise - 1) * done, shrink = rem - rem / fall;
     size_t p = grow < shrink ? grow : shrink;
     p &= ~(size_t)(PLAN_ALIGN - 1);
     if (p < first)
