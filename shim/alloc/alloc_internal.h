@@ -332,8 +332,10 @@ void ts_tcache_detach_all(ts_pool *p);
 /* alloc_stats.c */
 /* Fills p->last_oom for a failed request of `requested` bytes (p->lock held). */
 void ts_stats_fill_oom(ts_pool *p, uint64_t requested);
-/* The pool-reserved peak after an allocation changed reserved (p->lock held). */
-void ts_stats_note_pool(ts_pool *p);
+/* The pool-reserved figure (what a memory pool's reserved attributes show)
+ * noted in its peak, after an allocation changed reserved or at a query
+ * (p->lock held); returns it. */
+uint64_t ts_stats_note_pool(ts_pool *p);
 /* Peaks after reserved or held bytes grew (p->lock held). */
 static inline void ts_stats_note(ts_pool *p)
 {

@@ -245,12 +245,28 @@ static int take_idle_handle(ts_pool *p, uint64_t *h, bool any)
     return TS_PROV_OK;
 }
 
+/* Maps handle h (counted in reserved) at page i; on failure the handle goes
+ * back to the driver, uncounted.  Returns the driver's answer. */
+static int map_handle(ts_pool *p, uint64_t i, uint64_t h)
+{
+    int rc = TS_PCALL(p, map, p->va_base + i * p->gran, p->gran, h);
+    if (rc) {
+        TS_PCALL(p, release, h);
+        p->reserved -= p->gran;
+        return rc;
+    }
+    p->pages[i].handle = h;
+    p->pages[i].mapped = 1;
+    p->mapped_count++;
+    return TS_PROV_OK;
+}
+
 /* Gives page i a physical handle: a new one below the growth budget and the
  * memory limit, else (or when the device has no memory left) an idle page's
  * whose fence is done, moved here. */
 static int map_one(ts_pool *p, uint64_t i)
 {
-    uint64_t g = p->gran, va = p->va_base + i * g, h = 0;
+    uint64_t g = p->gran, h = 0;
     bool at_limit = p->cfg.memory_limit && p->reserved + g > p->cfg.memory_limit;
     /* past the budget an idle page moves here if one is safe to take (under
      * a step plan, below the budget too: one that the plan does not need);
@@ -273,16 +289,10 @@ static int map_one(ts_pool *p, uint64_t i)
             return TS_PROV_ERROR;
         }
     }
-    rc = TS_PCALL(p, map, va, g, h);
-    if (rc) {
-        TS_PCALL(p, release, h);
-        p->reserved -= g;
+    rc = map_handle(p, i, h);
+    if (rc)
         return rc == TS_PROV_OOM ? TS_PROV_OOM : TS_PROV_ERROR;
-    }
-    p->pages[i].handle = h;
-    p->pages[i].mapped = 1;
     p->pages[i].fresh = 1;
-    p->mapped_count++;
     return TS_PROV_OK;
 }
 
@@ -579,15 +589,9 @@ int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out)
 static bool premap_page(ts_pool *p, ts_block *b, uint64_t i)
 {
     uint64_t g = p->gran, va = p->va_base + i * g, h = 0;
-    if (take_idle_handle(p, &h, false) != TS_PROV_OK)
+    if (take_idle_handle(p, &h, false) != TS_PROV_OK || map_handle(p, i, h))
         return false;
-    if (TS_PCALL(p, map, va, g, h)) {
-        TS_PCALL(p, release, h);
-        p->reserved -= g;
-        return false;
-    }
-    p->pages[i] = (ts_page){ .handle = h, .mapped = 1, .idle_seq = p->safe_seq };
-    p->mapped_count++;
+    p->pages[i].idle_seq = p->safe_seq;
     if (TS_PCALL(p, set_access, va, g)) {
         unmap_release(p, i);
         return false;

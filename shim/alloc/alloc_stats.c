@@ -74,23 +74,22 @@ static uint64_t pool_reserved_locked(ts_pool *p)
     return p->reserved > sync_live ? p->reserved - sync_live : 0;
 }
 
-/* Only where reserved changed: a live synchronous block freed raises the
- * figure without a note until the next query, which takes it then; such
- * memory would not be in a CUDA pool at all. */
-void ts_stats_note_pool(ts_pool *p)
+/* Where reserved changed, and at each query: a live synchronous block freed
+ * raises the figure without a note until then; such memory would not be in
+ * a CUDA pool at all. */
+uint64_t ts_stats_note_pool(ts_pool *p)
 {
     uint64_t r = pool_reserved_locked(p);
     if (r > p->pool_reserved_peak)
         p->pool_reserved_peak = r;
     p->pool_noted_reserved = p->reserved;
+    return r;
 }
 
 void ts_pool_usage_of(ts_pool *p, ts_pool_usage *o)
 {
     pthread_mutex_lock(&p->lock);
-    o->reserved = pool_reserved_locked(p);
-    if (o->reserved > p->pool_reserved_peak)
-        p->pool_reserved_peak = o->reserved;
+    o->reserved = ts_stats_note_pool(p);
     o->peak_reserved = p->pool_reserved_peak;
     pthread_mutex_unlock(&p->lock);
     o->live = __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED);

@@ -20,9 +20,9 @@
  * to an 8 MiB piece is a piece or two longer, and their fixed costs are
  * smaller than the link idling while a piece four times larger is staged
  * (measured here: a 16 MiB copy's 3 MiB -> 8 MiB step idled the link for up
- * to 1.6 ms of its 8).  The second piece is still three times the first: a
- * synchronous copy stages it before its first transfer starts, and copies of
- * a few MiB keep the few pieces whose fixed costs they would feel.  A D2H
+ * to 1.6 ms of its 8).  The second piece is still three times the first, so
+ * that copies of a few MiB keep the few pieces whose fixed costs they would
+ * feel (rising by two from the first measured no better).  A D2H
  * copy queues up to four transfers ahead of its copy-outs, so the link never
  * waits for the CPU during the rise: it rises PLAN_RISE_D2H throughout.
  *
