@@ -368,13 +368,21 @@ find_torch_python() {
   return 1
 }
 
+# device_torch [WHY]: the python with torch for a check that needs a device
+# and torch, on stdout; else (the emulator, or no torch) the check's verdict
+# is written and it fails, so that the check returns 0 at once:
+#   local tp; tp=$(device_torch) || return 0
+device_torch() {
+  [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 1; }
+  find_torch_python || { verdict SKIP; note "no python with torch${1:+ ($1)}"; return 1; }
+}
+
 # torch_gpt ALLOC_CONF: the small GPT with and without the shim.  With no
 # backend in ALLOC_CONF (check torch_gpt) the run without the shim is on
 # torch's native allocator and the shim's, as users run it, on the
 # cudaMallocAsync backend the shim adds: the cost of its default.
 torch_gpt() {
-  [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
-  local tp; tp=$(find_torch_python) || { verdict SKIP; note "no python with torch"; return 0; }
+  local tp; tp=$(device_torch) || return 0
   local conf=$1
   PYTORCH_CUDA_ALLOC_CONF=$conf "$tp" tests/gpu/gpt_small.py > "$OUT/logs/$CHECK.plain.out" || return 1
   env $(shim_env) PYTORCH_CUDA_ALLOC_CONF=$conf "$tp" tests/gpu/gpt_small.py > "$OUT/logs/$CHECK.shim.out" || return 1
@@ -407,8 +415,7 @@ PY
 # (TRAINSHIM=0: interposition only); plain again last, so the spread of the
 # two plain runs says how much of a difference is noise.
 check_torch_cost() {
-  [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
-  local tp; tp=$(find_torch_python) || { verdict SKIP; note "no python with torch"; return 0; }
+  local tp; tp=$(device_torch) || return 0
   local name envs row="" hdr=""
   for name in plain shim log_off copy_off passthrough plain2; do
     case $name in
@@ -460,8 +467,7 @@ PY
 # allocator, on expandable segments, and served by trainshim, at 1024 tokens
 # and at random lengths.
 check_torch_mem() {
-  [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
-  local tp; tp=$(find_torch_python) || { verdict SKIP; note "no python with torch"; return 0; }
+  local tp; tp=$(device_torch) || return 0
   TORCH_ON_GPU=1 TORCH_PYTHON=$tp bash tests/bench/bench_torch_gpt.sh > "$OUT/logs/torch_mem.out" 2>&1 || return 1
   py - "$OUT/logs/torch_mem.out" "$RES" <<'PY'
 import re, sys
@@ -486,8 +492,7 @@ PY
 # on the real driver: CPU ns per tensor, trainshim-served (log off, logging)
 # against torch's native caching allocator, four processes driven in turn.
 check_torch_churn() {
-  [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
-  local tp; tp=$(find_torch_python) || { verdict SKIP; note "no python with torch"; return 0; }
+  local tp; tp=$(device_torch) || return 0
   # four torch processes start per set (about 25 s on an H200 host); 2 sets
   TORCH_ON_GPU=1 TORCH_PYTHON=$tp CHURN_SETS=${CHURN_SETS:-2} CHURN_ROUNDS=${CHURN_ROUNDS:-40} PYTHONUNBUFFERED=1 \
     bash tests/bench/bench_torch_churn.sh > "$OUT/logs/torch_churn.out" 2>&1 || return 1
@@ -509,8 +514,7 @@ PY
 }
 
 check_nccl() {
-  [ "$MODE" = emu ] && { verdict NEEDS_DEVICE; return 0; }
-  local tp; tp=$(find_torch_python) || { verdict SKIP; note "no python with torch (its wheel brings NCCL)"; return 0; }
+  local tp; tp=$(device_torch "its wheel brings NCCL") || return 0
   env $(shim_env) "$tp" tests/gpu/nccl_one.py > "$OUT/logs/nccl.out" || return 1
   local l; l=$(sed -n 's/^allreduce //p' "$OUT/logs/nccl.out")
   fig "all_reduce result correct" "$(kv "$l" correct)" "" yes "$([ "$(kv "$l" correct)" = yes ] && echo PASS || echo FAIL)"
