@@ -5,7 +5,9 @@
  * the one before ended, whatever the worker thread's wake-up costs.  A copy
  * enqueued after the link went idle starts when it runs (the link waited for
  * the program), and one queued behind a host function that takes 3 ms starts
- * after that function (its time is not link time).  Windows are read from
+ * after that function (its time is not link time), while an event recorded
+ * between two copies (as the shim's copy engine records one after each
+ * piece) takes no time: they stay back to back.  Windows are read from
  * the activity records the emulated CUPTI gets (start_ns). */
 #include <cuda.h>
 #include <stdint.h>
@@ -85,12 +87,25 @@ int main(void)
     if (nrecs == 7)
         EXPECT(starts[6] >= starts[5] + WINDOW_NS + 3000000);
 
+    /* an event recorded between two queued copies: still back to back */
+    CUevent ev;
+    REQUIRE(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    REQUIRE(cuMemcpyHtoDAsync(d, host, MIB, s));
+    REQUIRE(cuEventRecord(ev, s));
+    REQUIRE(cuMemcpyHtoDAsync(d + MIB, (char *)host + MIB, MIB, s));
+    REQUIRE(cuStreamSynchronize(s));
+    EXPECT(nrecs == 9);
+    if (nrecs == 9)
+        EXPECT(starts[8] == starts[7] + WINDOW_NS);
+    REQUIRE(cuEventDestroy(ev));
+
     emuSetActivityHook(NULL);
     REQUIRE(cuMemFree(d));
     REQUIRE(cuMemFreeHost(host));
     REQUIRE(cuStreamDestroy(s));
     if (failures)
         return 1;
-    printf("ok: back-to-back link windows for queued copies, none across idle time or a host function\n");
+    printf("ok: back-to-back link windows for queued copies (an event between them too), none across idle "
+           "time or a host function\n");
     return 0;
 }
