@@ -129,9 +129,9 @@ static void case_overwrite_and_read(const char *name, cudaStream_t s, bool async
 }
 
 /* Synchronous H2D copies right behind a kernel on the legacy stream (still
- * running: the engine stages pieces ahead while the stream drains), from one
- * source rewritten after each call: each lands after the kernel before it,
- * with the bytes the source held at its call. */
+ * running when the call starts: the engine drains the stream first), from
+ * one source rewritten after each call: each lands after the kernel before
+ * it, with the bytes the source held at its call. */
 static void case_sync_behind_work(void)
 {
     size_t n = 3 * CHUNK + 123;
