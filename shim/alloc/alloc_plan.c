@@ -696,22 +696,34 @@ static void room_unsettled(ts_pool *p, int kind, uint64_t addr, uint64_t size)
 }
 
 /* The start of the lowest range from `from` up that can be taken, or
- * UINT64_MAX. */
+ * UINT64_MAX.  For a planned block, a range that would leave a hole
+ * smaller than TS_PLAN_MIN below the next block in use is passed over
+ * while a higher one fits exactly or leaves more: no planned block fits
+ * such a hole, so it would stay empty with its pages mapped while its
+ * neighbours live (with random batch shapes, some forty of them at the
+ * peak).  The lowest such range is taken when no other fits below the top. */
 static uint64_t lowest_range(ts_pool *p, int kind, uint64_t from, uint64_t rsize, uint64_t stream)
 {
-    uint64_t start = 0;
+    uint64_t start = 0, holed = UINT64_MAX;
     bool run = false;
     for (ts_block *b = p->arena[kind].first; b; b = b->next) {
-        if (!takeable(p, b, stream) || b->addr + b->size <= from) {
-            run = false;
+        if (takeable(p, b, stream) && b->addr + b->size > from) {
+            if (!run)
+                start = b->addr > from ? b->addr : from, run = true;
             continue;
         }
-        if (!run)
-            start = b->addr > from ? b->addr : from, run = true;
-        if (b->addr + b->size - start >= rsize)
-            return start;
+        if (run && b->addr - start >= rsize) {
+            uint64_t left = b->addr - start - rsize;
+            if (kind != TS_KIND_PLANNED || left == 0 || left >= TS_PLAN_MIN)
+                return start;
+            if (holed == UINT64_MAX)
+                holed = start;
+        }
+        run = false;
     }
-    return UINT64_MAX;
+    if (holed != UINT64_MAX)
+        return holed;
+    return run && p->arena[kind].base + p->arena[kind].size - start >= rsize ? start : UINT64_MAX;
 }
 
 /* Takes the lowest range from `from` up, once the fences are polled

@@ -243,6 +243,38 @@ static void first_step_extras(void)
     finish(p, f);
 }
 
+/* Before a plan, a planned block takes the lowest free range unless that
+ * leaves a hole smaller than any planned block (under TS_PLAN_MIN) below
+ * the next block in use, and a higher range fits exactly: the hole would
+ * stay empty, its pages mapped, while its neighbours live.  With no such
+ * range, the lowest one that fits is still taken before the top. */
+static void no_small_holes(void)
+{
+    ts_fake_provider *f;
+    ts_pool *p = mk(&f, 1024 * MiB, 0, 0, TS_GROW_STEP_PLAN);
+    ts_pool_stream_add(p, STREAM);
+    static const uint64_t mib[] = { 10, 5, 10, 4, 10 };
+    uint64_t b[5], x, y;
+    for (int i = 0; i < 5; i++)
+        CHECK(ts_pool_alloc(p, mib[i] * MiB, STREAM, 0, &b[i]) == TS_ALLOC_OK, "block %d", i);
+    CHECK(b[1] == b[0] + 10 * MiB && b[3] == b[2] + 10 * MiB, "blocks not side by side");
+    ts_pool_free(p, b[1], STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_free(p, b[3], STREAM, TS_FF_STREAM_ORDERED);
+    CHECK(ts_pool_alloc(p, 4 * MiB, STREAM, 0, &x) == TS_ALLOC_OK, "x");
+    CHECK(x == b[3], "a 4 MiB block went to +%lu MiB, not to the 4 MiB range at +%lu (the 5 MiB one at +%lu "
+          "leaves a 1 MiB hole)", (unsigned long)((x - b[0]) / MiB), (unsigned long)((b[3] - b[0]) / MiB),
+          (unsigned long)((b[1] - b[0]) / MiB));
+    CHECK(ts_pool_alloc(p, 4 * MiB, STREAM, 0, &y) == TS_ALLOC_OK, "y");
+    CHECK(y == b[1], "with no exact range left, a 4 MiB block went to +%lu MiB, not to the lowest fit +%lu",
+          (unsigned long)((y - b[0]) / MiB), (unsigned long)((b[1] - b[0]) / MiB));
+    check(p, "no small holes");
+    for (int i = 0; i < 5; i += 2)
+        ts_pool_free(p, b[i], STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_free(p, x, STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_free(p, y, STREAM, TS_FF_STREAM_ORDERED);
+    finish(p, f);
+}
+
 static void sleep_ms(long ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -310,6 +342,7 @@ int main(void)
     steady_state(0);
     steady_state(TS_GROW_STEP_PLAN);
     first_step_extras();
+    no_small_holes();
     idle_threshold(0);
     idle_threshold(5 * 1000000ull);
     limit_moves();
