@@ -46,7 +46,9 @@
 #define BUF_MIN TS_LOG_BUFFER_MIN
 #define BUF_MAX TS_LOG_BUFFER_MAX
 /* Buffers beyond the per-thread ones exist only while the writer thread lags;
- * past this total an owner writes its own full buffer synchronously. */
+ * past this total an owner writes its own full buffer synchronously.  A
+ * thread's first buffer is not held to it (at TRAINSHIM_LOG_BUFFER's
+ * largest, one buffer is the whole total), only to BUF_COUNT_MAX. */
 #define BUF_TOTAL_MAX_BYTES (64ull << 20)
 #define BUF_COUNT_MAX 4096
 
@@ -104,6 +106,9 @@ static __thread struct tbuf *tls_buf __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
 static __thread bool tls_opening;
 static __thread bool tls_in_signal; /* inside the signal-time flush */
+/* A thread that found no buffer after waiting drops its records (counted)
+ * without waiting again until this CLOCK_MONOTONIC time. */
+static __thread uint64_t tls_starved_until;
 
 /* ------------------------------------------------------------ small helpers */
 static inline uint32_t my_tid(void)
@@ -499,10 +504,13 @@ static void thread_exit(void *p)
         sem_post(&g_wake);
 }
 
-static struct tbuf *new_buffer(void)
+/* A new buffer: a thread's first (first_of_thread), or one more while the
+ * writer lags. */
+static struct tbuf *new_buffer(bool first_of_thread)
 {
     uint64_t bytes = sizeof(struct tbuf) + g_buf_cap;
-    if (atomic_load(&g_nbufs) >= BUF_COUNT_MAX || atomic_load(&g_buf_bytes) + bytes > BUF_TOTAL_MAX_BYTES)
+    if (atomic_load(&g_nbufs) >= BUF_COUNT_MAX
+        || (!first_of_thread && atomic_load(&g_buf_bytes) + bytes > BUF_TOTAL_MAX_BYTES))
         return NULL;
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
@@ -543,7 +551,7 @@ static struct tbuf *refill(uint32_t len)
     if (b) {
         struct tbuf *f = NULL;
         if (g_writer_running && !(f = take_free_buffer()))
-            f = new_buffer();
+            f = new_buffer(false);
         if (f) {
             f->pred = b;
             f->pred_gen = atomic_load(&b->gen);
@@ -569,9 +577,11 @@ static struct tbuf *refill(uint32_t len)
     } else {
         b = take_free_buffer();
         if (!b)
-            b = new_buffer();
-        /* a new thread past every limit waits for the writer to recycle one */
-        for (int i = 0; !b && i < 2000 && g_writer_running; i++) {
+            b = new_buffer(true);
+        /* a new thread past every limit waits for the writer to recycle one,
+         * once a second at most: not at each of its records */
+        uint64_t now = b ? 0 : ts_clock_mono_ns();
+        for (int i = 0; !b && i < 2000 && g_writer_running && now >= tls_starved_until; i++) {
             sem_post(&g_wake);
             struct timespec d = { 0, 50000 };
             nanosleep(&d, NULL);
@@ -579,6 +589,8 @@ static struct tbuf *refill(uint32_t len)
         }
         if (b)
             b->pred = NULL;
+        else if (now >= tls_starved_until)
+            tls_starved_until = now + 1000000000ull;
     }
     tls_buf = b;
     if (!b)

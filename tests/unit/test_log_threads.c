@@ -1,11 +1,15 @@
 /* Many threads log concurrently through small buffers (so buffers are handed
  * over all the time) while the main thread keeps calling the signal-safe
  * flush: every event arrives exactly once, each thread's events in its own
- * order, and threads that exit hand over their partly filled buffers. */
+ * order, and threads that exit hand over their partly filled buffers.  The
+ * same again (this program re-executed) with TRAINSHIM_LOG_BUFFER at its
+ * largest, where one thread's buffer is the whole total that extra buffers
+ * are held to: every thread still gets its own, in time. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -42,15 +46,38 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int main(void)
+/* This program with TRAINSHIM_LOG_BUFFER=64MiB, in a minute at most (a
+ * thread that found no buffer once waited 0.2 s at each of its records). */
+static void largest_buffers(char **argv)
 {
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("TEST_LOG_BUFFER", "64MiB", 1);
+        alarm(60);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "fork");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "with 64 MiB buffers: %s %d",
+          WIFSIGNALED(st) ? "killed by signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    const char *buffer = getenv("TEST_LOG_BUFFER");
+    if (!buffer) {
+        largest_buffers(argv);
+        buffer = "4096";
+    }
     char dir[] = "/tmp/ts_log_thr.XXXXXX";
     if (!mkdtemp(dir))
         return 1;
     char path[300];
     snprintf(path, sizeof path, "%s/threads.log", dir);
     setenv("TRAINSHIM_LOG", path, 1);
-    setenv("TRAINSHIM_LOG_BUFFER", "4096", 1);
+    setenv("TRAINSHIM_LOG_BUFFER", buffer, 1);
 
     ts_ev_error(-1, 0); /* main thread opens the log */
     pthread_t t[THREADS];
@@ -101,7 +128,7 @@ int main(void)
             CHECK(tid[i] != tid[j], "threads %d and %d share tid", i, j);
     }
     CHECK(log.end_records_dropped == 0, "dropped %llu", (unsigned long long)log.end_records_dropped);
-    printf("%zu events from %d threads\n", log.n_events, THREADS);
+    printf("%zu events from %d threads, TRAINSHIM_LOG_BUFFER=%s\n", log.n_events, THREADS, buffer);
     tslog_free(&log);
     unlink(path);
     rmdir(dir);
