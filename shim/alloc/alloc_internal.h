@@ -128,6 +128,9 @@ typedef struct ts_page {
 } ts_page;
 typedef struct ts_segment {
     uint64_t base, size;
+    /* expandable: no page at or above this address was ever mapped (walks
+     * over a free run stop there: an arena's tail is most of its range) */
+    uint64_t mapped_end;
     int kind;
     struct ts_segment *sprev, *snext;
     ts_block *first;

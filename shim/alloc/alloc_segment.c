@@ -164,7 +164,7 @@ int ts_seg_init_arenas(ts_pool *p)
                                                             total - small - large } };
     for (int k = 0; k < TS_NKINDS; k++) {
         ts_segment *s = &p->arena[k];
-        s->base = bounds[k][0];
+        s->base = s->mapped_end = bounds[k][0];
         s->size = bounds[k][1];
         s->kind = k;
         if (!s->size)
@@ -258,6 +258,10 @@ static int map_handle(ts_pool *p, uint64_t i, uint64_t h)
     p->pages[i].handle = h;
     p->pages[i].mapped = 1;
     p->mapped_count++;
+    uint64_t va = p->va_base + i * p->gran;
+    for (int k = 0; k < TS_NKINDS; k++)
+        if (va - p->arena[k].base < p->arena[k].size && va + p->gran > p->arena[k].mapped_end)
+            p->arena[k].mapped_end = va + p->gran;
     return TS_PROV_OK;
 }
 
@@ -389,7 +393,7 @@ static ts_block *file_free_run(ts_pool *p, ts_block *b)
         uint64_t end = b->addr + b->size;
         uint64_t at = p->va_base + ((b->addr - p->va_base) / g + 1) * g;
         while (at < end && mapped_at(p, at) == m)
-            at += g;
+            at = !m && at >= b->seg->mapped_end ? end : at + g;
         /* a record the slab cannot give leaves the run whole: unmapped
          * somewhere, it goes to uindex, whose growth maps what is missing */
         ts_block *rest = at < end ? ts_block_split(&p->slab, b, at - b->addr) : NULL;
@@ -673,6 +677,9 @@ int ts_seg_take_run(ts_pool *p, ts_block *first, uint64_t addr, uint64_t size, t
 uint64_t ts_seg_mapped_run(ts_pool *p, uint64_t addr, uint64_t size)
 {
     uint64_t g = p->gran, end = addr + size, best = 0, run = 0;
+    for (int k = 0; k < TS_NKINDS; k++)
+        if (addr - p->arena[k].base < p->arena[k].size && end > p->arena[k].mapped_end)
+            end = addr > p->arena[k].mapped_end ? addr : p->arena[k].mapped_end; /* none mapped above */
     for (uint64_t a = addr; a < end;) {
         uint64_t i = (a - p->va_base) / g;
         uint64_t pe = p->va_base + (i + 1) * g;
