@@ -34,8 +34,10 @@
  *
  * Moving in: at adoption the pages the plan lacks move there from idle
  * pages it does not need, and until it settles moves take those first.
- * Blocks of the steps before still lie where they were put; a request
- * whose range they hold goes where the plan leaves room while it lives.
+ * Blocks of the steps before still lie where they were put: the packing
+ * keeps the requests of the plan's first period clear of those still live
+ * (plan_old) when that costs no page; a request whose range one holds all
+ * the same goes where the plan leaves room while it lives.
  * Nothing is unmapped: the reserved peak was reached before the plan.
  * Everything here runs under the pool's lock, on the slow path only (these
  * blocks never go through the thread caches). */
@@ -334,23 +336,48 @@ static size_t plan_obstacles(ts_pool *p, uint64_t first_ord, span *out, size_t c
     return n;
 }
 
+/* A block of the period before the plan, live when it is adopted (a
+ * gradient the next step's forward pass outlives, the logits a variable
+ * holds): where the steps before put it, until `until`, its death as a
+ * position in the plan's first period.  The requests made before then are
+ * placed clear of it, so the plan's first step meets none of the blocks
+ * before it in its way (and moves no page for one that missed its place);
+ * later ones may use its range.  Its own slot's next block comes after it
+ * (a slot's lifetime is at most the period). */
+typedef struct {
+    span at;
+    uint64_t until;
+} plan_old;
+
+/* What a packing must keep clear of: the blocks that stay, and those of
+ * the period before while they live. */
+typedef struct {
+    const span *obst;
+    size_t nobst;
+    const plan_old *old;
+    size_t nold;
+} plan_fixed;
+
 /* Greedy packing from address base: each slot in `order`, the largest
- * first, at the lowest address clear of the obstacles and of every placed
- * slot whose lifetime meets its own.  Returns the end of the highest. */
-static uint64_t pack_from(plan_slot *sl, const uint32_t *order, uint64_t n, uint64_t base, const span *obst,
-                          size_t nobst, span *taken)
+ * first, at the lowest address clear of fx and of every placed slot whose
+ * lifetime meets its own.  Returns the end of the highest. */
+static uint64_t pack_from(plan_slot *sl, const uint32_t *order, uint64_t n, uint64_t base,
+                          const plan_fixed *fx, span *taken)
 {
     uint64_t end = base;
     for (uint64_t i = 0; i < n; i++) {
         plan_slot *s = &sl[order[i]];
-        if (nobst)
-            memcpy(taken, obst, nobst * sizeof *obst);
-        size_t nt = nobst;
+        if (fx->nobst)
+            memcpy(taken, fx->obst, fx->nobst * sizeof *fx->obst);
+        size_t nt = fx->nobst;
         for (uint64_t j = 0; j < i; j++) {
             const plan_slot *o = &sl[order[j]];
             if (arcs_meet(s, o, n))
                 taken[nt++] = (span){ o->addr, o->addr + o->rsize };
         }
+        for (size_t j = 0; j < fx->nold; j++)
+            if (s->a < fx->old[j].until)
+                taken[nt++] = fx->old[j].at;
         s->addr = lowest_fit(taken, nt, base, s->rsize);
         if (s->addr + s->rsize > end)
             end = s->addr + s->rsize;
@@ -405,39 +432,56 @@ static uint64_t plan_cost(const ts_pool *p, const plan_slot *sl, uint64_t n, con
     return used;
 }
 
-/* Addresses for the slots, in a window above the blocks that stay (pages
- * are what memory costs, not addresses: the holes between the blocks that
- * stay are given back, and a window free of them packs to the lifetimes'
- * peak), or above most of them, or among them: whichever needs the fewest
- * pages.
- * False if memory for the work is short or the plan does not fit; *end
- * gets the end of the highest slot, *footprint its distance from the
- * window. */
-static bool plan_pack(ts_pool *p, plan_slot *sl, uint64_t n, uint64_t first_ord, uint64_t *end_out,
-                      uint64_t *footprint)
+/* The three windows' bases and the obstacles inside each (obst[from..]):
+ * above every block that stays, above most of them, from the arena's base. */
+static void plan_windows(const ts_pool *p, const span *obst, size_t nobst, uint64_t window[3], size_t from[3])
 {
-    const ts_segment *arena = &p->arena[TS_KIND_PLANNED];
-    size_t ocap = p->live_blocks + 1;
-    span *obst = malloc(ocap * sizeof *obst), *taken = malloc((ocap + n) * sizeof *taken);
-    uint32_t *order = malloc(n * sizeof *order);
-    plan_slot *best = malloc(n * sizeof *best);
-    bool ok = obst && taken && order && best;
-    size_t nobst = ok ? plan_obstacles(p, first_ord, obst, ocap) : 0, most = 0;
-    uint64_t window[3] = { arena->base, window_over_most(p, obst, nobst, &most), arena->base };
-    size_t from[3] = { nobst, most, 0 }; /* obstacles inside each window: obst[from..] */
+    size_t most = 0;
+    window[1] = window_over_most(p, obst, nobst, &most);
+    window[0] = window[2] = p->arena[TS_KIND_PLANNED].base;
+    from[0] = nobst, from[1] = most, from[2] = 0;
     for (size_t i = 0; i < nobst; i++)
         if (obst[i].hi > window[0])
             window[0] = ts_round_up(obst[i].hi, p->gran);
-    uint64_t best_end = UINT64_MAX, best_window = arena->base, best_cost = UINT64_MAX, best_lack = UINT64_MAX;
+}
+
+/* Addresses for the slots, in a window above the blocks that stay (pages
+ * are what memory costs, not addresses: the holes between the blocks that
+ * stay are given back, and a window free of them packs to the lifetimes'
+ * peak), or above most of them, or among them, each packed clear of the
+ * period before's live blocks (old) or not: whichever needs the fewest
+ * pages; of those, one clear of old (its first period meets none of them),
+ * then the one lacking the fewest pages now.
+ * False if memory for the work is short or the plan does not fit; *end
+ * gets the end of the highest slot, *footprint its distance from the
+ * window. */
+static bool plan_pack(ts_pool *p, plan_slot *sl, uint64_t n, uint64_t first_ord, const plan_old *old,
+                      size_t nold, uint64_t *end_out, uint64_t *footprint)
+{
+    const ts_segment *arena = &p->arena[TS_KIND_PLANNED];
+    size_t ocap = p->live_blocks + 1, from[3];
+    span *obst = malloc(ocap * sizeof *obst), *taken = malloc((ocap + n + nold) * sizeof *taken);
+    uint32_t *order = malloc(n * sizeof *order);
+    plan_slot *best = malloc(n * sizeof *best);
+    bool ok = obst && taken && order && best, best_clear = false;
+    size_t nobst = ok ? plan_obstacles(p, first_ord, obst, ocap) : 0;
+    uint64_t window[3], best_end = UINT64_MAX, best_window = arena->base, best_cost = UINT64_MAX,
+                        best_lack = UINT64_MAX;
+    plan_windows(p, obst, nobst, window, from);
     for (uint32_t k = 0; ok && k < n; k++)
         order[k] = k;
     if (ok)
         qsort_r(order, n, sizeof *order, slot_order, sl);
-    for (int w = 0; ok && w < 3; w++) {
-        uint64_t end = pack_from(sl, order, n, window[w], obst + from[w], nobst - from[w], taken);
+    for (int v = 0; ok && v < 6; v++) {
+        int w = v % 3;
+        bool clear = v < 3 && nold;
+        plan_fixed fx = { obst + from[w], nobst - from[w], old, clear ? nold : 0 };
+        uint64_t end = pack_from(sl, order, n, window[w], &fx, taken);
         uint64_t lack = 0, cost = plan_cost(p, sl, n, obst, nobst, &lack);
-        if (cost < best_cost || (cost == best_cost && lack < best_lack)) {
+        if (cost < best_cost
+            || (cost == best_cost && (clear > best_clear || (clear == best_clear && lack < best_lack)))) {
             best_cost = cost;
+            best_clear = clear;
             best_lack = lack;
             memcpy(best, sl, n * sizeof *sl);
             best_end = end;
@@ -491,6 +535,25 @@ static void plan_settle(ts_pool *p)
     p->grow_settled = true;
 }
 
+/* The blocks of the last period (allocations c0 on, slot ord - first) still
+ * live, with their deaths in the plan's first period; NULL (none) when
+ * memory is short: the plan's first step then finds some in its way. */
+static plan_old *plan_olds(ts_pool *p, const plan_slot *sl, uint64_t n, uint64_t first, uint64_t c0,
+                           size_t *nold)
+{
+    plan_old *old = malloc((p->live_blocks + 1) * sizeof *old);
+    *nold = 0;
+    for (ts_block *b = p->arena[TS_KIND_PLANNED].first; old && b; b = b->next) {
+        if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_LIVE || b->ord < c0 || b->ord - first >= n)
+            continue;
+        const plan_slot *s = &sl[b->ord - first];
+        /* dies at its slot's end, a period on; one the template has dead
+         * already is taken for the whole first period */
+        old[(*nold)++] = (plan_old){ { b->addr, b->addr + b->size }, s->f > n ? s->f - n : n };
+    }
+    return old;
+}
+
 /* The template of candidate c, a streak of a whole period after request o,
  * becomes the plan for the allocations from o+1 on, over its cycles. */
 static void plan_adopt(ts_pool *p, int c, uint64_t o)
@@ -509,7 +572,11 @@ static void plan_adopt(ts_pool *p, int c, uint64_t o)
     uint64_t n = t.p * t.cycles, first = o + 1 - n, end = 0, footprint = 0;
     plan_slot *sl = plan_slots(pl, &t);
     free(t.idx);
-    if (!sl || !plan_pack(p, sl, n, t.c0, &end, &footprint)) {
+    size_t nold = 0;
+    plan_old *old = sl ? plan_olds(p, sl, n, first, t.c0, &nold) : NULL;
+    bool packed = sl && plan_pack(p, sl, n, t.c0, old, nold, &end, &footprint);
+    free(old);
+    if (!packed) {
         free(sl);
         pl->st.failed++;
         return;
