@@ -543,6 +543,28 @@ static struct tbuf *take_free_buffer(void)
  * the writer thread and take a free (or new) one; when there is none (the
  * writer lags and the memory bound is reached) or no writer thread, write its
  * own buffer out and keep it. */
+/* A thread's first buffer: a free one, a new one, or (past every limit)
+ * one the writer recycles while it waits, once a second at most: not at
+ * each of its records.  NULL: none. */
+static struct tbuf *first_buffer(void)
+{
+    struct tbuf *b = take_free_buffer();
+    if (!b)
+        b = new_buffer(true);
+    uint64_t now = b ? 0 : ts_clock_mono_ns();
+    for (int i = 0; !b && i < 2000 && g_writer_running && now >= tls_starved_until; i++) {
+        sem_post(&g_wake);
+        struct timespec d = { 0, 50000 };
+        nanosleep(&d, NULL);
+        b = take_free_buffer();
+    }
+    if (b)
+        b->pred = NULL;
+    else if (now >= tls_starved_until)
+        tls_starved_until = now + 1000000000ull;
+    return b;
+}
+
 static struct tbuf *refill(uint32_t len)
 {
     struct tbuf *b = tls_buf;
@@ -575,22 +597,7 @@ static struct tbuf *refill(uint32_t len)
             return b;
         }
     } else {
-        b = take_free_buffer();
-        if (!b)
-            b = new_buffer(true);
-        /* a new thread past every limit waits for the writer to recycle one,
-         * once a second at most: not at each of its records */
-        uint64_t now = b ? 0 : ts_clock_mono_ns();
-        for (int i = 0; !b && i < 2000 && g_writer_running && now >= tls_starved_until; i++) {
-            sem_post(&g_wake);
-            struct timespec d = { 0, 50000 };
-            nanosleep(&d, NULL);
-            b = take_free_buffer();
-        }
-        if (b)
-            b->pred = NULL;
-        else if (now >= tls_starved_until)
-            tls_starved_until = now + 1000000000ull;
+        b = first_buffer();
     }
     tls_buf = b;
     if (!b)
