@@ -472,9 +472,10 @@ static bool plan_pack(ts_pool *p, plan_slot *sl, uint64_t n, uint64_t first_ord,
         order[k] = k;
     if (ok)
         qsort_r(order, n, sizeof *order, slot_order, sl);
-    for (int v = 0; ok && v < 6; v++) {
+    /* with no old block, packing clear of them would repeat the three others */
+    for (int v = nold ? 0 : 3; ok && v < 6; v++) {
         int w = v % 3;
-        bool clear = v < 3 && nold;
+        bool clear = v < 3;
         plan_fixed fx = { obst + from[w], nobst - from[w], old, clear ? nold : 0 };
         uint64_t end = pack_from(sl, order, n, window[w], &fx, taken);
         uint64_t lack = 0, cost = plan_cost(p, sl, n, obst, nobst, &lack);

@@ -245,6 +245,15 @@ static int take_idle_handle(ts_pool *p, uint64_t *h, bool any)
     return TS_PROV_OK;
 }
 
+/* The arena holding address va, or NULL. */
+static ts_segment *arena_at(ts_pool *p, uint64_t va)
+{
+    for (int k = 0; k < TS_NKINDS; k++)
+        if (va - p->arena[k].base < p->arena[k].size)
+            return &p->arena[k];
+    return NULL;
+}
+
 /* Maps handle h (counted in reserved) at page i; on failure the handle goes
  * back to the driver, uncounted.  Returns the driver's answer. */
 static int map_handle(ts_pool *p, uint64_t i, uint64_t h)
@@ -258,10 +267,9 @@ static int map_handle(ts_pool *p, uint64_t i, uint64_t h)
     p->pages[i].handle = h;
     p->pages[i].mapped = 1;
     p->mapped_count++;
-    uint64_t va = p->va_base + i * p->gran;
-    for (int k = 0; k < TS_NKINDS; k++)
-        if (va - p->arena[k].base < p->arena[k].size && va + p->gran > p->arena[k].mapped_end)
-            p->arena[k].mapped_end = va + p->gran;
+    ts_segment *a = arena_at(p, p->va_base + i * p->gran);
+    if (a && p->va_base + (i + 1) * p->gran > a->mapped_end)
+        a->mapped_end = p->va_base + (i + 1) * p->gran;
     return TS_PROV_OK;
 }
 
@@ -677,9 +685,9 @@ int ts_seg_take_run(ts_pool *p, ts_block *first, uint64_t addr, uint64_t size, t
 uint64_t ts_seg_mapped_run(ts_pool *p, uint64_t addr, uint64_t size)
 {
     uint64_t g = p->gran, end = addr + size, best = 0, run = 0;
-    for (int k = 0; k < TS_NKINDS; k++)
-        if (addr - p->arena[k].base < p->arena[k].size && end > p->arena[k].mapped_end)
-            end = addr > p->arena[k].mapped_end ? addr : p->arena[k].mapped_end; /* none mapped above */
+    const ts_segment *arena = arena_at(p, addr);
+    if (arena && end > arena->mapped_end) /* none mapped above */
+        end = addr > arena->mapped_end ? addr : arena->mapped_end;
     for (uint64_t a = addr; a < end;) {
         uint64_t i = (a - p->va_base) / g;
         uint64_t pe = p->va_base + (i + 1) * g;

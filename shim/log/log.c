@@ -539,10 +539,6 @@ static struct tbuf *take_free_buffer(void)
     return NULL;
 }
 
-/* The calling thread needs room for len bytes: hand its full buffer over to
- * the writer thread and take a free (or new) one; when there is none (the
- * writer lags and the memory bound is reached) or no writer thread, write its
- * own buffer out and keep it. */
 /* A thread's first buffer: a free one, a new one, or (past every limit)
  * one the writer recycles while it waits, once a second at most: not at
  * each of its records.  NULL: none. */
@@ -565,6 +561,10 @@ static struct tbuf *first_buffer(void)
     return b;
 }
 
+/* The calling thread needs room for len bytes: hand its full buffer over to
+ * the writer thread and take a free (or new) one; when there is none (the
+ * writer lags and the memory bound is reached) or no writer thread, write its
+ * own buffer out and keep it. */
 static struct tbuf *refill(uint32_t len)
 {
     struct tbuf *b = tls_buf;
