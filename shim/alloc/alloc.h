@@ -123,7 +123,8 @@ typedef struct ts_alloc_stats {
     uint64_t live_blocks, segments, mapped_pages, idle_pages;
     uint64_t allocs, frees, cache_hits, thread_cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
-    uint64_t live_bytes, peak_live_bytes; /* live stream-ordered blocks, peak exact on every path */
+    uint64_t live_bytes,
+        peak_live_bytes; /* bytes requested by live stream-ordered blocks, peak exact on every path */
 } ts_alloc_stats;
 
 /* The step plan of the expandable mode (alloc_plan.c). */
@@ -165,8 +166,9 @@ int ts_pool_stream_set_capturing(ts_pool *p, uint64_t stream, bool capturing);
  * after their fences. */
 int ts_pool_trim(ts_pool *p);
 void ts_pool_stats(ts_pool *p, ts_alloc_stats *out);
-/* Restarts the peaks from now: peak reserved = reserved, peak live = live
- * (a memory pool's *_HIGH attributes set to 0). */
+/* Restarts the usage attributes' peaks (ts_pool_usage_of) from now: peak
+ * reserved = reserved, peak live = live (a memory pool's *_HIGH attributes
+ * set to 0).  ts_pool_stats' peaks stay the whole run's. */
 void ts_pool_reset_peaks(ts_pool *p, bool reserved, bool live);
 /* The four figures of a memory pool's usage attributes, cheaply (no walk
  * of the free blocks as ts_pool_stats makes): reserved and its peak (both

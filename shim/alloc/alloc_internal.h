@@ -218,12 +218,13 @@ struct ts_pool {
      * live synchronous blocks (alloc_stats.c), its peak, and the reserved
      * figure it was last noted at */
     uint64_t pool_reserved_peak, pool_noted_reserved;
-    /* Bytes of live stream-ordered blocks (allocation stream not
+    /* Bytes requested by live stream-ordered blocks (allocation stream not
      * TS_STREAM_NONE) and their peak, exact on every path (the thread caches'
      * hits and frees included): a default memory pool's used figures, which
      * must match the driver's to the byte (its pool holds no cudaMalloc
-     * memory). */
-    uint64_t live_bytes, live_peak;
+     * memory).  sync_live: the live synchronous blocks' bytes (block sizes),
+     * which its reserved figures leave out. */
+    uint64_t live_bytes, live_peak, sync_live;
     uint64_t live_blocks, allocs, frees, cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
     uint64_t idle_queries; /* stream_idle calls (provider) */
@@ -320,7 +321,7 @@ void ts_plan_stats_get(const ts_pool *p, ts_plan_stats *o);
 
 /* alloc_tcache.c */
 /* 1: served; 0: miss; TS_TC_STALE (below). */
-int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr);
+int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t requested, uint64_t stream, uint64_t *ptr);
 bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream);
 /* A synchronous free (cfg.sync_thread_cache): stamped with the fence epoch. */
 bool ts_tcache_free_sync(ts_pool *p, ts_block *b, uint64_t stream);
@@ -363,23 +364,30 @@ static inline void ts_stats_note(ts_pool *p)
         if ((node)->next)                                                                                    \
             (node)->next->prev = (node)->prev;                                                               \
     } while (0)
-/* A block of `size` bytes allocated on `stream` went live / stopped being
- * live (any thread, no lock); synchronous ones are not counted. */
-static inline void ts_live_add(ts_pool *p, uint64_t size, uint64_t stream)
+/* A block of `size` bytes allocated on `stream` for `requested` bytes went
+ * live / stopped being live (any thread, no lock).  A stream-ordered one
+ * counts the bytes asked for, not its rounded size: a pool's used-memory
+ * attributes (torch's memory_allocated under cudaMallocAsync) count exactly
+ * those on the driver; a synchronous one counts its size in sync_live. */
+static inline void ts_live_add(ts_pool *p, uint64_t size, uint64_t requested, uint64_t stream)
 {
-    if (stream == TS_STREAM_NONE)
+    if (stream == TS_STREAM_NONE) {
+        __atomic_add_fetch(&p->sync_live, size, __ATOMIC_RELAXED);
         return;
-    uint64_t now = __atomic_add_fetch(&p->live_bytes, size, __ATOMIC_RELAXED);
+    }
+    uint64_t now = __atomic_add_fetch(&p->live_bytes, requested, __ATOMIC_RELAXED);
     uint64_t peak = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
     while (now > peak
            && !__atomic_compare_exchange_n(&p->live_peak, &peak, now, true, __ATOMIC_RELAXED,
                                            __ATOMIC_RELAXED)) {
     }
 }
-static inline void ts_live_sub(ts_pool *p, uint64_t size, uint64_t stream)
+static inline void ts_live_sub(ts_pool *p, uint64_t size, uint64_t requested, uint64_t stream)
 {
-    if (stream != TS_STREAM_NONE)
-        __atomic_sub_fetch(&p->live_bytes, size, __ATOMIC_RELAXED);
+    if (stream == TS_STREAM_NONE)
+        __atomic_sub_fetch(&p->sync_live, size, __ATOMIC_RELAXED);
+    else
+        __atomic_sub_fetch(&p->live_bytes, requested, __ATOMIC_RELAXED);
 }
 
 /* provider calls, counted */

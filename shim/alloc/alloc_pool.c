@@ -418,16 +418,16 @@ bool ts_pool_alloc_cached(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *
     if (!p || size == 0 || size > (1ull << 52) || p->cfg.no_thread_cache)
         return false;
     uint64_t rsize = ts_round_up(size, TS_ALLOC_ALIGN);
-    int hit = ts_tcache_alloc(p, rsize, stream, ptr);
+    int hit = ts_tcache_alloc(p, rsize, size, stream, ptr);
     if (hit == TS_TC_STALE) {
         pthread_mutex_lock(&p->lock);
         ts_fence_refresh(p);
         pthread_mutex_unlock(&p->lock);
-        hit = ts_tcache_alloc(p, rsize, stream, ptr);
+        hit = ts_tcache_alloc(p, rsize, size, stream, ptr);
     }
     if (hit != 1)
         return false;
-    ts_live_add(p, rsize, stream); /* a thread cache holds blocks of exactly rsize */
+    ts_live_add(p, rsize, size, stream);
     return true;
 }
 
@@ -444,9 +444,9 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
         return TS_ALLOC_OOM;
     uint64_t rsize = ts_round_up(size, TS_ALLOC_ALIGN);
     bool tc = !(flags & TS_AF_CAPTURING) && !p->cfg.no_thread_cache;
-    int hit = tc ? ts_tcache_alloc(p, rsize, stream, ptr) : 0;
+    int hit = tc ? ts_tcache_alloc(p, rsize, size, stream, ptr) : 0;
     if (hit == 1) {
-        ts_live_add(p, rsize, stream);
+        ts_live_add(p, rsize, size, stream);
         return TS_ALLOC_OK;
     }
     pthread_mutex_lock(&p->lock);
@@ -455,8 +455,8 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
          * check makes all of them reusable (the next pairs hit again) */
         ts_fence_refresh(p);
         pthread_mutex_unlock(&p->lock);
-        if (ts_tcache_alloc(p, rsize, stream, ptr) == 1) {
-            ts_live_add(p, rsize, stream);
+        if (ts_tcache_alloc(p, rsize, size, stream, ptr) == 1) {
+            ts_live_add(p, rsize, size, stream);
             return TS_ALLOC_OK;
         }
         pthread_mutex_lock(&p->lock);
@@ -487,7 +487,7 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
             p->allocs--;
             rc = TS_ALLOC_ERROR;
         } else {
-            ts_live_add(p, b->size, stream);
+            ts_live_add(p, b->size, b->requested, stream);
             ts_stats_note(p);
             if (p->reserved != p->pool_noted_reserved)
                 ts_stats_note_pool(p);
@@ -528,7 +528,7 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
         ts_block *b = ts_map_find(&p->map, ptr);
         if (b && __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE) {
             __atomic_store_n(&b->state, TS_B_TCACHED, __ATOMIC_RELAXED);
-            ts_live_sub(p, b->size, b->stream);
+            ts_live_sub(p, b->size, b->requested, b->stream);
             free_to_cache(p, b, stream, so);
             return TS_ALLOC_OK;
         }
@@ -539,7 +539,7 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
         ts_map_unlock(s);
         return TS_ALLOC_INVALID;
     }
-    ts_live_sub(p, b->size, b->stream);
+    ts_live_sub(p, b->size, b->requested, b->stream);
     if (cached) {
         __atomic_store_n(&b->state, TS_B_TCACHED, __ATOMIC_RELAXED);
         ts_map_unlock(s);

@@ -65,12 +65,10 @@ void ts_pool_stats(ts_pool *p, ts_alloc_stats *o)
  * reserved bytes less those of live synchronous blocks.  CUDA counts in a
  * pool only the memory behind its stream-ordered allocations, and a
  * library's cudaMalloc (cuBLAS's workspace, say) is in none; trainshim
- * serves both from the same pages, so the synchronous ones are taken out:
- * held bytes less the thread caches' and the live stream-ordered ones. */
+ * serves both from the same pages, so the synchronous ones are taken out. */
 static uint64_t pool_reserved_locked(ts_pool *p)
 {
-    uint64_t other = ts_tcache_bytes(p) + __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED);
-    uint64_t sync_live = p->held > other ? p->held - other : 0;
+    uint64_t sync_live = __atomic_load_n(&p->sync_live, __ATOMIC_RELAXED);
     return p->reserved > sync_live ? p->reserved - sync_live : 0;
 }
 
@@ -99,11 +97,11 @@ void ts_pool_usage_of(ts_pool *p, ts_pool_usage *o)
 void ts_pool_reset_peaks(ts_pool *p, bool reserved, bool live)
 {
     pthread_mutex_lock(&p->lock);
-    if (reserved) {
-        p->peak_reserved = p->reserved;
-        p->held_at_peak = p->held;
+    /* the attributes' peaks only: the pool's own (ts_pool_stats, the
+     * report's peak reserved) are the whole run's, whatever the program
+     * resets (torch.cuda.reset_peak_memory_stats sets both to 0) */
+    if (reserved)
         p->pool_reserved_peak = pool_reserved_locked(p);
-    }
     if (live)
         __atomic_store_n(&p->live_peak, __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
     pthread_mutex_unlock(&p->lock);

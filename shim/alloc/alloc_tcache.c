@@ -152,7 +152,7 @@ static void honour_flush(ts_pool *p, ts_tcache *tc)
     pthread_mutex_unlock(&p->lock);
 }
 
-int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr)
+int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t requested, uint64_t stream, uint64_t *ptr)
 {
     ts_tcache *tc = get_tc(p, false);
     if (!tc || size > TC_MAX_BLOCK)
@@ -179,6 +179,7 @@ int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr)
         sl->size[w] = 0;
         sl->block[w] = NULL;
         __atomic_store_n(&b->state, TS_B_LIVE, __ATOMIC_RELAXED);
+        b->requested = requested;
         __atomic_store_n(&tc->bytes, tc->bytes - size, __ATOMIC_RELAXED);
         __atomic_store_n(&tc->hits, tc->hits + 1, __ATOMIC_RELAXED);
         *ptr = b->addr;

@@ -89,7 +89,8 @@ int main(void)
           (unsigned long long)rt_attr(pool, cudaMemPoolAttrReservedMemCurrent));
     CHECK(rt_attr(pool, cudaMemPoolAttrReservedMemHigh) < (64 << 20), "reserved high with only cudaMalloc blocks: %llu",
           (unsigned long long)rt_attr(pool, cudaMemPoolAttrReservedMemHigh));
-    static const size_t sizes[] = { 4 << 20, 512, 8192, 3 << 20, 1 << 20, 96 << 10, 6 << 20, 1000, 24 << 20 };
+    /* some not a multiple of 256: used memory counts the bytes asked for */
+    static const size_t sizes[] = { 4 << 20, 512, 8192, (3 << 20) + 4, 100, 1 << 20, 96 << 10, 6 << 20, 1000, 24 << 20 };
     void *live[16];
     int n = 0;
     char tag[32];

@@ -37,7 +37,7 @@ struct emu_pool;
 struct pool_block {
     uintptr_t p;
     size_t cap;                 /* arena allocation size */
-    size_t used;                /* requested size rounded to 256 while live */
+    size_t used;                /* the requested size while live (USED_MEM_* count exact bytes, as the driver's do) */
     struct emu_pool *pool;      /* NULL for a graph allocation */
     int state;                  /* enum block_state */
     unsigned pending_frees;     /* queued free ops not yet executed */
@@ -201,7 +201,7 @@ static CUresult pool_alloc(struct emu_pool *pool, size_t size, CUstream stream, 
 {
     size_t cap;
     unsigned bin = bin_of(size, &cap);
-    size_t used = emu_round_up(size, EMU_ALIGN);
+    size_t used = size;
     pthread_mutex_lock(&pool->lock);
     struct pool_block *b;
     for (b = pool->bins[bin]; b; b = b->fnext) {
