@@ -15,8 +15,11 @@
  * (see command_line_case): torch.distributed (a launcher's WORLD_SIZE, a
  * multiprocessing worker, a script that creates its own process group),
  * whose NCCL process group takes a snapshot at teardown, and a script whose
- * own source calls torch's memory history or snapshots.  Which case applied
- * is logged with the first device pool (the report's RUN section). */
+ * own source calls torch's memory history or snapshots, shares CUDA tensors
+ * between processes, compiles with CUDA graphs or makes a torch.cuda.MemPool
+ * (each refused under cudaMallocAsync: shareIpcHandle, getCheckpointState,
+ * createOrIncrefPool).  Which case applied is logged with the first device
+ * pool (the report's RUN section). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,19 +123,67 @@ static int read_cmdline(char *buf, size_t n, const char **argv, int max_args)
     return argc;
 }
 
+/* text mentions any of words (NULL-terminated). */
+static bool mentions(const char *text, size_t len, const char *const *words)
+{
+    for (; *words; words++)
+        if (memmem(text, len, *words, strlen(*words)))
+            return true;
+    return false;
+}
+
+/* torch.compile with CUDA graphs: mode "reduce-overhead", "max-autotune"
+ * (which turns them on; not "max-autotune-no-cudagraphs"), the
+ * "cudagraphs" backend or inductor's triton.cudagraphs option.  Their graph
+ * trees checkpoint torch's allocator pool (getCheckpointState at every
+ * recording). */
+static bool compiles_graphs(const char *text, size_t len)
+{
+    static const char mode[] = "reduce-overhead";
+    if (memmem(text, len, mode, sizeof mode - 1))
+        return true;
+    static const char autotune[] = "max-autotune", graphs[] = "cudagraphs", no[] = "no-";
+    for (const char *p = text, *end = text + len;
+         (p = memmem(p, (size_t)(end - p), autotune, sizeof autotune - 1));) {
+        p += sizeof autotune - 1;
+        if ((size_t)(end - p) < 14 || memcmp(p, "-no-cudagraphs", 14))
+            return true;
+    }
+    for (const char *p = text, *end = text + len;
+         (p = memmem(p, (size_t)(end - p), graphs, sizeof graphs - 1));) {
+        if (p - text < 3 || memcmp(p - 3, no, 3))
+            return true;
+        p += sizeof graphs - 1;
+    }
+    return false;
+}
+
 /* What a Python source shows it needs of torch's own allocator: a process
  * group it creates itself (torch.distributed.init_process_group without a
- * launcher: see command_line_case), or calls torch refuses under
- * cudaMallocAsync with a RuntimeError: torch.cuda.memory's
- * _record_memory_history, memory_snapshot, _snapshot and what is built on
- * them (_dump_snapshot, _export_memory_snapshot).  A script that asks
- * get_allocator_backend() is taken to guard those calls itself. */
+ * launcher: see command_line_case), or what torch refuses under
+ * cudaMallocAsync with a RuntimeError: CUDA tensors shared between
+ * processes (torch.multiprocessing), CUDA graphs under torch.compile, a
+ * torch.cuda.MemPool, and torch.cuda.memory's _record_memory_history,
+ * memory_snapshot, _snapshot and what is built on them (_dump_snapshot,
+ * _export_memory_snapshot).  A script that asks get_allocator_backend() is
+ * taken to guard its history calls itself.  Mentions are enough: a script
+ * that imports torch.multiprocessing and never shares a CUDA tensor keeps
+ * torch's allocator too (less served, nothing refused). */
 static uint32_t source_case(const char *text, size_t len)
 {
     static const char *const calls[] = { "_record_memory_history", "memory_snapshot", "_snapshot(" };
+    static const char *const ipc[] = { "torch.multiprocessing", "torch import multiprocessing",
+                                       "_share_cuda_", NULL };
+    static const char *const mempool[] = { "MemPool", "use_mem_pool", NULL };
     static const char group[] = "init_process_group", guard[] = "get_allocator_backend";
     if (memmem(text, len, group, sizeof group - 1))
         return TS_TORCH_BACKEND_DISTRIBUTED;
+    if (mentions(text, len, ipc))
+        return TS_TORCH_BACKEND_IPC;
+    if (compiles_graphs(text, len))
+        return TS_TORCH_BACKEND_GRAPH_TREES;
+    if (mentions(text, len, mempool))
+        return TS_TORCH_BACKEND_MEMPOOL;
     if (memmem(text, len, guard, sizeof guard - 1))
         return 0;
     for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)

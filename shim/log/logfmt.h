@@ -675,6 +675,9 @@ enum ts_torch_backend_case {
     TS_TORCH_BACKEND_OFF = 6,         /* TRAINSHIM_TORCH_BACKEND=off */
     TS_TORCH_BACKEND_DISTRIBUTED = 7, /* torch.distributed (WORLD_SIZE, spawned worker, own group) */
     TS_TORCH_BACKEND_HISTORY = 8,     /* the script calls torch's memory history: left alone */
+    TS_TORCH_BACKEND_IPC = 9, /* the script uses torch.multiprocessing (CUDA tensors shared): left alone */
+    TS_TORCH_BACKEND_GRAPH_TREES = 10, /* torch.compile with CUDA graphs (graph trees): left alone */
+    TS_TORCH_BACKEND_MEMPOOL = 11,     /* the script uses torch.cuda.MemPool: left alone */
 };
 
 /* TS_REC_TORCH_BACKEND: conf_len bytes follow (the variable's value as the

@@ -9,7 +9,11 @@
 # test_torch_ddp_spawn), a script that creates a process group itself
 # (tests/torch/case_process_group.py, aborted without this rule) and a script whose own source calls torch's memory
 # history or snapshots, which torch refuses under cudaMallocAsync (the
-# script file and `python -c`).  The report's RUN section names the case, and
+# script file and `python -c`), or uses what torch also refuses there:
+# torch.multiprocessing (sharing CUDA tensors), torch.compile's CUDA graphs
+# (max-autotune-no-cudagraphs stays served), a torch.cuda.MemPool
+# (tests/torch/case_backend_refused.py: each is refused under the backend the
+# shim would add, and reaches the driver under the one it leaves).  The report's RUN section names the case, and
 # ADVICE explains what torch's allocator, when the user's or the script's
 # need, keeps from trainshim.  A program without torch just sees the variable.
 set -euo pipefail
@@ -56,6 +60,37 @@ check history_c "" native "-" "$HISTORY" -c "$(cat tests/torch/case_backend_hist
 for name in history history_c; do
   grep -qx "snapshot allocs 1" "$tmp/$name" || { echo "$name: the snapshot lacks the tensor:"; cat "$tmp/$name"; bad=1; }
 done
+# what else torch refuses under cudaMallocAsync: the script file as a whole,
+# then each section alone through -c (its function and the loop, named)
+REFUSED=tests/torch/case_backend_refused.py
+check refused_file "" native "-" "left alone: the script uses torch.multiprocessing" "$REFUSED"
+section() { # the file with only function $1 defined (the others' words left out)
+  python3 - "$REFUSED" "$1" <<'PY'
+import re, sys
+src, keep = open(sys.argv[1]).read(), sys.argv[2]
+out = []
+for block in re.split(r"\n(?=def |print\()", src):
+    name = re.match(r"def (\w+)", block)
+    if not name or name.group(1) == keep:
+        out.append(block)
+print("\n".join(l for l in "\n".join(out).splitlines() if not l.startswith("#")))
+PY
+}
+check refused_share "" native "-" "left alone: the script uses torch.multiprocessing" -c "$(section share)" share
+check refused_graphs "" native "-" "left alone: the script compiles with CUDA graphs" -c "$(section checkpoint)" checkpoint
+check refused_mempool "" native "-" "left alone: the script uses torch.cuda.MemPool" -c "$(section mempool)" mempool
+for name in refused_file refused_share refused_graphs refused_mempool; do
+  if grep -q " refused$" "$tmp/$name"; then echo "$name: torch refused a call under the backend left to it:"; cat "$tmp/$name"; bad=1; fi
+  grep -q "^- torch's own allocator (kept: the script" "$tmp/$name.report" || { echo "$name: no ADVICE line"; bad=1; }
+done
+# the same calls under the backend the shim adds are refused (what the rule avoids)
+torch_shim PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync TRAINSHIM_LOG=off -- "$REFUSED" > "$tmp/refused_async" 2>&1 || true
+[ "$(grep -c ' refused$' "$tmp/refused_async")" = 3 ] || { echo "under cudaMallocAsync torch did not refuse all three:"; cat "$tmp/refused_async"; bad=1; }
+# max-autotune without CUDA graphs is served
+check autotune_plain "" cudaMallocAsync "backend:cudaMallocAsync" "$ADDED" \
+  -c 'import os, torch; MODE = "max-autotune-no-cudagraphs"; torch.empty(1, device="cuda"); print("backend", torch._C._cuda_getAllocatorBackend()); print("conf", os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "-"))'
+check autotune "" native "-" "left alone: the script compiles with CUDA graphs" \
+  -c 'import os, torch; MODE = "max-autotune"; torch.empty(1, device="cuda"); print("backend", torch._C._cuda_getAllocatorBackend()); print("conf", os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "-"))' 
 for name in user_native user_expandable history history_c; do
   grep -q "^- torch's own allocator" "$tmp/$name.report" || { echo "$name: no ADVICE line"; bad=1; }
 done

@@ -71,6 +71,15 @@ static const char *torch_backend_text(uint32_t c)
     case TS_TORCH_BACKEND_HISTORY:
         return "left alone: the script calls torch's memory history or snapshots, which torch refuses under "
                "cudaMallocAsync";
+    case TS_TORCH_BACKEND_IPC:
+        return "left alone: the script uses torch.multiprocessing, and torch refuses to share CUDA tensors "
+               "between processes under cudaMallocAsync";
+    case TS_TORCH_BACKEND_GRAPH_TREES:
+        return "left alone: the script compiles with CUDA graphs (torch.compile reduce-overhead, "
+               "max-autotune "
+               "or cudagraphs), whose graph trees torch refuses under cudaMallocAsync";
+    case TS_TORCH_BACKEND_MEMPOOL:
+        return "left alone: the script uses torch.cuda.MemPool, which torch refuses under cudaMallocAsync";
     default: return "unknown";
     }
 }
@@ -90,6 +99,15 @@ static void torch_backend_advice(const struct tslog *log, char *out, size_t n)
                  "torch's own allocator (kept: the script calls torch's memory history or snapshots, refused "
                  "under cudaMallocAsync) keeps tensors out of trainshim's reach; `trainshim export --type "
                  "memory-snapshot` draws the memory_viz picture from trainshim's log");
+    else if (c == TS_TORCH_BACKEND_IPC || c == TS_TORCH_BACKEND_GRAPH_TREES || c == TS_TORCH_BACKEND_MEMPOOL)
+        snprintf(
+            out, n,
+            "torch's own allocator (kept: the script %s, refused under cudaMallocAsync) keeps tensors out "
+            "of trainshim's reach; where the script does not need it, "
+            "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync lets trainshim serve each tensor",
+            c == TS_TORCH_BACKEND_IPC           ? "uses torch.multiprocessing"
+            : c == TS_TORCH_BACKEND_GRAPH_TREES ? "compiles with CUDA graphs"
+                                                : "uses torch.cuda.MemPool");
 }
 
 static void text_run(FILE *f, const struct tslog *log)

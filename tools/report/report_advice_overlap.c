@@ -70,6 +70,9 @@ static bool torch_caches(const struct tslog *log)
     case TS_TORCH_BACKEND_NATIVE: return true;
     case TS_TORCH_BACKEND_OFF:
     case TS_TORCH_BACKEND_HISTORY:
+    case TS_TORCH_BACKEND_IPC:
+    case TS_TORCH_BACKEND_GRAPH_TREES:
+    case TS_TORCH_BACKEND_MEMPOOL:
     case TS_TORCH_BACKEND_DISTRIBUTED: /* left alone: torch's own choice stands */
         return !strcasestr(conf, "expandable_segments:true") && !strcasestr(conf, "cudaMallocAsync");
     default: return false;
