@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,19 +47,25 @@ static struct backing {
     size_t nspare, spare_cap;
 } backings[EMU_MAX_DEVICES + 1] = { [0 ... EMU_MAX_DEVICES] = { .fd = -1 } };
 
-/* slot: a device ordinal, or EMU_VMM_HOST_SLOT */
+/* slot: a device ordinal, or EMU_VMM_HOST_SLOT.  Its memfd, made once. */
+static bool backing_open(int slot)
+{
+    struct backing *b = &backings[slot];
+    if (b->fd >= 0) return true;
+    char name[32];
+    if (slot == EMU_VMM_HOST_SLOT) snprintf(name, sizeof name, "emu-vmm-backing-host");
+    else snprintf(name, sizeof name, "emu-vmm-backing-d%d", slot);
+    int f = memfd_create(name, MFD_CLOEXEC);
+    if (f < 0) return false;
+    if (ftruncate(f, (off_t)BACKING_BYTES) != 0) { close(f); return false; }
+    b->fd = f;
+    return true;
+}
+
 static bool backing_take(int slot, uint64_t size, int *fd, uint64_t *off)
 {
     struct backing *b = &backings[slot];
-    if (b->fd < 0) {
-        char name[32];
-        if (slot == EMU_VMM_HOST_SLOT) snprintf(name, sizeof name, "emu-vmm-backing-host");
-        else snprintf(name, sizeof name, "emu-vmm-backing-d%d", slot);
-        int f = memfd_create(name, MFD_CLOEXEC);
-        if (f < 0) return false;
-        if (ftruncate(f, (off_t)BACKING_BYTES) != 0) { close(f); return false; }
-        b->fd = f;
-    }
+    if (!backing_open(slot)) return false;
     /* the most recently released range of this size (all 2 MiB, typically) */
     for (size_t i = b->nspare; i-- > 0;) {
         if (b->spare[i].size != size) continue;
@@ -87,6 +94,27 @@ static void backing_give(int slot, uint64_t off, uint64_t size)
         b->spare_cap = cap;
     }
     b->spare[b->nspare++] = (struct backing_range){ off, size };
+}
+
+/* ---- descriptors of handles with their own memfd (exportable, imported).
+ * A real driver makes a descriptor only at export; here each such handle
+ * holds one from creation, so a program mapping tens of GiB in exportable
+ * 2 MiB handles (trainshim's pool asks for them, for IPC) would take every
+ * descriptor the process may open, and then its own files fail to open.
+ * An exportable handle is refused (CUDA_ERROR_OUT_OF_MEMORY, as a failed
+ * memfd would be) once it would leave fewer than an eighth of the limit
+ * (at least 64) to the program; the caller falls back to a non-exportable
+ * handle, carved from the device's shared backing. */
+static uint32_t own_fds;
+
+static void own_fd_count(int delta) { __atomic_add_fetch(&own_fds, (uint32_t)delta, __ATOMIC_RELAXED); }
+
+static bool own_fd_allowed(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return true;
+    uint64_t reserve = rl.rlim_cur / 8 > 64 ? rl.rlim_cur / 8 : 64;
+    return (uint64_t)__atomic_load_n(&own_fds, __ATOMIC_RELAXED) + reserve < rl.rlim_cur;
 }
 
 struct emu_vmm_handle *emu_vmm_handle_get(CUmemGenericAllocationHandle hv)
@@ -155,8 +183,12 @@ void emu_vmm_handle_maybe_destroy(struct emu_vmm_handle *h)
         if (f) { free_idx = f; free_cap = cap; }
     }
     if (nfree < free_cap) free_idx[nfree++] = h->index;
-    if (h->shared_fd) backing_give(slot_of(h), h->fd_offset, h->size);
-    else close(h->fd);
+    if (h->shared_fd) {
+        backing_give(slot_of(h), h->fd_offset, h->size);
+    } else {
+        close(h->fd);
+        own_fd_count(-1);
+    }
     if (h->charged) uncharge(h);
     free(h);
 }
@@ -222,17 +254,26 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
     h->fd = -1;
     if (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
         /* Its own memfd, exportable; the name carries what an importing
-         * process needs to know (d<dev> device-located, h<node> host). */
+         * process needs to know (d<dev> device-located, h<node> host).  A
+         * real driver makes the descriptor only at export, so a process
+         * creating exportable handles past its open-file limit gets
+         * CUDA_ERROR_OUT_OF_MEMORY here where a GPU would not: the shared
+         * backing is opened first, so that non-exportable handles (what a
+         * caller falls back to) still work then. */
+        pthread_rwlock_wrlock(&emu_vmm_lock);
+        backing_open(slot_of(h));
+        pthread_rwlock_unlock(&emu_vmm_lock);
         char name[64];
         snprintf(name, sizeof name, "emu-vmm-%c%d-t%u", h->host ? 'h' : 'd', prop->location.id,
                  (unsigned)prop->requestedHandleTypes);
-        h->fd = memfd_create(name, MFD_CLOEXEC);
+        h->fd = own_fd_allowed() ? memfd_create(name, MFD_CLOEXEC) : -1;
         if (h->fd >= 0 && ftruncate(h->fd, (off_t)size) != 0) { close(h->fd); h->fd = -1; }
         if (h->fd < 0) {
             uncharge(h);
             free(h);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
+        own_fd_count(1);
     }
     pthread_rwlock_wrlock(&emu_vmm_lock);
     bool ok = true;
@@ -244,7 +285,10 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
     if (ok) *handle = emu_vmm_handle_value(h);
     pthread_rwlock_unlock(&emu_vmm_lock);
     if (!ok) {
-        if (!h->shared_fd && h->fd >= 0) close(h->fd);
+        if (!h->shared_fd && h->fd >= 0) {
+            close(h->fd);
+            own_fd_count(-1);
+        }
         uncharge(h);
         free(h);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -337,6 +381,7 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
     if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
     h->fd = fcntl(in_fd, F_DUPFD_CLOEXEC, 0);   /* the caller keeps (and closes) its fd */
     if (h->fd < 0) { free(h); return CUDA_ERROR_OUT_OF_MEMORY; }
+    own_fd_count(1);
     h->size = (size_t)st.st_size;
     h->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     h->prop.requestedHandleTypes = (CUmemAllocationHandleType)types;
@@ -351,6 +396,7 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
     pthread_rwlock_unlock(&emu_vmm_lock);
     if (!ok) {
         close(h->fd);
+        own_fd_count(-1);
         free(h);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
