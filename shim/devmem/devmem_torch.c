@@ -142,11 +142,12 @@ static bool compiles_graphs(const char *text, size_t len)
     static const char mode[] = "reduce-overhead";
     if (memmem(text, len, mode, sizeof mode - 1))
         return true;
-    static const char autotune[] = "max-autotune", graphs[] = "cudagraphs", no[] = "no-";
+    static const char autotune[] = "max-autotune", without[] = "-no-cudagraphs", graphs[] = "cudagraphs",
+                      no[] = "no-";
     for (const char *p = text, *end = text + len;
          (p = memmem(p, (size_t)(end - p), autotune, sizeof autotune - 1));) {
         p += sizeof autotune - 1;
-        if ((size_t)(end - p) < 14 || memcmp(p, "-no-cudagraphs", 14))
+        if ((size_t)(end - p) < sizeof without - 1 || memcmp(p, without, sizeof without - 1))
             return true;
     }
     for (const char *p = text, *end = text + len;
@@ -171,7 +172,7 @@ static bool compiles_graphs(const char *text, size_t len)
  * torch's allocator too (less served, nothing refused). */
 static uint32_t source_case(const char *text, size_t len)
 {
-    static const char *const calls[] = { "_record_memory_history", "memory_snapshot", "_snapshot(" };
+    static const char *const history[] = { "_record_memory_history", "memory_snapshot", "_snapshot(", NULL };
     static const char *const ipc[] = { "torch.multiprocessing", "torch import multiprocessing",
                                        "_share_cuda_", NULL };
     static const char *const mempool[] = { "MemPool", "use_mem_pool", NULL };
@@ -186,10 +187,7 @@ static uint32_t source_case(const char *text, size_t len)
         return TS_TORCH_BACKEND_MEMPOOL;
     if (memmem(text, len, guard, sizeof guard - 1))
         return 0;
-    for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
-        if (memmem(text, len, calls[i], strlen(calls[i])))
-            return TS_TORCH_BACKEND_HISTORY;
-    return 0;
+    return mentions(text, len, history) ? TS_TORCH_BACKEND_HISTORY : 0;
 }
 
 static uint32_t file_case(const char *path)
