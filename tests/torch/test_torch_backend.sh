@@ -86,11 +86,12 @@ done
 # the same calls under the backend the shim adds are refused (what the rule avoids)
 torch_shim PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync TRAINSHIM_LOG=off -- "$REFUSED" > "$tmp/refused_async" 2>&1 || true
 [ "$(grep -c ' refused$' "$tmp/refused_async")" = 3 ] || { echo "under cudaMallocAsync torch did not refuse all three:"; cat "$tmp/refused_async"; bad=1; }
-# max-autotune without CUDA graphs is served
+# max-autotune without CUDA graphs is served; with them, not
+SHOW='torch.empty(1, device="cuda"); print("backend", torch._C._cuda_getAllocatorBackend()); print("conf", os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "-"))'
 check autotune_plain "" cudaMallocAsync "backend:cudaMallocAsync" "$ADDED" \
-  -c 'import os, torch; MODE = "max-autotune-no-cudagraphs"; torch.empty(1, device="cuda"); print("backend", torch._C._cuda_getAllocatorBackend()); print("conf", os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "-"))'
+  -c "import os, torch; MODE = \"max-autotune-no-cudagraphs\"; $SHOW"
 check autotune "" native "-" "left alone: the script compiles with CUDA graphs" \
-  -c 'import os, torch; MODE = "max-autotune"; torch.empty(1, device="cuda"); print("backend", torch._C._cuda_getAllocatorBackend()); print("conf", os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "-"))' 
+  -c "import os, torch; MODE = \"max-autotune\"; $SHOW"
 for name in user_native user_expandable history history_c; do
   grep -q "^- torch's own allocator" "$tmp/$name.report" || { echo "$name: no ADVICE line"; bad=1; }
 done

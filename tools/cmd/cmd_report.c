@@ -75,9 +75,9 @@ static const char *torch_backend_text(uint32_t c)
         return "left alone: the script uses torch.multiprocessing, and torch refuses to share CUDA tensors "
                "between processes under cudaMallocAsync";
     case TS_TORCH_BACKEND_GRAPH_TREES:
-        return "left alone: the script compiles with CUDA graphs (torch.compile reduce-overhead, "
-               "max-autotune "
-               "or cudagraphs), whose graph trees torch refuses under cudaMallocAsync";
+        return "left alone: the script compiles with CUDA graphs (torch.compile "
+               "reduce-overhead, max-autotune or cudagraphs), whose graph trees torch refuses under "
+               "cudaMallocAsync";
     case TS_TORCH_BACKEND_MEMPOOL:
         return "left alone: the script uses torch.cuda.MemPool, which torch refuses under cudaMallocAsync";
     default: return "unknown";
