@@ -34,3 +34,16 @@ int ts_current_device(void)
         return -1;
     return (int)d;
 }
+
+int ts_stream_device(uint64_t stream)
+{
+    if (stream <= (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD)
+        return ts_current_device();
+    ts_cuda_fn_cuStreamGetDevice get = TS_CUDA_REAL(cuStreamGetDevice);
+    CUdevice d = -1;
+    if (!get) /* a driver before 12.8: the current device, as before */
+        return ts_current_device();
+    if (get((CUstream)(uintptr_t)stream, &d) != CUDA_SUCCESS)
+        return -1;
+    return (int)d;
+}

@@ -53,4 +53,8 @@ static inline void *ts_cuda_real(int id)
 /* Device of the calling thread's current context (-1 if none), asked of the
  * real driver (cuCtxGetDevice). */
 int ts_current_device(void);
+/* Device a stream's work runs on: a created stream's own (cuStreamGetDevice),
+ * the current context's for the default streams (0, cudaStreamLegacy,
+ * cudaStreamPerThread); -1 if the driver cannot tell. */
+int ts_stream_device(uint64_t stream);
 #endif

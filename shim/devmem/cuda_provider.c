@@ -2,7 +2,18 @@
  * (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap,
  * cuMemRelease), plain cuMemAlloc/cuMemFree for the caching and off modes,
  * and events as fences (kept in a free list: no cuEventCreate per fence).
- * The function table comes from the caller; nothing is resolved here. */
+ * The function table comes from the caller; nothing is resolved here.
+ *
+ * Contexts.  The program may act on this device while another device is
+ * current (cudaMallocAsync on this device's stream, cudaFree of its pointer).
+ * The calls that act in the current context get the right one:
+ *   - cuMemAlloc/cuMemFree, and a fence on a default stream (0, legacy,
+ *     per-thread: the current context's), run with this device's context,
+ *     its primary one pushed when another device's is current;
+ *   - a fence on a created stream is an event of that stream's context
+ *     ("hEvent and hStream must be from the same context"), which may be
+ *     another device's (a free ordered on another device's stream).
+ * Each spare event remembers its context; a fence takes one of its own. */
 #include "devmem/cuda_provider.h"
 
 #include <stdlib.h>
@@ -10,13 +21,28 @@
 
 bool ts_cuda_pages_exportable;
 
+/* A fence: an event and the context it was created in (the pool holds a
+ * pointer to it). */
+struct c_fence {
+    CUevent ev;
+    CUcontext ctx;
+    struct c_fence *next; /* spare or unused list */
+};
+#define FENCE_SLAB 64
+struct c_slab {
+    struct c_slab *next;
+    struct c_fence f[FENCE_SLAB];
+};
+
 struct ts_cuda_provider {
     ts_cuda_fns fn;
     ts_page_provider table;
     int device;
     CUmemAllocationProp prop; /* requestedHandleTypes: POSIX fd while the driver takes it */
-    CUevent *spare;           /* released events, reused by fence_record */
-    size_t nspare, capspare;
+    CUcontext primary;        /* the device's primary context, retained when first pushed */
+    struct c_fence *spare;    /* released fences, event kept (any context) */
+    struct c_fence *unused;   /* slots without an event */
+    struct c_slab *slabs;
 };
 
 static int status(CUresult r)
@@ -99,13 +125,47 @@ static int c_set_access(void *ctx, uint64_t va, uint64_t size)
     return status(c->fn.cuMemSetAccess(va, size, &d, 1));
 }
 
+/* This device's context current for a call that acts in the current one:
+ * nothing when it is (or when the caller gave no context entry points),
+ * else its primary context pushed (*pushed; device_leave pops it). */
+static int device_enter(ts_cuda_provider *c, bool *pushed)
+{
+    *pushed = false;
+    CUdevice d = -1;
+    if (!c->fn.cuCtxGetDevice || !c->fn.cuCtxPushCurrent || !c->fn.cuCtxPopCurrent
+        || !c->fn.cuDevicePrimaryCtxRetain)
+        return TS_PROV_OK;
+    if (c->fn.cuCtxGetDevice(&d) == CUDA_SUCCESS && d == c->device)
+        return TS_PROV_OK;
+    if (!c->primary && c->fn.cuDevicePrimaryCtxRetain(&c->primary, c->device) != CUDA_SUCCESS) {
+        c->primary = NULL;
+        return TS_PROV_ERROR;
+    }
+    if (c->fn.cuCtxPushCurrent(c->primary) != CUDA_SUCCESS)
+        return TS_PROV_ERROR;
+    *pushed = true;
+    return TS_PROV_OK;
+}
+
+static void device_leave(ts_cuda_provider *c, bool pushed)
+{
+    CUcontext popped;
+    if (pushed)
+        c->fn.cuCtxPopCurrent(&popped);
+}
+
 static int c_seg_alloc(void *ctx, uint64_t size, uint64_t *ptr)
 {
     ts_cuda_provider *c = ctx;
     CUdeviceptr p = 0;
+    bool pushed;
     if (!c->fn.cuMemAlloc)
         return TS_PROV_ERROR;
-    int rc = status(c->fn.cuMemAlloc(&p, size));
+    int rc = device_enter(c, &pushed);
+    if (rc)
+        return rc;
+    rc = status(c->fn.cuMemAlloc(&p, size));
+    device_leave(c, pushed);
     *ptr = p;
     return rc;
 }
@@ -113,52 +173,117 @@ static int c_seg_alloc(void *ctx, uint64_t size, uint64_t *ptr)
 static int c_seg_free(void *ctx, uint64_t ptr)
 {
     ts_cuda_provider *c = ctx;
-    return c->fn.cuMemFree ? status(c->fn.cuMemFree(ptr)) : TS_PROV_ERROR;
+    bool pushed;
+    if (!c->fn.cuMemFree)
+        return TS_PROV_ERROR;
+    int rc = device_enter(c, &pushed);
+    if (rc)
+        return rc;
+    rc = status(c->fn.cuMemFree(ptr));
+    device_leave(c, pushed);
+    return rc;
+}
+
+/* The context a fence on stream must be created and recorded in, made
+ * current (*pushed when it had to be pushed); *in is that context. */
+static int stream_enter(ts_cuda_provider *c, uint64_t stream, CUcontext *in, bool *pushed)
+{
+    *pushed = false;
+    *in = NULL;
+    bool created = stream > (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD;
+    if (!created || !c->fn.cuStreamGetCtx) {
+        int rc = device_enter(c, pushed);
+        if (rc)
+            return rc;
+        if (*pushed)
+            *in = c->primary;
+        else if (c->fn.cuCtxGetCurrent && c->fn.cuCtxGetCurrent(in) != CUDA_SUCCESS)
+            *in = NULL;
+        return TS_PROV_OK;
+    }
+    CUcontext want = NULL, cur = NULL;
+    if (c->fn.cuStreamGetCtx((CUstream)(uintptr_t)stream, &want) != CUDA_SUCCESS)
+        return TS_PROV_ERROR;
+    *in = want;
+    if (c->fn.cuCtxGetCurrent && c->fn.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == want)
+        return TS_PROV_OK;
+    if (!c->fn.cuCtxPushCurrent || !c->fn.cuCtxPopCurrent || c->fn.cuCtxPushCurrent(want) != CUDA_SUCCESS)
+        return TS_PROV_ERROR;
+    *pushed = true;
+    return TS_PROV_OK;
+}
+
+/* A spare fence of context in, else a new one (its event created in the
+ * current context, which is in). */
+static struct c_fence *fence_take(ts_cuda_provider *c, CUcontext in)
+{
+    for (struct c_fence **pp = &c->spare; *pp; pp = &(*pp)->next)
+        if ((*pp)->ctx == in) {
+            struct c_fence *f = *pp;
+            *pp = f->next;
+            return f;
+        }
+    if (!c->unused) {
+        struct c_slab *s = calloc(1, sizeof *s);
+        if (!s)
+            return NULL;
+        s->next = c->slabs;
+        c->slabs = s;
+        for (int i = 0; i < FENCE_SLAB; i++) {
+            s->f[i].next = c->unused;
+            c->unused = &s->f[i];
+        }
+    }
+    struct c_fence *f = c->unused;
+    if (c->fn.cuEventCreate(&f->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        return NULL;
+    c->unused = f->next;
+    f->ctx = in;
+    return f;
 }
 
 static int c_fence_record(void *ctx, uint64_t stream, uint64_t *fence)
 {
     ts_cuda_provider *c = ctx;
-    CUevent e = NULL;
-    if (c->nspare)
-        e = c->spare[--c->nspare];
-    else if (c->fn.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-        return TS_PROV_ERROR;
-    CUresult r = c->fn.cuEventRecord(e, (CUstream)(uintptr_t)stream);
-    if (r != CUDA_SUCCESS) {
-        c->fn.cuEventDestroy(e);
-        return status(r);
+    CUcontext in;
+    bool pushed;
+    int rc = stream_enter(c, stream, &in, &pushed);
+    if (rc)
+        return rc;
+    struct c_fence *f = fence_take(c, in);
+    rc = f ? status(c->fn.cuEventRecord(f->ev, (CUstream)(uintptr_t)stream)) : TS_PROV_ERROR;
+    device_leave(c, pushed);
+    if (rc) {
+        if (f) {
+            c->fn.cuEventDestroy(f->ev);
+            f->next = c->unused;
+            c->unused = f;
+        }
+        return rc;
     }
-    *fence = (uint64_t)(uintptr_t)e;
+    *fence = (uint64_t)(uintptr_t)f;
     return TS_PROV_OK;
 }
 
 static int c_fence_query(void *ctx, uint64_t fence)
 {
-    CUresult r = ((ts_cuda_provider *)ctx)->fn.cuEventQuery((CUevent)(uintptr_t)fence);
+    CUevent e = ((struct c_fence *)(uintptr_t)fence)->ev;
+    CUresult r = ((ts_cuda_provider *)ctx)->fn.cuEventQuery(e);
     return r == CUDA_SUCCESS ? TS_FENCE_DONE : r == CUDA_ERROR_NOT_READY ? TS_FENCE_PENDING : -1;
 }
 
 static int c_fence_wait(void *ctx, uint64_t fence)
 {
-    return status(((ts_cuda_provider *)ctx)->fn.cuEventSynchronize((CUevent)(uintptr_t)fence));
+    CUevent e = ((struct c_fence *)(uintptr_t)fence)->ev;
+    return status(((ts_cuda_provider *)ctx)->fn.cuEventSynchronize(e));
 }
 
 static void c_fence_release(void *ctx, uint64_t fence)
 {
     ts_cuda_provider *c = ctx;
-    CUevent e = (CUevent)(uintptr_t)fence;
-    if (c->nspare == c->capspare) {
-        size_t n = c->capspare ? c->capspare * 2 : 64;
-        CUevent *s = realloc(c->spare, n * sizeof *s);
-        if (!s) {
-            c->fn.cuEventDestroy(e);
-            return;
-        }
-        c->spare = s;
-        c->capspare = n;
-    }
-    c->spare[c->nspare++] = e;
+    struct c_fence *f = (struct c_fence *)(uintptr_t)fence;
+    f->next = c->spare;
+    c->spare = f;
 }
 
 ts_cuda_provider *ts_cuda_provider_create(const ts_cuda_fns *fns, int device)
@@ -204,8 +329,14 @@ void ts_cuda_provider_destroy(ts_cuda_provider *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->nspare; i++)
-        c->fn.cuEventDestroy(c->spare[i]);
-    free(c->spare);
+    for (struct c_fence *f = c->spare; f; f = f->next)
+        c->fn.cuEventDestroy(f->ev);
+    while (c->slabs) {
+        struct c_slab *s = c->slabs;
+        c->slabs = s->next;
+        free(s);
+    }
+    if (c->primary && c->fn.cuDevicePrimaryCtxRelease)
+        c->fn.cuDevicePrimaryCtxRelease(c->device);
     free(c);
 }

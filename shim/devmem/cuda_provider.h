@@ -3,8 +3,10 @@
  * for the expandable mode, plain cuMemAlloc/cuMemFree for the caching and off
  * modes, events as fences.  The caller fills the table with the real driver
  * entry points (devmem.c from core/cuda_real.h, replay through
- * cuGetProcAddress); this file resolves nothing.  The calling thread must
- * have the device's context current. */
+ * cuGetProcAddress); this file resolves nothing.  With the context entry
+ * points given, any context may be current (cuda_provider.c says how the
+ * calls that act in the current one get the device's); without them the
+ * calling thread must have the device's context current. */
 #ifndef TRAINSHIM_CUDA_PROVIDER_H
 #define TRAINSHIM_CUDA_PROVIDER_H
 #include <cuda.h>
@@ -30,6 +32,15 @@ typedef struct ts_cuda_fns {
     CUresult (*cuEventQuery)(CUevent);
     CUresult (*cuEventSynchronize)(CUevent);
     CUresult (*cuEventDestroy)(CUevent); /* cuEventDestroy_v2 */
+    /* Contexts (all may be NULL: the caller keeps the device's context
+     * current, as the replay tool does). */
+    CUresult (*cuCtxGetDevice)(CUdevice *);
+    CUresult (*cuCtxGetCurrent)(CUcontext *);
+    CUresult (*cuCtxPushCurrent)(CUcontext);  /* cuCtxPushCurrent_v2 */
+    CUresult (*cuCtxPopCurrent)(CUcontext *); /* cuCtxPopCurrent_v2 */
+    CUresult (*cuStreamGetCtx)(CUstream, CUcontext *);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice); /* cuDevicePrimaryCtxRelease_v2 */
 } ts_cuda_fns;
 typedef struct ts_cuda_provider ts_cuda_provider;
 /* NULL if a needed entry point is missing (cuMemAlloc/cuMemFree may be NULL

@@ -21,9 +21,9 @@
  * cache, stamped with the pool's fence epoch, and the same thread's
  * cudaMalloc of that size takes it once a fence check begun after the free
  * found every stream idle (one check per full set of ways, see alloc.h).
- * The device is asked once per allocation (ts_current_device) and handed to the
- * hook's event; a free's event takes the device of the pool that owned the
- * block.  A synchronous allocation tries the thread cache before asking
+ * The device is asked once per allocation (the current one, or for a
+ * stream-ordered one its stream's: ts_stream_device) and handed to the hook's
+ * event; a free's event takes the device of the pool that owned the block.  A synchronous allocation tries the thread cache before asking
  * cuStreamIsCapturing: a cache hit makes no driver call that a capture could
  * object to. 
  *
@@ -281,14 +281,18 @@ void ts_dev_peer_enabled(int owner, int accessor)
 /* cuStreamQuery: one driver call per stream, where a fence costs a record,
  * a query and usually a wait (the event is rarely complete right after its
  * record).  A capturing stream is never queried (that would invalidate its
- * capture): it counts as busy. */
+ * capture): it counts as busy.  So does a default stream while another
+ * device is current: the query would ask that device's (the fence, recorded
+ * in this device's context, answers instead). */
 static int stream_idle(void *ctx, uint64_t stream)
 {
-    (void)ctx;
     if (stream == TS_DEV_NO_STREAM)
         return TS_FENCE_DONE;
     ts_cuda_fn_cuStreamQuery query = TS_CUDA_REAL(cuStreamQuery);
     if (!query || stream_capturing(stream))
+        return TS_FENCE_PENDING;
+    if (stream <= (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD
+        && ts_current_device() != ((struct devprov *)ctx)->dev)
         return TS_FENCE_PENDING;
     CUresult r = query((CUstream)(uintptr_t)stream);
     return r == CUDA_SUCCESS ? TS_FENCE_DONE : r == CUDA_ERROR_NOT_READY ? TS_FENCE_PENDING : -1;
@@ -312,6 +316,13 @@ static ts_cuda_provider *make_provider(int dev)
         .cuEventQuery = TS_CUDA_REAL(cuEventQuery),
         .cuEventSynchronize = TS_CUDA_REAL(cuEventSynchronize),
         .cuEventDestroy = TS_CUDA_REAL(cuEventDestroy_v2),
+        .cuCtxGetDevice = TS_CUDA_REAL(cuCtxGetDevice),
+        .cuCtxGetCurrent = TS_CUDA_REAL(cuCtxGetCurrent),
+        .cuCtxPushCurrent = TS_CUDA_REAL(cuCtxPushCurrent_v2),
+        .cuCtxPopCurrent = TS_CUDA_REAL(cuCtxPopCurrent_v2),
+        .cuStreamGetCtx = TS_CUDA_REAL(cuStreamGetCtx),
+        .cuDevicePrimaryCtxRetain = TS_CUDA_REAL(cuDevicePrimaryCtxRetain),
+        .cuDevicePrimaryCtxRelease = TS_CUDA_REAL(cuDevicePrimaryCtxRelease_v2),
     };
     return ts_cuda_provider_create(&f, dev);
 }
@@ -553,7 +564,9 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
     *devp = -1;
     if (size == 0 || alloc_off())
         return TS_DEV_PASS;
-    int dev = ts_current_device();
+    /* cudaMallocAsync: "the memory pool associated with the stream's device",
+     * whichever device is current */
+    int dev = async ? ts_stream_device(stream) : ts_current_device();
     *devp = dev;
     if (dev < 0)
         return TS_DEV_NO_CONTEXT;

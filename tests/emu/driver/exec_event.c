@@ -14,6 +14,7 @@
 struct emu_event {
     unsigned magic;
     unsigned flags;
+    int dev;                      /* the device of the context it was created in */
     pthread_mutex_t mu;
     uint64_t gen;                 /* bumped by every record */
     struct emu_stream *st;        /* latest record (NULL: never recorded) */
@@ -51,6 +52,7 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     }
     pthread_mutex_lock(&e->mu);
     e->flags = Flags;
+    e->dev = emu_current_device();
     e->gen++;          /* orphans any record still pending from a previous life */
     e->st = NULL;
     e->seq = 0;
@@ -92,6 +94,9 @@ static CUresult event_record(CUevent hEvent, CUstream h, unsigned flags, bool pt
     if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
     struct emu_stream *st = emu_stream_resolve(h, pt);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    /* "hEvent and hStream must be from the same context otherwise
+     * CUDA_ERROR_INVALID_HANDLE is returned" (cuEventRecord) */
+    if (st->dev != e->dev) return CUDA_ERROR_INVALID_HANDLE;
     struct emu_capture *c = __atomic_load_n(&st->capture, __ATOMIC_ACQUIRE);
     if (c) {
         /* In a capture a record is a dependency, not a time. */

@@ -2,7 +2,8 @@
  * device current at allocation: separate capacities and counters, separate
  * address ranges, the right ordinal in pointer attributes (also for VMM
  * memory of one device mapped in a reservation made while the other was
- * current), and per-device default pools. */
+ * current), per-device default pools (a stream-ordered allocation from its
+ * stream's device), and events recorded only on their own device's streams. */
 #include "driver/mem_testutil.h"
 
 #include <stdint.h>
@@ -87,6 +88,37 @@ int main(void)
     OK(cuMemPoolGetAttribute(p1, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
     EXPECT(used == (1 << 20));
     OK(cuMemFreeAsync(pa, s1));
+    OK(cuStreamSynchronize(s1));
+    /* the stream's device, not the current one: device 0 current */
+    OK(cuCtxSetCurrent(c0));
+    OK(cuMemAllocAsync(&pa, 1 << 20, s1));
+    EXPECT(ordinal_of(pa) == 1);
+    OK(cuMemPoolGetAttribute(p0, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
+    EXPECT(used == 0);
+    OK(cuMemFreeAsync(pa, s1));
+
+    /* events: recorded only on a stream of their own context's device;
+     * waited on from any device */
+    CUevent e0, e1;
+    CUstream s0;
+    OK(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
+    OK(cuEventCreate(&e0, CU_EVENT_DISABLE_TIMING));
+    EXPECT_RC(cuEventRecord(e0, s1), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_RC(cuEventRecordWithFlags(e0, s1, 0), CUDA_ERROR_INVALID_HANDLE);
+    OK(cuEventRecord(e0, s0));
+    OK(cuEventRecord(e0, NULL));
+    OK(cuCtxSetCurrent(c1));
+    EXPECT_RC(cuEventRecord(e0, NULL), CUDA_ERROR_INVALID_HANDLE);   /* device 1's legacy stream */
+    OK(cuEventCreate(&e1, CU_EVENT_DISABLE_TIMING));
+    OK(cuCtxSetCurrent(c0));
+    OK(cuEventRecord(e1, s1));                                         /* e1's device, another current */
+    OK(cuStreamWaitEvent(s0, e1, 0));
+    OK(cuEventSynchronize(e1));
+    OK(cuEventDestroy(e0));
+    OK(cuEventDestroy(e1));
+    OK(cuStreamSynchronize(s0));
+    OK(cuStreamDestroy(s0));
+    OK(cuCtxSetCurrent(c1));
     OK(cuStreamSynchronize(s1));
     OK(cuStreamDestroy(s1));
 
