@@ -230,15 +230,15 @@ CUresult ts_body_cuMemPoolTrimTo(int api, CUmemoryPool pool, size_t minBytesToKe
                       CUDA_SUCCESS);
 }
 
-/* A pooled block is an allocation of its own (the driver would name the
- * whole page mapping or segment). */
+/* A pooled block is an allocation of its own, found from any address in it
+ * (the driver would name the whole page mapping or segment). */
 CUresult ts_body_cuMemGetAddressRange_v2(int api, CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
     TS_HOOK_PROLOGUE(CUresult, cuMemGetAddressRange_v2, api, (pbase, psize, dptr));
     TS_OUTER_BEGIN(api);
     uint64_t base = 0, size = 0;
     CUresult r;
-    if (ts_dev_lookup(dptr, &base, &size)) {
+    if (ts_dev_range(dptr, &base, &size)) {
         if (pbase)
             *pbase = base;
         if (psize)
@@ -247,6 +247,45 @@ CUresult ts_body_cuMemGetAddressRange_v2(int api, CUdeviceptr *pbase, size_t *ps
     } else {
         r = real_(pbase, psize, dptr);
     }
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+/* The range attributes of a pooled pointer name its block, as
+ * cuMemGetAddressRange does (the driver's answer is the pool's mapping). */
+static void block_range_attribute(CUpointer_attribute attribute, void *data, CUdeviceptr ptr)
+{
+    uint64_t base = 0, size = 0;
+    if (!data
+        || (attribute != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR
+            && attribute != CU_POINTER_ATTRIBUTE_RANGE_SIZE)
+        || !ts_dev_range(ptr, &base, &size))
+        return;
+    if (attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+        *(CUdeviceptr *)data = base;
+    else
+        *(size_t *)data = size;
+}
+
+CUresult ts_body_cuPointerGetAttribute(int api, void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    TS_HOOK_PROLOGUE(CUresult, cuPointerGetAttribute, api, (data, attribute, ptr));
+    TS_OUTER_BEGIN(api);
+    CUresult r = real_(data, attribute, ptr);
+    if (r == CUDA_SUCCESS)
+        block_range_attribute(attribute, data, ptr);
+    TS_OUTER_END(api, r);
+    return r;
+}
+
+CUresult ts_body_cuPointerGetAttributes(int api, unsigned int numAttributes, CUpointer_attribute *attributes,
+                                        void **data, CUdeviceptr ptr)
+{
+    TS_HOOK_PROLOGUE(CUresult, cuPointerGetAttributes, api, (numAttributes, attributes, data, ptr));
+    TS_OUTER_BEGIN(api);
+    CUresult r = real_(numAttributes, attributes, data, ptr);
+    for (unsigned i = 0; r == CUDA_SUCCESS && attributes && data && i < numAttributes; i++)
+        block_range_attribute(attributes[i], data[i], ptr);
     TS_OUTER_END(api, r);
     return r;
 }

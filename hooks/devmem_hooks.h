@@ -47,6 +47,9 @@ CUresult ts_body_cuMemAllocAsync(int api, CUdeviceptr *dptr, size_t bytesize, CU
 CUresult ts_body_cuMemFreeAsync(int api, CUdeviceptr dptr, CUstream hStream);
 CUresult ts_body_cuMemGetInfo_v2(int api, size_t *free, size_t *total);
 CUresult ts_body_cuMemGetAddressRange_v2(int api, CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+CUresult ts_body_cuPointerGetAttribute(int api, void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
+CUresult ts_body_cuPointerGetAttributes(int api, unsigned int numAttributes, CUpointer_attribute *attributes,
+                                        void **data, CUdeviceptr ptr);
 CUresult ts_body_cuStreamCreate(int api, CUstream *phStream, unsigned int Flags);
 CUresult ts_body_cuStreamCreateWithPriority(int api, CUstream *phStream, unsigned int flags, int priority);
 CUresult ts_body_cuStreamDestroy_v2(int api, CUstream hStream);

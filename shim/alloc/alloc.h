@@ -156,8 +156,12 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
 bool ts_pool_alloc_cached(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *ptr);
 /* Frees a pointer from ts_pool_alloc; unknown or already free -> TS_ALLOC_INVALID. */
 int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags);
-/* Base and size of the live block holding ptr (cuMemGetAddressRange); 0 if none. */
+/* Base and size of the live block starting at ptr; 0 if none.  Lock-free. */
 int ts_pool_lookup(ts_pool *p, uint64_t ptr, uint64_t *base, uint64_t *size);
+/* The live block holding ptr, anywhere inside it: its base and the bytes
+ * its allocation asked for (cuMemGetAddressRange); 0 if none.  Takes the
+ * pool's lock and walks the block's segment. */
+int ts_pool_range(ts_pool *p, uint64_t ptr, uint64_t *base, uint64_t *size);
 int ts_pool_stream_add(ts_pool *p, uint64_t stream);
 /* Before the stream is destroyed: waits for a fence on it (unless capturing). */
 int ts_pool_stream_remove(ts_pool *p, uint64_t stream);

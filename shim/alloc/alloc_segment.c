@@ -55,22 +55,44 @@ bool ts_seg_block_exported(ts_pool *p, uint64_t addr)
            && ts_seg_export_has(p, addr);
 }
 
+/* The live block of segment s holding ptr, if any. */
+static ts_block *live_in(const ts_segment *s, uint64_t ptr)
+{
+    if (ptr < s->base || ptr - s->base >= s->size)
+        return NULL;
+    for (ts_block *b = s->first; b; b = b->next)
+        if (ptr >= b->addr && ptr - b->addr < b->size)
+            return __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE ? b : NULL;
+    return NULL;
+}
+
 /* The live block holding ptr (p->lock held): the exact start through the
- * map, an interior pointer by walking its arena (IPC calls are rare). */
+ * map, an interior pointer by walking its arena or segment (IPC and
+ * address-range queries are rare). */
 static ts_block *live_block_at(ts_pool *p, uint64_t ptr)
 {
     ts_block *b = ts_map_get(&p->map, ptr);
     if (b && __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE)
         return b;
-    for (int k = 0; k < TS_NKINDS; k++) {
-        ts_segment *s = &p->arena[k];
-        if (ptr < s->base || ptr - s->base >= s->size)
-            continue;
-        for (b = s->first; b; b = b->next)
-            if (ptr >= b->addr && ptr - b->addr < b->size)
-                return __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE ? b : NULL;
+    b = NULL;
+    if (p->pages)
+        for (int k = 0; k < TS_NKINDS && !b; k++)
+            b = live_in(&p->arena[k], ptr);
+    for (ts_segment *s = p->segs; s && !b; s = s->snext)
+        b = live_in(s, ptr);
+    return b;
+}
+
+int ts_pool_range(ts_pool *p, uint64_t ptr, uint64_t *base, uint64_t *size)
+{
+    pthread_mutex_lock(&p->lock);
+    ts_block *b = live_block_at(p, ptr);
+    if (b) {
+        *base = b->addr;
+        *size = b->requested;
     }
-    return NULL;
+    pthread_mutex_unlock(&p->lock);
+    return b ? TS_ALLOC_OK : TS_ALLOC_INVALID;
 }
 
 int ts_seg_with_live_block(uint64_t ptr, int no_block,

@@ -669,6 +669,18 @@ bool ts_dev_lookup(uint64_t ptr, uint64_t *base, uint64_t *size)
     return false;
 }
 
+bool ts_dev_range(uint64_t ptr, uint64_t *base, uint64_t *size)
+{
+    if (!ptr || !ts_dev_pooling())
+        return false;
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+        if (d && ts_pool_range(d->pool, ptr, base, size) == TS_ALLOC_OK)
+            return true;
+    }
+    return false;
+}
+
 bool ts_dev_stats(int dev, ts_alloc_stats *out)
 {
     ts_pool *p = existing_pool(dev);

@@ -47,8 +47,12 @@ enum ts_dev_free_answer { TS_DEV_NOT_OURS = 0, TS_DEV_FREED = 1, TS_DEV_INVALID 
 int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, bool active, int *dev);
 /* True once any pool exists (free hooks must look even when inactive). */
 bool ts_dev_pooling(void);
-/* The live pooled block holding ptr: its base and size. */
+/* The live pooled block starting at ptr: its base and size. */
 bool ts_dev_lookup(uint64_t ptr, uint64_t *base, uint64_t *size);
+/* The live pooled block holding ptr anywhere inside it, as the driver
+ * answers for an allocation of its own (cuMemGetAddressRange, the pointer
+ * range attributes): its base and the bytes asked for. */
+bool ts_dev_range(uint64_t ptr, uint64_t *base, uint64_t *size);
 /* Bytes the pools of dev hold without a live block under them (mapped idle
  * pages, cached segments' free space): added to the driver's free memory. */
 uint64_t ts_dev_idle_bytes(int dev);

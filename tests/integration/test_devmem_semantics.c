@@ -128,7 +128,28 @@ int main(int argc, char **argv)
     CUdeviceptr base = 0;
     size_t rsize = 0;
     CUresult rr = cuMemGetAddressRange(&base, &rsize, (CUdeviceptr)(uintptr_t)q);
-    printf("range %d base-ok %d size-ok %d\n", (int)rr, base == (CUdeviceptr)(uintptr_t)q, rsize >= 1000 && rsize < (2 << 20));
+    printf("range %d base-ok %d size %zu\n", (int)rr, base == (CUdeviceptr)(uintptr_t)q, rsize);
+    /* the allocation's range from an address inside it, as every query
+     * names it (NCCL, UCX and MPI find a buffer's allocation this way) */
+    CUdeviceptr inside = (CUdeviceptr)(uintptr_t)q + 700;
+    base = 0;
+    rsize = 0;
+    rr = cuMemGetAddressRange(&base, &rsize, inside);
+    printf("interior range %d base-ok %d size %zu\n", (int)rr, base == (CUdeviceptr)(uintptr_t)q, rsize);
+    CUdeviceptr abase = 0;
+    size_t asize = 0;
+    CUresult pa = cuPointerGetAttribute(&abase, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, inside);
+    CUresult pb = cuPointerGetAttribute(&asize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, inside);
+    printf("range attribute %d %d base-ok %d size %zu\n", (int)pa, (int)pb, abase == (CUdeviceptr)(uintptr_t)q, asize);
+    CUpointer_attribute which[3] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                     CU_POINTER_ATTRIBUTE_RANGE_SIZE };
+    unsigned mtype = 0;
+    abase = 0;
+    asize = 0;
+    void *vals[3] = { &mtype, &abase, &asize };
+    pa = cuPointerGetAttributes(3, which, vals, inside);
+    printf("range attributes %d type %u base-ok %d size %zu\n", (int)pa, mtype, abase == (CUdeviceptr)(uintptr_t)q,
+           asize);
     /* IPC: the expandable pool exports the block itself (a trainshim handle,
      * test_devmem_ipc opens it in another process); the caching pool has no
      * handle naming just the block and refuses rather than hand out a handle
