@@ -230,6 +230,33 @@ CUresult ts_body_cuMemPoolTrimTo(int api, CUmemoryPool pool, size_t minBytesToKe
                       CUDA_SUCCESS);
 }
 
+/* A device's current pool: stream-ordered allocations come from the pool the
+ * program made current (cudaDeviceSetMemPool), not trainshim's, until the
+ * default is current again (set back, or that pool destroyed). */
+cudaError_t ts_body_cudaDeviceSetMemPool(int api, int device, cudaMemPool_t memPool)
+{
+    TS_OBSERVE_BODY(cudaError_t, cudaDeviceSetMemPool, api, (device, memPool),
+                    if (r == cudaSuccess) ts_dev_current_pool_set(device, (uint64_t)(uintptr_t)memPool));
+}
+
+cudaError_t ts_body_cudaMemPoolDestroy(int api, cudaMemPool_t memPool)
+{
+    TS_OBSERVE_BODY(cudaError_t, cudaMemPoolDestroy, api, (memPool),
+                    if (r == cudaSuccess) ts_dev_mempool_destroyed((uint64_t)(uintptr_t)memPool));
+}
+
+CUresult ts_body_cuDeviceSetMemPool(int api, CUdevice dev, CUmemoryPool pool)
+{
+    TS_OBSERVE_BODY(CUresult, cuDeviceSetMemPool, api, (dev, pool),
+                    if (r == CUDA_SUCCESS) ts_dev_current_pool_set(dev, (uint64_t)(uintptr_t)pool));
+}
+
+CUresult ts_body_cuMemPoolDestroy(int api, CUmemoryPool pool)
+{
+    TS_OBSERVE_BODY(CUresult, cuMemPoolDestroy, api, (pool),
+                    if (r == CUDA_SUCCESS) ts_dev_mempool_destroyed((uint64_t)(uintptr_t)pool));
+}
+
 /* A pooled block is an allocation of its own, found from any address in it
  * (the driver would name the whole page mapping or segment). */
 CUresult ts_body_cuMemGetAddressRange_v2(int api, CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)

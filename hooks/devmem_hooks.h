@@ -47,6 +47,10 @@ CUresult ts_body_cuMemAllocAsync(int api, CUdeviceptr *dptr, size_t bytesize, CU
 CUresult ts_body_cuMemFreeAsync(int api, CUdeviceptr dptr, CUstream hStream);
 CUresult ts_body_cuMemGetInfo_v2(int api, size_t *free, size_t *total);
 CUresult ts_body_cuMemGetAddressRange_v2(int api, CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+cudaError_t ts_body_cudaDeviceSetMemPool(int api, int device, cudaMemPool_t memPool);
+cudaError_t ts_body_cudaMemPoolDestroy(int api, cudaMemPool_t memPool);
+CUresult ts_body_cuDeviceSetMemPool(int api, CUdevice dev, CUmemoryPool pool);
+CUresult ts_body_cuMemPoolDestroy(int api, CUmemoryPool pool);
 CUresult ts_body_cuPointerGetAttribute(int api, void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
 CUresult ts_body_cuPointerGetAttributes(int api, unsigned int numAttributes, CUpointer_attribute *attributes,
                                         void **data, CUdeviceptr ptr);

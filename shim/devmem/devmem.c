@@ -74,6 +74,9 @@ struct devpool {
 
 static struct devpool *pools[TS_DEV_MAX]; /* published with release stores */
 static bool pool_failed[TS_DEV_MAX];      /* creation failed: pass through */
+/* The pool the program made current (cudaDeviceSetMemPool), 0 while the
+ * default is: a stream-ordered allocation is then its pool's, not ours. */
+static uint64_t own_current_pool[TS_DEV_MAX];
 static bool any_pool;
 static int captures;             /* captures in progress, begun through the hooks */
 static uint64_t capture_changes; /* counted begins and ends so far */
@@ -575,6 +578,8 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
     struct devpool *d = pool_of(dev);
     if (!d)
         return TS_DEV_PASS;
+    if (async && __atomic_load_n(&own_current_pool[dev], __ATOMIC_RELAXED))
+        return TS_DEV_PASS; /* the program's own pool is current */
     /* While any capture is in progress every allocation is the real call's:
      * on the capturing stream it is graph-owned; a synchronous one is the
      * real call's to allow or refuse as the thread's capture mode says; and
@@ -669,6 +674,26 @@ bool ts_dev_lookup(uint64_t ptr, uint64_t *base, uint64_t *size)
     return false;
 }
 
+void ts_dev_current_pool_set(int dev, uint64_t pool)
+{
+    if (dev < 0 || dev >= TS_DEV_MAX)
+        return;
+    ts_cuda_fn_cuDeviceGetDefaultMemPool get_default = TS_CUDA_REAL(cuDeviceGetDefaultMemPool);
+    CUmemoryPool def = NULL;
+    bool is_default =
+        get_default && get_default(&def, dev) == CUDA_SUCCESS && (uint64_t)(uintptr_t)def == pool;
+    __atomic_store_n(&own_current_pool[dev], is_default ? 0 : pool, __ATOMIC_RELEASE);
+}
+
+void ts_dev_mempool_destroyed(uint64_t pool)
+{
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        uint64_t cur = pool;
+        __atomic_compare_exchange_n(&own_current_pool[dev], &cur, 0, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED);
+    }
+}
+
 bool ts_dev_range(uint64_t ptr, uint64_t *base, uint64_t *size)
 {
     if (!ptr || !ts_dev_pooling())
@@ -734,6 +759,7 @@ void ts_dev_reset(int dev)
 {
     if (dev < 0 || dev >= TS_DEV_MAX)
         return;
+    __atomic_store_n(&own_current_pool[dev], 0, __ATOMIC_RELEASE); /* the reset makes the default current */
     pthread_mutex_lock(&create_lock);
     struct devpool *d = pools[dev];
     __atomic_store_n(&pools[dev], NULL, __ATOMIC_RELEASE);

@@ -45,6 +45,12 @@ enum ts_dev_free_answer { TS_DEV_NOT_OURS = 0, TS_DEV_FREED = 1, TS_DEV_INVALID 
 /* *dev: the device of the pool that owns ptr (FREED, INVALID), else -1.
  * active: ts_active() as the hook found it (a free hook asks once). */
 int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, bool active, int *dev);
+/* The program made pool the current pool of dev (cudaDeviceSetMemPool
+ * succeeded): while it is not the default one, dev's stream-ordered
+ * allocations pass through to it.  A destroyed pool that was current leaves
+ * the default current, as the driver does. */
+void ts_dev_current_pool_set(int dev, uint64_t pool);
+void ts_dev_mempool_destroyed(uint64_t pool);
 /* True once any pool exists (free hooks must look even when inactive). */
 bool ts_dev_pooling(void);
 /* The live pooled block starting at ptr: its base and size. */

@@ -9,7 +9,9 @@
  * highs to 0 (a reset to the current value) and after cudaMemPoolTrimTo; the
  * answers to bad sets (a high set to non-zero, a current set); the release
  * threshold and reuse flags as set; a pool the program creates itself, which
- * is the driver's alone.
+ * is the driver's alone, also while it is the device's current pool (then
+ * cudaMallocAsync's: the default pool's figures do not move until the
+ * default is current again).
  * Checked here (each allocator's pages differ, so not printed): reserved
  * current is at least used current, reserved high at least reserved
  * current, equal to it after the reset, and 0 after everything is freed and
@@ -154,7 +156,35 @@ int main(void)
            (unsigned long long)rt_attr(pool, cudaMemPoolAttrUsedMemCurrent));
     cudaFreeAsync(q, s);
     cudaStreamSynchronize(s);
-    cudaMemPoolDestroy(mine);
+
+    /* made the device's current pool, it serves cudaMallocAsync (the driver's
+     * and the runtime's), until the default is current again: set back, or
+     * the program's pool destroyed while current */
+    for (int round = 0; round < 2; round++) {
+        CHECK(cudaDeviceSetMemPool(0, mine) == cudaSuccess, "set current %d", round);
+        cudaMemPool_t cur = NULL;
+        CHECK(cudaDeviceGetMemPool(&cur, 0) == cudaSuccess && cur == mine, "current is mine");
+        void *r = NULL;
+        CUdeviceptr d = 0;
+        CHECK(cudaMallocAsync(&r, (5 << 20) + 3, s) == cudaSuccess, "async from the current pool");
+        CHECK(cuMemAllocAsync(&d, 1 << 20, (CUstream)s) == CUDA_SUCCESS, "driver async from the current pool");
+        printf("current own pool %d: own used %llu; default used %llu\n", round,
+               (unsigned long long)rt_attr(mine, cudaMemPoolAttrUsedMemCurrent),
+               (unsigned long long)rt_attr(pool, cudaMemPoolAttrUsedMemCurrent));
+        cudaFreeAsync(r, s);
+        cuMemFreeAsync(d, (CUstream)s);
+        cudaStreamSynchronize(s);
+        if (round == 0)
+            CHECK(cudaDeviceSetMemPool(0, pool) == cudaSuccess, "default current again");
+        else
+            CHECK(cudaMemPoolDestroy(mine) == cudaSuccess, "destroy the current pool");
+        CHECK(cudaMallocAsync(&r, 7 << 20, s) == cudaSuccess, "async after %d", round);
+        printf("default current again (%s): own used %llu; default used %llu\n", round ? "destroyed" : "set",
+               round ? 0ull : (unsigned long long)rt_attr(mine, cudaMemPoolAttrUsedMemCurrent),
+               (unsigned long long)rt_attr(pool, cudaMemPoolAttrUsedMemCurrent));
+        cudaFreeAsync(r, s);
+        cudaStreamSynchronize(s);
+    }
     printf("%s\n", failures ? "FAILED" : "ok");
     return failures != 0;
 }
