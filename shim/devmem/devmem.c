@@ -77,6 +77,55 @@ static bool pool_failed[TS_DEV_MAX];      /* creation failed: pass through */
 /* The pool the program made current (cudaDeviceSetMemPool), 0 while the
  * default is: a stream-ordered allocation is then its pool's, not ours. */
 static uint64_t own_current_pool[TS_DEV_MAX];
+
+/* The pool's key for a stream-ordered call's stream.  The per-thread
+ * default stream (cudaStreamPerThread, or 0 through a _ptsz entry point) is
+ * one handle for every thread but a different stream in each: its key is the
+ * thread's own, so its frees are reused at once only by the same thread's
+ * stream, and by others after a fence.  Such keys end in binary 011, which no
+ * stream handle (a pointer) does; the fence paths below answer them with the
+ * legacy stream's fence, recorded in the same batch, which covers every
+ * per-thread stream (they are blocking streams).  A thread's key goes out of
+ * the pools when it exits (numbered, never reused). */
+#define THREAD_KEY_TAG 3u
+static pid_t pools_owner_pid; /* the process that made the first pool */
+static __thread uint64_t tls_thread_key;
+static uint64_t thread_keys;
+static pthread_key_t thread_key_exit;
+static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
+
+static bool is_thread_key(uint64_t key) { return (key & 7) == THREAD_KEY_TAG; }
+
+static void thread_key_gone(void *arg)
+{
+    uint64_t key = (uint64_t)(uintptr_t)arg;
+    if (getpid() != pools_owner_pid)
+        return; /* a fork child: a pool lock may have been copied held */
+    for (int dev = 0; dev < TS_DEV_MAX; dev++) {
+        struct devpool *d = __atomic_load_n(&pools[dev], __ATOMIC_ACQUIRE);
+        if (d)
+            ts_pool_stream_remove(d->pool, key);
+    }
+}
+
+static void thread_key_setup(void)
+{
+    if (pthread_key_create(&thread_key_exit, thread_key_gone))
+        thread_key_exit = (pthread_key_t)-1;
+}
+
+static uint64_t pool_stream(uint64_t stream)
+{
+    if (ts_likely(stream != (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD))
+        return stream;
+    if (ts_unlikely(!tls_thread_key)) {
+        tls_thread_key = (__atomic_add_fetch(&thread_keys, 1, __ATOMIC_RELAXED) << 8) | THREAD_KEY_TAG;
+        pthread_once(&thread_key_once, thread_key_setup);
+        if (thread_key_exit != (pthread_key_t)-1)
+            pthread_setspecific(thread_key_exit, (void *)(uintptr_t)tls_thread_key);
+    }
+    return tls_thread_key;
+}
 static bool any_pool;
 static int captures;             /* captures in progress, begun through the hooks */
 static uint64_t capture_changes; /* counted begins and ends so far */
@@ -180,10 +229,11 @@ static int fwd_seg_alloc(void *ctx, uint64_t size, uint64_t *ptr)
 }
 static int fwd_seg_free(void *ctx, uint64_t ptr) { return inner(ctx)->seg_free(inner(ctx)->ctx, ptr); }
 
-/* Fence 0 is the pseudo stream's: complete from the start. */
+/* Fence 0 is the pseudo stream's, and a per-thread stream's (the legacy
+ * stream's fence covers it): complete from the start. */
 static int fence_record(void *ctx, uint64_t stream, uint64_t *fence)
 {
-    if (stream == TS_DEV_NO_STREAM) {
+    if (stream == TS_DEV_NO_STREAM || is_thread_key(stream)) {
         *fence = 0;
         return TS_PROV_OK;
     }
@@ -291,6 +341,8 @@ static int stream_idle(void *ctx, uint64_t stream)
 {
     if (stream == TS_DEV_NO_STREAM)
         return TS_FENCE_DONE;
+    if (is_thread_key(stream))
+        return TS_FENCE_PENDING; /* another thread's stream: no handle to ask */
     ts_cuda_fn_cuStreamQuery query = TS_CUDA_REAL(cuStreamQuery);
     if (!query || stream_capturing(stream))
         return TS_FENCE_PENDING;
@@ -494,7 +546,6 @@ static void log_pool_stats(int dev, struct devpool *d, uint32_t reason)
  * these records reach the log before its end record.  A fork child exiting
  * skips it: a pool lock may have been copied held by a thread that does not
  * exist there (and the child logs nothing anyway). */
-static pid_t pools_owner_pid;
 static void log_pools_at_exit(void)
 {
     if (getpid() != pools_owner_pid)
@@ -596,10 +647,11 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
     /* only the hooks' active path allocates (devmem.h) */
     if (stream_capturing_if_any(async ? stream : 0, true))
         return TS_DEV_PASS;
-    int rc = ts_pool_alloc(d->pool, size, async ? stream : TS_DEV_NO_STREAM, 0, ptr);
+    uint64_t key = async ? pool_stream(stream) : TS_DEV_NO_STREAM;
+    int rc = ts_pool_alloc(d->pool, size, key, 0, ptr);
     if (rc == TS_ALLOC_OOM && ts_offload_oom_begin(dev)) {
         /* what the pool held idle went back: host pages may back it now */
-        rc = ts_pool_alloc(d->pool, size, async ? stream : TS_DEV_NO_STREAM, 0, ptr);
+        rc = ts_pool_alloc(d->pool, size, key, 0, ptr);
         ts_offload_oom_end();
     }
     if (rc == TS_ALLOC_OK) {
@@ -634,9 +686,10 @@ int ts_dev_free(uint64_t ptr, uint64_t stream, bool async, bool active, int *dev
          * a pooled block is refused as the driver refuses its own pool's. */
         return ts_dev_lookup(ptr, NULL, NULL) ? TS_DEV_INVALID : TS_DEV_NOT_OURS;
     }
-    if (async)
+    if (async) {
         flags = TS_FF_STREAM_ORDERED;
-    else
+        stream = pool_stream(stream);
+    } else
         stream = TS_DEV_NO_STREAM; /* reused after fences on every stream, none while one captures */
     /* passthrough (the pool serves no more allocations): no thread cache
      * holds the block for a reuse that will not come */
