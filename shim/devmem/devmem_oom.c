@@ -2,6 +2,7 @@
  * fail while the pool serves its memory: what was asked, what the device and
  * the pool had, and the largest live blocks (what to look at first). */
 #include <cuda.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,11 +13,38 @@
 
 static double gib(uint64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
 
+/* The last report printed: a request refused again with nothing allocated
+ * or freed since (PyTorch retries once after synchronizing) is the same
+ * situation, already explained: logged, not printed again. */
+static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int dev;
+    uint64_t requested, allocs, frees;
+} last = { -1, 0, 0, 0 };
+
+static bool told_already(int dev, uint64_t requested, const ts_alloc_stats *st)
+{
+    pthread_mutex_lock(&last_lock);
+    bool same = last.dev == dev && last.requested == requested && last.allocs == st->allocs
+                && last.frees == st->frees;
+    last.dev = dev;
+    last.requested = requested;
+    last.allocs = st->allocs;
+    last.frees = st->frees;
+    pthread_mutex_unlock(&last_lock);
+    return same;
+}
+
 void ts_dev_oom_report(int dev, uint64_t requested)
 {
     ts_alloc_stats st;
     memset(&st, 0, sizeof st);
     bool have = ts_dev_stats(dev, &st);
+    if (have && told_already(dev, requested, &st)) {
+        ts_ev_pool_oom(dev, ts_dev_pool_mode(dev), requested, st.reserved_bytes, st.allocated_bytes,
+                       st.largest_free_block);
+        return;
+    }
     ts_oom_report rep;
     memset(&rep, 0, sizeof rep);
     /* The pool's own record of its last OOM names its largest live blocks. */

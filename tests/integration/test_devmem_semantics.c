@@ -193,6 +193,15 @@ int main(int argc, char **argv)
     void *huge = NULL;
     cudaError_t hr = cudaMalloc(&huge, (size_t)1 << 50);
     printf("huge %d last %d\n", (int)hr, (int)cudaGetLastError());
+    /* asked again at once (as PyTorch retries), then after other work: the
+     * shim's report is printed for the first and the third (the script
+     * counts them) */
+    hr = cudaMalloc(&huge, (size_t)1 << 50);
+    printf("huge again %d last %d\n", (int)hr, (int)cudaGetLastError());
+    void *small = NULL;
+    CHECK(cudaMalloc(&small, 4096) == cudaSuccess && cudaFree(small) == cudaSuccess, "small between");
+    hr = cudaMalloc(&huge, (size_t)1 << 50);
+    printf("huge after other work %d last %d\n", (int)hr, (int)cudaGetLastError());
 
     /* device reset releases everything */
     CHECK(cudaDeviceReset() == cudaSuccess, "reset");
