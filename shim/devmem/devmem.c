@@ -626,11 +626,11 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
         return TS_DEV_NO_CONTEXT;
     if (dev >= TS_DEV_MAX)
         return TS_DEV_PASS;
+    if (async && __atomic_load_n(&own_current_pool[dev], __ATOMIC_RELAXED))
+        return TS_DEV_PASS; /* the program's own pool is current */
     struct devpool *d = pool_of(dev);
     if (!d)
         return TS_DEV_PASS;
-    if (async && __atomic_load_n(&own_current_pool[dev], __ATOMIC_RELAXED))
-        return TS_DEV_PASS; /* the program's own pool is current */
     /* While any capture is in progress every allocation is the real call's:
      * on the capturing stream it is graph-owned; a synchronous one is the
      * real call's to allow or refuse as the thread's capture mode says; and

@@ -26,6 +26,7 @@
 #include "report/report_acct.h"
 #include "report/report_gpu.h"
 #include "report/report_sites.h"
+#include "report/report_spans.h"
 
 #define SYNC_MIN_PER_STEP 1.0
 #define STALL_MIN_SHARE 0.10
@@ -302,32 +303,21 @@ void advice_sites_json(const struct acct_json *j, const struct advice_line *l)
 }
 
 /* ---- input_stall ----------------------------------------------------------- */
-/* Overlap of [a0, a1) with [b0, b1). */
-static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
-{
-    uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
-    return hi > lo ? hi - lo : 0;
-}
-
 struct stall_totals {
     uint64_t idle_ns, copy_ns, wait_ns, stretches;
 };
 
+/* The host's copy calls and synchronizations, sorted once. */
+struct host_spans {
+    struct span_set copies, syncs;
+};
+
 /* Host time in copy calls and synchronizations within [from, to), each
  * capped at the stretch (calls on several threads may overlap). */
-static void host_in(const struct tslog *log, uint64_t from, uint64_t to, struct stall_totals *t)
+static void host_in(const struct host_spans *h, uint64_t from, uint64_t to, struct stall_totals *t)
 {
-    uint64_t copy = 0, wait = 0, len = to - from;
-    for (size_t i = 0; i < log->n_events; i++) {
-        const struct tslog_event *e = &log->events[i];
-        if (e->type == TS_REC_COPY && e->time_ns > from && e->time_ns - e->duration_ns < to)
-            copy += overlap(e->time_ns - e->duration_ns, e->time_ns, from, to);
-    }
-    for (size_t i = 0; i < log->n_syncs; i++) {
-        const struct tslog_sync *s = &log->syncs[i];
-        if (s->time_ns > from && s->time_ns - s->blocked_ns < to)
-            wait += overlap(s->time_ns - s->blocked_ns, s->time_ns, from, to);
-    }
+    uint64_t len = to - from;
+    uint64_t copy = span_set_overlap(&h->copies, from, to), wait = span_set_overlap(&h->syncs, from, to);
     copy = copy < len ? copy : len;
     wait = wait < len - copy ? wait : len - copy;
     t->copy_ns += copy, t->wait_ns += wait, t->idle_ns += len;
@@ -369,7 +359,13 @@ void advice_input_stall(const struct tslog *log, const struct acct_compute *c, s
         return;
     struct stall_totals t = { 0 };
     uint64_t span = c->steps[c->n_steps - 1].start_ns - c->steps[0].start_ns;
-    if (d.n_kernels && busy_init(&b, &d, true) == 0) {
+    struct host_spans h;
+    bool have_spans = span_set_copies(&h.copies, log, NULL) == 0;
+    if (have_spans && span_set_syncs(&h.syncs, log) != 0) {
+        span_set_free(&h.copies);
+        have_spans = false;
+    }
+    if (have_spans && d.n_kernels && busy_init(&b, &d, true) == 0) {
         uint64_t last_to = 0, begun = loop_begun(&b, c->steps[0].start_ns);
         for (size_t i = 1; i < c->n_steps; i++) {
             uint64_t from, to, prev = c->steps[i - 1].start_ns;
@@ -382,9 +378,13 @@ void advice_input_stall(const struct tslog *log, const struct acct_compute *c, s
             last_to = to;
             from = from > prev ? from : prev;
             if (to - from >= STALL_MIN_GAP_NS) /* shorter: launch gaps, scheduling noise */
-                host_in(log, from, to, &t), t.stretches++;
+                host_in(&h, from, to, &t), t.stretches++;
         }
         free(b.max_end);
+    }
+    if (have_spans) {
+        span_set_free(&h.copies);
+        span_set_free(&h.syncs);
     }
     gpu_free(&d);
     double steps = (double)(c->n_steps - 1), share = span ? (double)t.idle_ns / (double)span : 0;

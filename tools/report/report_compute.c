@@ -16,6 +16,7 @@
 #include "core/core.h"
 #include "report/report_acct.h"
 #include "report/report_gpu.h"
+#include "report/report_spans.h"
 
 #define COUNTED_NOTE                                                                                         \
     "GEMMs through cuBLAS/cuBLASLt only; kernels outside cuBLAS (attention, elementwise, custom) are not "   \
@@ -194,15 +195,6 @@ bool acct_copy_waits(const struct tslog_event *e)
            && (!e->async || (e->dir == TS_D2H && e->host_kind == TS_HOST_PAGEABLE));
 }
 
-/* Whether a copy that waited for the GPU ended in [from, to). */
-static bool waited_between(const struct tslog *log, uint64_t from, uint64_t to)
-{
-    for (size_t i = 0; i < log->n_events; i++)
-        if (acct_copy_waits(&log->events[i]) && log->events[i].time_ns >= from && log->events[i].time_ns < to)
-            return true;
-    return false;
-}
-
 static void fill_step(struct acct_compute *c, const struct tslog *log, const struct gemm_ref *order,
                       struct acct_step *st, const uint64_t *cupti_ns)
 {
@@ -263,11 +255,15 @@ static void find_steps(struct acct_compute *c, const struct tslog *log, const st
         c->steps[s].gemms = p;
         fill_step(c, log, order, &c->steps[s], cupti_ns);
     }
+    /* whether a copy that waited for the GPU ended in the step */
+    struct span_set waits;
+    bool have_waits = span_set_copies(&waits, log, acct_copy_waits) == 0;
     for (size_t s = 0; s + 1 < nsteps; s++) {
         struct acct_step *st = &c->steps[s];
         st->time_ns = c->steps[s + 1].start_ns - st->start_ns;
-        st->waits = waited_between(log, st->start_ns, c->steps[s + 1].start_ns);
+        st->waits = have_waits && span_set_ends_in(&waits, st->start_ns, c->steps[s + 1].start_ns);
     }
+    span_set_free(&waits);
 }
 
 /* ---- analysis ----------------------------------------------------------------- */
