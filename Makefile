@@ -276,14 +276,16 @@ SAN_SUITES ?= tests/unit/ tests/emu/test_ tests/san/ $(ASAN_INTEGRATION_PREFIXES
 # preloaded by their scripts (allocator thread caches) or by
 # tests/san/preloaded.sh on the program's default mode (test_copy_semantics:
 # the copy engine under threads, without the script's many runs).
-# test_copy_pool is the copy helper pool under callers at once; test_log_clock
+# test_copy_pool is the copy helper pool under callers at once; test_devmem_ptds
+# the pool's per-thread stream keys, made and dropped as threads come and go;
+# test_log_clock
 # the log's counter clock with several writers; test_drv_exec_copy the
 # emulator's copies (DMA model, staging) across its stream workers.
 TSAN_TESTS ?= tests/unit/test_log_threads tests/unit/test_log_clock tests/unit/test_process_lazy \
               tests/emu/test_drv_exec_stream tests/emu/test_drv_exec_event tests/emu/test_cupti_activity \
               tests/emu/test_cupti_gemm tests/emu/test_cupti_memset tests/emu/test_drv_core_call_counts \
               tests/emu/test_drv_exec_copy \
-              tests/integration/test_devmem_fast tests/integration/test_copy_pool
+              tests/integration/test_devmem_fast tests/integration/test_devmem_ptds tests/integration/test_copy_pool
 TSAN_PRELOADED ?= tests/integration/test_copy_semantics
 TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 SAN_RUN=tsan
 san-test:

@@ -11,7 +11,7 @@ for f in "$prog" "$shim"; do [ -e "$f" ] || { echo "FAIL: $f not built"; exit 1;
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export EMU_JITTER_US=${EMU_JITTER_US:-50} TRAINSHIM_LOG="$tmp/trainshim.%p.log"
 fail=0
-EMU_SEED=1 "$prog" > "$tmp/plain" 2>&1 || { echo "FAIL: plain run:"; cat "$tmp/plain"; exit 1; }
+EMU_SEED=1 "$prog" > "$tmp/plain" 2> "$tmp/plain.err" || { echo "FAIL: plain run:"; cat "$tmp/plain" "$tmp/plain.err"; exit 1; }
 for seed in 1 3; do
   for mode in expandable caching; do
     out=$tmp/$mode.$seed
