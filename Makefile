@@ -206,6 +206,7 @@ $(B)/tests/%: tests/%.cu $(wildcard tests/emu/*.h tests/*.h) | $(EMU_TARGETS)
 $(B)/tests/integration/test_copy_pieces: shim/copy/copy_plan.c
 $(B)/tests/integration/test_copy_pool: shim/copy/copy_pool.c
 $(B)/tests/unit/test_report_spans: tools/report/report_spans.c tools/report/report_spans.h
+$(B)/tests/integration/test_compute_steps: tools/report/report_compute.c tools/report/report_spans.c
 
 WORKLOAD_CU  := $(wildcard tests/workloads/*.cu)
 WORKLOAD_BIN := $(patsubst tests/workloads/%.cu,$(B)/workloads/%,$(WORKLOAD_CU))

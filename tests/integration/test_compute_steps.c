@@ -14,6 +14,7 @@
 #include "../../shim/core/rates.c" /* the report parses peaks with it */
 #include "../../tools/read/logread.c"
 #include "../../tools/report/report_compute.c"
+#include "../../tools/report/report_spans.c" /* the step table asks it */
 /* report_compute.c reads a log's CUPTI kernels for its GEMM times
  * (tools/report/report_gpu.c); the period finder tested here never gets there:
  * doubles that say "no CUPTI records". */
