@@ -236,6 +236,32 @@ static void text_copies(FILE *f, const struct stats *s, const struct tslog *name
     }
 }
 
+/* Devices whose pools logged figures (one log's stats only: ranks' totals
+ * have no device of their own). */
+static int pool_devices(const struct stats *s)
+{
+    int n = 0;
+    for (int d = 0; s->log && d < TSLOG_POOL_DEVS; d++)
+        n += s->log->pool_dev[d].seen;
+    return n;
+}
+
+/* One line per device when the pools span several (the figures above are
+ * the whole process's): its peak allocated and its pool's peak reserved. */
+static void text_pool_devices(FILE *f, const struct stats *s)
+{
+    char b1[32], b2[32];
+    if (pool_devices(s) < 2)
+        return;
+    for (int d = 0; d < TSLOG_POOL_DEVS; d++) {
+        const struct tslog_pool_dev *p = &s->log->pool_dev[d];
+        if (p->seen)
+            fprintf(f, "  device %-11d peak allocated %s, trainshim's pool reserved %s at its peak\n", d,
+                    tslog_human_bytes(s->dev_peak_alloc[d], b1, sizeof b1),
+                    tslog_human_bytes(p->peak_reserved, b2, sizeof b2));
+    }
+}
+
 static void text_stats(FILE *f, const struct stats *s, const struct tslog *names)
 {
     char b1[32], b2[32];
@@ -248,6 +274,7 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
         fprintf(f, " at least: trainshim's pool reserved %s at its peak; the rest was allocated outside it",
                 tslog_human_bytes(s->pool_peak_reserved, b2, sizeof b2));
     fputc('\n', f);
+    text_pool_devices(f, s);
     if (s->pool_records) {
         fprintf(f, "allocator           %s\n", ts_alloc_mode_name(s->pool_mode));
         fprintf(f, "fragmentation       %.4f (1 - allocated/reserved at the reserved peak)\n",
@@ -441,6 +468,20 @@ static void json_memory(struct json *j, const struct stats *s, uint64_t max_rank
         j_u64(j, "driver_calls", s->pool_driver_calls);
         j_u64(j, "cache_hits", s->pool_cache_hits);
         j_u64(j, "ooms", s->pool_ooms);
+        if (pool_devices(s) >= 2) {
+            j_open(j, "pool_devices", '[');
+            for (int d = 0; d < TSLOG_POOL_DEVS; d++) {
+                const struct tslog_pool_dev *p = &s->log->pool_dev[d];
+                if (!p->seen)
+                    continue;
+                j_open(j, NULL, '{');
+                j_u64(j, "device", (uint64_t)d);
+                j_u64(j, "peak_allocated_bytes", s->dev_peak_alloc[d]);
+                j_u64(j, "pool_peak_reserved_bytes", p->peak_reserved);
+                j_close(j, '}');
+            }
+            j_close(j, ']');
+        }
     }
     if (total)
         j_u64(j, "max_rank_peak_allocated_bytes", max_rank_peak);

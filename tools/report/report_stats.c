@@ -142,7 +142,25 @@ static void sort_counts(struct stats *s)
 struct replay {
     struct live_map m;
     uint64_t cur;
+    uint64_t dev_cur[TSLOG_POOL_DEVS];
 };
+
+/* A live block's value in the map: its bytes, and its device + 1 in the top
+ * byte (0: a device past TSLOG_POOL_DEVS, counted in the total alone). */
+static uint64_t live_value(const struct tslog_event *e)
+{
+    uint64_t dev = e->device < TSLOG_POOL_DEVS ? (uint64_t)e->device + 1 : 0;
+    return (e->bytes & ((1ull << 56) - 1)) | dev << 56;
+}
+static uint64_t live_bytes(uint64_t v) { return v & ((1ull << 56) - 1); }
+
+/* Takes a live block out of the running totals. */
+static void live_gone(struct replay *r, uint64_t v)
+{
+    r->cur -= live_bytes(v);
+    if (v >> 56)
+        r->dev_cur[(v >> 56) - 1] -= live_bytes(v);
+}
 
 static int on_alloc(struct replay *r, struct stats *s, const struct tslog_event *e)
 {
@@ -165,15 +183,20 @@ static int on_alloc(struct replay *r, struct stats *s, const struct tslog_event 
         return -1;
     size_t k = map_find(m, e->ptr);
     if (m->keys[k]) {
-        r->cur -= m->vals[k]; /* a live pointer handed out again: its free was not seen */
+        live_gone(r, m->vals[k]); /* a live pointer handed out again: its free was not seen */
     } else {
         m->keys[k] = e->ptr;
         m->n++;
     }
-    m->vals[k] = e->bytes;
-    r->cur += e->bytes;
+    m->vals[k] = live_value(e);
+    r->cur += live_bytes(m->vals[k]);
     if (r->cur > s->peak_alloc)
         s->peak_alloc = r->cur;
+    if (e->device < TSLOG_POOL_DEVS) {
+        r->dev_cur[e->device] += live_bytes(m->vals[k]);
+        if (r->dev_cur[e->device] > s->dev_peak_alloc[e->device])
+            s->dev_peak_alloc[e->device] = r->dev_cur[e->device];
+    }
     return 0;
 }
 
@@ -198,7 +221,7 @@ static void on_free(struct replay *r, struct stats *s, const struct tslog_event 
         s->free_unknown++;
         return;
     }
-    r->cur -= r->m.vals[k];
+    live_gone(r, r->m.vals[k]);
     map_erase(&r->m, k);
     r->m.n--;
 }
@@ -255,7 +278,8 @@ static void take_log_totals(struct stats *s, const struct tslog *log)
 
 int stats_analyze(struct tslog *log, struct stats *s)
 {
-    struct replay r = { { 0 }, 0 };
+    struct replay r;
+    memset(&r, 0, sizeof r);
     memset(s, 0, sizeof *s);
     s->log = log;
     take_log_totals(s, log);

@@ -25,6 +25,7 @@ struct stats {
     uint64_t peak_alloc, alloc_calls, alloc_failed, alloc_requested, free_calls, free_failed, free_unknown,
         live_blocks, live_bytes;
     uint64_t hist[HIST_BUCKETS];
+    uint64_t dev_peak_alloc[TSLOG_POOL_DEVS]; /* peak allocated per device (one log's) */
     /* pinned host memory (allocations logged with device -1): apart from the device's figures */
     uint64_t host_alloc_calls, host_alloc_bytes, host_free_calls;
     uint64_t copy_bytes[DIRS], copy_calls[DIRS], h2d_pageable, d2h_pageable, copy_ns, copy_failed;
