@@ -158,10 +158,11 @@ struct emu_stream *emu_stream_resolve(CUstream s, bool per_thread_default)
 {
     emu_init();
     pthread_once(&devs_once, devs_init);
-    int dev = emu_current_device();
-    if (s == NULL) return per_thread_default ? per_thread_of(dev) : legacy_of(dev);
-    if (s == CU_STREAM_LEGACY) return legacy_of(dev);
-    if (s == CU_STREAM_PER_THREAD) return per_thread_of(dev);
+    if ((uintptr_t)s <= (uintptr_t)CU_STREAM_PER_THREAD) {   /* the current device's */
+        int dev = emu_current_device();
+        if (s == NULL) return per_thread_default ? per_thread_of(dev) : legacy_of(dev);
+        return s == CU_STREAM_LEGACY ? legacy_of(dev) : per_thread_of(dev);
+    }
     if ((uintptr_t)s < 4096) return NULL;   /* small integers are never handles */
     struct emu_stream *st = (struct emu_stream *)s;
     if (__atomic_load_n(&st->magic, __ATOMIC_ACQUIRE) != EMU_STREAM_MAGIC) return NULL;
