@@ -94,7 +94,8 @@ static void at_exit_poll(void)
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 static void register_exit_poll(void) { atexit(at_exit_poll); }
 
-/* Under slots_mu: a free slot whose events belong to the current context. */
+/* Under slots_mu: a free slot whose events belong to ctx (the current
+ * context, where new events are created). */
 static struct sample_slot *take_slot(CUcontext ctx)
 {
     ts_cuda_fn_cuEventCreate create = TS_CUDA_REAL(cuEventCreate);
@@ -130,6 +131,28 @@ static struct sample_slot *take_slot(CUcontext ctx)
     return spare;
 }
 
+/* The context a sample on stream belongs in: a created stream's own (one
+ * thread may launch on every device's streams, as NCCL's single-process
+ * groups do), else the current one; made current for the events'
+ * creation (*pushed: to be popped). */
+static CUcontext sample_context(uint64_t stream, bool *pushed)
+{
+    ts_cuda_fn_cuCtxGetCurrent current = TS_CUDA_REAL(cuCtxGetCurrent);
+    ts_cuda_fn_cuStreamGetCtx stream_ctx = TS_CUDA_REAL(cuStreamGetCtx);
+    ts_cuda_fn_cuCtxPushCurrent_v2 push = TS_CUDA_REAL(cuCtxPushCurrent_v2);
+    CUcontext cur = NULL, want = NULL;
+    *pushed = false;
+    if (!current || current(&cur) != CUDA_SUCCESS)
+        cur = NULL;
+    if (stream <= (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD || !stream_ctx
+        || stream_ctx((CUstream)(uintptr_t)stream, &want) != CUDA_SUCCESS || !want || want == cur)
+        return cur;
+    if (!push || push(want) != CUDA_SUCCESS)
+        return NULL;
+    *pushed = true;
+    return want;
+}
+
 void ts_sample_begin(struct ts_gpu_sample *smp, uint64_t stream)
 {
     smp->id = 0;
@@ -141,16 +164,20 @@ void ts_sample_begin(struct ts_gpu_sample *smp, uint64_t stream)
     pthread_once(&exit_once, register_exit_poll);
     ts_cuda_fn_cuStreamIsCapturing capturing = TS_CUDA_REAL(cuStreamIsCapturing);
     ts_cuda_fn_cuEventRecord record = TS_CUDA_REAL(cuEventRecord);
-    ts_cuda_fn_cuCtxGetCurrent current = TS_CUDA_REAL(cuCtxGetCurrent);
-    if (!capturing || !record || !current)
+    ts_cuda_fn_cuCtxPopCurrent_v2 pop = TS_CUDA_REAL(cuCtxPopCurrent_v2);
+    if (!capturing || !record)
         return;
     ts_enter();
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUcontext ctx = NULL;
     /* An event recorded on a capturing stream becomes a graph node, not a
      * time: never touch a stream that captures (or whose state is unknown). */
-    if (capturing((CUstream)(uintptr_t)stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE
-        || current(&ctx) != CUDA_SUCCESS || !ctx) {
+    if (capturing((CUstream)(uintptr_t)stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE) {
+        ts_leave();
+        return;
+    }
+    bool pushed;
+    CUcontext ctx = sample_context(stream, &pushed);
+    if (!ctx) {
         ts_leave();
         return;
     }
@@ -164,6 +191,9 @@ void ts_sample_begin(struct ts_gpu_sample *smp, uint64_t stream)
         smp->slot = (int)(s - slots);
     }
     pthread_mutex_unlock(&slots_mu);
+    CUcontext popped;
+    if (pushed && pop)
+        pop(&popped);
     ts_leave();
 }
 

@@ -295,6 +295,17 @@ static void gbps(FILE *f, double v)
         fprintf(f, " %10.3f", v);
 }
 
+/* GPU milliseconds of the timed calls, "n/a" when none was timed (0.000
+ * would read as free). */
+static const char *timed_ms(char *buf, size_t n, uint64_t timed_calls, uint64_t timed_ns)
+{
+    if (!timed_calls)
+        snprintf(buf, n, "n/a");
+    else
+        snprintf(buf, n, "%.3f", (double)timed_ns / 1e6);
+    return buf;
+}
+
 void acct_comm_text(FILE *f, const struct acct_comm *c)
 {
     fprintf(f, "\n== COMMUNICATION ==\n");
@@ -317,13 +328,14 @@ void acct_comm_text(FILE *f, const struct acct_comm *c)
     }
     fprintf(f, "%-14s %8s %6s %16s %8s %12s %10s %10s\n", "op", "calls", "failed", "bytes", "timed",
             "GPU ms(timed)", "algbw GB/s", "busbw GB/s");
+    char ms[32];
     for (int op = 0; op < TS_NCCL_OP_COUNT; op++) {
         const struct acct_op *o = &c->ops[op];
         if (!o->calls && !o->failed)
             continue;
-        fprintf(f, "%-14s %8llu %6llu %16llu %8llu %12.3f", ts_nccl_op_name(op), (unsigned long long)o->calls,
+        fprintf(f, "%-14s %8llu %6llu %16llu %8llu %12s", ts_nccl_op_name(op), (unsigned long long)o->calls,
                 (unsigned long long)o->failed, (unsigned long long)o->bytes,
-                (unsigned long long)o->timed_calls, (double)o->timed_ns / 1e6);
+                (unsigned long long)o->timed_calls, timed_ms(ms, sizeof ms, o->timed_calls, o->timed_ns));
         gbps(f, op_algbw(o));
         gbps(f, op_busbw(o));
         fputc('\n', f);
@@ -332,9 +344,9 @@ void acct_comm_text(FILE *f, const struct acct_comm *c)
             "GPU ms(timed)");
     for (size_t k = 0; k < c->n_comms; k++) {
         const struct acct_comm_row *r = &c->comms[k];
-        fprintf(f, "%016llx   %5d %5d %8llu %16llu %8llu %13.3f\n", (unsigned long long)r->id, r->size,
-                r->rank, (unsigned long long)r->calls, (unsigned long long)r->bytes,
-                (unsigned long long)r->timed_calls, (double)r->timed_ns / 1e6);
+        fprintf(f, "%016llx   %5d %5d %8llu %16llu %8llu %13s\n", (unsigned long long)r->id, r->size, r->rank,
+                (unsigned long long)r->calls, (unsigned long long)r->bytes,
+                (unsigned long long)r->timed_calls, timed_ms(ms, sizeof ms, r->timed_calls, r->timed_ns));
     }
     fprintf(f, "time in collectives %.3f ms (estimated from timed calls), %.2f%% of the run\n",
             (double)c->est_ns / 1e6, c->run_ns ? 100.0 * (double)c->est_ns / (double)c->run_ns : 0.0);

@@ -211,7 +211,8 @@ ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
     if (!comms) return nccl_fail(ncclInvalidArgument, "comms is NULL");
     if (ndev < 1 || ndev > NCCL_EMU_MAX_RANKS) return nccl_fail(ncclInvalidArgument, "ndev %d out of range", ndev);
     int count = 0;
-    if (EMU_DRV(cuDeviceGetCount)(&count) != CUDA_SUCCESS) count = 0;
+    /* it may be the program's first CUDA call: NCCL initializes CUDA itself */
+    if (EMU_DRV(cuInit)(0) != CUDA_SUCCESS || EMU_DRV(cuDeviceGetCount)(&count) != CUDA_SUCCESS) count = 0;
     for (int i = 0; i < ndev; i++) {
         int d = devlist ? devlist[i] : i;
         if (d < 0 || d >= count) return nccl_fail(ncclInvalidArgument, "device %d does not exist (%d devices)", d, count);
