@@ -23,7 +23,8 @@
  * found every stream idle (one check per full set of ways, see alloc.h).
  * The device is asked once per allocation (the current one, or for a
  * stream-ordered one its stream's: ts_stream_device) and handed to the hook's
- * event; a free's event takes the device of the pool that owned the block.  A synchronous allocation tries the thread cache before asking
+ * event; a free's event takes the device of the pool that owned the block.
+ * A synchronous allocation tries the thread cache before asking
  * cuStreamIsCapturing: a cache hit makes no driver call that a capture could
  * object to. 
  *
