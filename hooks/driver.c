@@ -22,7 +22,7 @@ static inline CUresult ts_body_cuMemAllocFromPoolAsync(int api, CUdeviceptr *dpt
                                                        CUmemoryPool pool, CUstream hStream)
 {
     TS_ALLOC_BODY(CUresult, cuMemAllocFromPoolAsync, api, (dptr, bytesize, pool, hStream), dptr, bytesize,
-                  hStream, ts_current_device());
+                  hStream, ts_logged_stream_device(api, hStream));
 }
 
 static inline CUresult ts_body_cuMemAllocManaged(int api, CUdeviceptr *dptr, size_t bytesize,

@@ -87,6 +87,15 @@ static inline uint64_t ts_stream_id(int api, const void *stream)
                                                     : (uint64_t)(uintptr_t)stream;
 }
 
+/* The device a stream-ordered allocation from a pool the program chose is
+ * logged on: its stream's (the pool's, but for a pool of another device: no
+ * call names a pool's device), else the current one. */
+static inline int ts_logged_stream_device(int api, const void *stream)
+{
+    int dev = ts_stream_device(ts_stream_id(api, stream));
+    return dev >= 0 ? dev : ts_current_device();
+}
+
 /* Outermost-call bracket used by every OWN body:
  *     TS_OUTER_BEGIN(api); r = real_(...); if (outer_) {...events...}; TS_OUTER_END(api, r);
  * Events are emitted inside the bracket so the core's own CUDA calls stay

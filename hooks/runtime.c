@@ -56,7 +56,7 @@ static inline cudaError_t ts_body_cudaMallocFromPoolAsync(int api, void **ptr, s
                                                           cudaMemPool_t memPool, cudaStream_t stream)
 {
     TS_ALLOC_BODY(cudaError_t, cudaMallocFromPoolAsync, api, (ptr, size, memPool, stream), ptr, size, stream,
-                  ts_current_device());
+                  ts_logged_stream_device(api, stream));
 }
 
 static inline cudaError_t ts_body_cudaMallocManaged(int api, void **devPtr, size_t size, unsigned int flags)

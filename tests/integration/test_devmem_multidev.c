@@ -8,7 +8,8 @@
  *   - frees device 0's buffers on device 1's stream, behind a kernel there
  *     that writes them late (peer access), then reuses the memory on device
  *     0's stream: the reuse must wait for that stream's work;
- *   - frees device 1's buffers synchronously while device 0 is current.
+ *   - frees device 1's buffers synchronously while device 0 is current;
+ *   - allocates from a pool of its own on device 1, device 0 current.
  * stdout carries only what must be identical with and without the shim; any
  * failed call is a FAIL line. */
 #include <cuda_runtime_api.h>
@@ -146,6 +147,21 @@ static void sync_free_elsewhere(cudaStream_t s1)
     printf("device 1 buffers freed from device 0: %d on another device after\n", wrong);
 }
 
+/* A pool of device 1's own, allocated from on device 1's stream while
+ * device 0 is current (the program's pool: the driver's, logged on device 1). */
+static void own_pool_elsewhere(cudaStream_t s1)
+{
+    struct cudaMemPoolProps props = { .allocType = cudaMemAllocationTypePinned,
+                                      .location = { .type = cudaMemLocationTypeDevice, .id = 1 } };
+    cudaMemPool_t mine = NULL;
+    void *p = NULL;
+    CHECK(cudaSetDevice(0) == cudaSuccess && cudaMemPoolCreate(&mine, &props) == cudaSuccess, "device 1's pool");
+    CHECK(cudaMallocFromPoolAsync(&p, 5 << 20, mine, s1) == cudaSuccess, "from device 1's pool");
+    printf("own pool of device 1, device 0 current: device %d\n", device_of(p));
+    CHECK(cudaFreeAsync(p, s1) == cudaSuccess && cudaStreamSynchronize(s1) == cudaSuccess, "free it");
+    CHECK(cudaMemPoolDestroy(mine) == cudaSuccess, "destroy device 1's pool");
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -181,6 +197,7 @@ int main(int argc, char **argv)
     on_other_device(s1, host);
     freed_on_other_device(s0, s1, host);
     sync_free_elsewhere(s1);
+    own_pool_elsewhere(s1);
     CHECK(cudaFreeHost(host) == cudaSuccess, "free host");
     CHECK(cudaStreamDestroy(s0) == cudaSuccess, "destroy s0");
     CHECK(cudaSetDevice(1) == cudaSuccess && cudaStreamDestroy(s1) == cudaSuccess, "destroy s1");

@@ -12,6 +12,7 @@ same_with_shim test_devmem_multidev 1 7
 rc=$?
 # the report gives each device its own line (the totals are the process's):
 # device 1 held its eight 1-8 MiB buffers at once, device 0 one 3 MiB buffer
+# (device 1's own pool's 5 MiB are logged on device 1, not the current 0)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 EMU_SEED=1 LD_PRELOAD="$PWD/$B/libtrainshim.so" TRAINSHIM_LOG="$tmp/log.%p" "$B/tests/integration/test_devmem_multidev" > /dev/null 2>&1 \
   || { echo "FAIL: logged run"; exit 1; }
