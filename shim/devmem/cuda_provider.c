@@ -202,10 +202,14 @@ static int stream_enter(ts_cuda_provider *c, uint64_t stream, CUcontext *in, boo
         return TS_PROV_OK;
     }
     CUcontext want = NULL, cur = NULL;
-    if (c->fn.cuStreamGetCtx((CUstream)(uintptr_t)stream, &want) != CUDA_SUCCESS)
-        return TS_PROV_ERROR;
+    if (c->fn.cuCtxGetCurrent && c->fn.cuCtxGetCurrent(&cur) != CUDA_SUCCESS)
+        cur = NULL;
+    /* a stream the driver names no context for (a green context's, say):
+     * the current one, as the record would have before */
+    if (c->fn.cuStreamGetCtx((CUstream)(uintptr_t)stream, &want) != CUDA_SUCCESS || !want)
+        want = cur;
     *in = want;
-    if (c->fn.cuCtxGetCurrent && c->fn.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == want)
+    if (want == cur)
         return TS_PROV_OK;
     if (!c->fn.cuCtxPushCurrent || !c->fn.cuCtxPopCurrent || c->fn.cuCtxPushCurrent(want) != CUDA_SUCCESS)
         return TS_PROV_ERROR;
