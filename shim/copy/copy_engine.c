@@ -58,12 +58,9 @@ enum ts_copy_engine_dir ts_copy_classify(const struct ts_copy_req *q, enum ts_co
     /* A stream of another context (another device's, while this one is
      * current): the staging events are this context's and cannot be
      * recorded there ("hEvent and hStream must be from the same context"). */
-    if ((uintptr_t)q->stream > (uintptr_t)CU_STREAM_PER_THREAD) {
-        ts_cuda_fn_cuStreamGetCtx stream_ctx = TS_CUDA_REAL(cuStreamGetCtx);
-        CUcontext sctx = NULL;
-        if (!stream_ctx || stream_ctx(q->stream, &sctx) != CUDA_SUCCESS || sctx != ctx)
-            return TS_CE_NONE;
-    }
+    if (!ts_stream_is_default((uint64_t)(uintptr_t)q->stream)
+        && ts_stream_context((uint64_t)(uintptr_t)q->stream) != ctx)
+        return TS_CE_NONE;
     enum ts_host_class dk = ts_hostclass(q->dst), sk = ts_hostclass(q->src);
     if (dir == TS_CE_NONE) {
         if (sk == TS_HC_PAGEABLE && dk == TS_HC_DEVICE)

@@ -37,7 +37,7 @@ int ts_current_device(void)
 
 int ts_stream_device(uint64_t stream)
 {
-    if (stream <= (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD)
+    if (ts_stream_is_default(stream))
         return ts_current_device();
     ts_cuda_fn_cuStreamGetDevice get = TS_CUDA_REAL(cuStreamGetDevice);
     CUdevice d = -1;
@@ -46,4 +46,13 @@ int ts_stream_device(uint64_t stream)
     if (get((CUstream)(uintptr_t)stream, &d) != CUDA_SUCCESS)
         return -1;
     return (int)d;
+}
+
+CUcontext ts_stream_context(uint64_t stream)
+{
+    ts_cuda_fn_cuStreamGetCtx get = TS_CUDA_REAL(cuStreamGetCtx);
+    CUcontext ctx = NULL;
+    if (ts_stream_is_default(stream) || !get || get((CUstream)(uintptr_t)stream, &ctx) != CUDA_SUCCESS)
+        return NULL;
+    return ctx;
 }

@@ -53,8 +53,17 @@ static inline void *ts_cuda_real(int id)
 /* Device of the calling thread's current context (-1 if none), asked of the
  * real driver (cuCtxGetDevice). */
 int ts_current_device(void);
+/* The default streams (0, cudaStreamLegacy, cudaStreamPerThread): handles
+ * that name the current context's stream, not a stream of their own. */
+static inline bool ts_stream_is_default(uint64_t stream)
+{
+    return stream <= (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD;
+}
 /* Device a stream's work runs on: a created stream's own (cuStreamGetDevice),
- * the current context's for the default streams (0, cudaStreamLegacy,
- * cudaStreamPerThread); -1 if the driver cannot tell. */
+ * the current context's for the default streams; -1 if the driver cannot
+ * tell. */
 int ts_stream_device(uint64_t stream);
+/* A created stream's context (cuStreamGetCtx): NULL for a default stream
+ * or one the driver names no context for. */
+CUcontext ts_stream_context(uint64_t stream);
 #endif

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cuda_real.h" /* ts_stream_is_default: no entry point resolved here */
+
 bool ts_cuda_pages_exportable;
 
 /* A fence: an event and the context it was created in (the pool holds a
@@ -190,8 +192,7 @@ static int stream_enter(ts_cuda_provider *c, uint64_t stream, CUcontext *in, boo
 {
     *pushed = false;
     *in = NULL;
-    bool created = stream > (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD;
-    if (!created || !c->fn.cuStreamGetCtx) {
+    if (ts_stream_is_default(stream) || !c->fn.cuStreamGetCtx) {
         int rc = device_enter(c, pushed);
         if (rc)
             return rc;

@@ -347,8 +347,7 @@ static int stream_idle(void *ctx, uint64_t stream)
     ts_cuda_fn_cuStreamQuery query = TS_CUDA_REAL(cuStreamQuery);
     if (!query || stream_capturing(stream))
         return TS_FENCE_PENDING;
-    if (stream <= (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD
-        && ts_current_device() != ((struct devprov *)ctx)->dev)
+    if (ts_stream_is_default(stream) && ts_current_device() != ((struct devprov *)ctx)->dev)
         return TS_FENCE_PENDING;
     CUresult r = query((CUstream)(uintptr_t)stream);
     return r == CUDA_SUCCESS ? TS_FENCE_DONE : r == CUDA_ERROR_NOT_READY ? TS_FENCE_PENDING : -1;

@@ -138,14 +138,12 @@ static struct sample_slot *take_slot(CUcontext ctx)
 static CUcontext sample_context(uint64_t stream, bool *pushed)
 {
     ts_cuda_fn_cuCtxGetCurrent current = TS_CUDA_REAL(cuCtxGetCurrent);
-    ts_cuda_fn_cuStreamGetCtx stream_ctx = TS_CUDA_REAL(cuStreamGetCtx);
     ts_cuda_fn_cuCtxPushCurrent_v2 push = TS_CUDA_REAL(cuCtxPushCurrent_v2);
-    CUcontext cur = NULL, want = NULL;
+    CUcontext cur = NULL, want = ts_stream_context(stream);
     *pushed = false;
     if (!current || current(&cur) != CUDA_SUCCESS)
         cur = NULL;
-    if (stream <= (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD || !stream_ctx
-        || stream_ctx((CUstream)(uintptr_t)stream, &want) != CUDA_SUCCESS || !want || want == cur)
+    if (!want || want == cur)
         return cur;
     if (!push || push(want) != CUDA_SUCCESS)
         return NULL;
