@@ -326,6 +326,7 @@ cudaError_t ts_dm_cudaDeviceReset(int api)
     if (get && get(&dev) == cudaSuccess)
         ts_dev_reset(dev);
     cudaError_t r = real_();
+    ts_streams_destroyed();
     TS_OUTER_END(api, r);
     return r;
 }
@@ -339,14 +340,26 @@ cudaError_t ts_dm_cudaDeviceReset(int api)
     TS_OBSERVE_BODY(ret, base, api, args,                                                                    \
                     if (outer_ && r == (ok) && (out)) ts_dev_stream_created((uint64_t)(uintptr_t) * (out)))
 
-#define DM_STREAM_DESTROY(ret, base, api, stream)                                                            \
-    TS_HOOK_PROLOGUE(ret, base, api, (stream));                                                              \
+/* Whatever destroys streams (a stream, a context, active or not) ends the
+ * answers kept for their handles, which the driver may give out again
+ * (ts_streams_destroyed). */
+#define DM_DESTROYS_STREAMS(ret, base, api, args, before)                                                    \
+    TS_HOOK_REAL(ret, base, api);                                                                            \
+    if (ts_likely(!ts_active())) {                                                                           \
+        ret r0_ = real_ args;                                                                                \
+        ts_streams_destroyed();                                                                              \
+        return r0_;                                                                                          \
+    }                                                                                                        \
     TS_OUTER_BEGIN(api);                                                                                     \
-    if (outer_ && (stream))                                                                                  \
-        ts_dev_stream_destroying((uint64_t)(uintptr_t)(stream));                                             \
-    ret r = real_(stream);                                                                                   \
+    before;                                                                                                  \
+    ret r = real_ args;                                                                                      \
+    ts_streams_destroyed();                                                                                  \
     TS_OUTER_END(api, r);                                                                                    \
     return r
+
+#define DM_STREAM_DESTROY(ret, base, api, stream)                                                            \
+    DM_DESTROYS_STREAMS(ret, base, api, (stream),                                                            \
+                        if (outer_ && (stream)) ts_dev_stream_destroying((uint64_t)(uintptr_t)(stream)))
 
 /* Captures in progress.  A synchronous allocation then goes to the real
  * call, which allows or refuses it as the thread's capture mode says (a
@@ -430,6 +443,22 @@ CUresult ts_body_cuStreamCreateWithPriority(int api, CUstream *phStream, unsigne
 CUresult ts_body_cuStreamDestroy_v2(int api, CUstream hStream)
 {
     DM_STREAM_DESTROY(CUresult, cuStreamDestroy_v2, api, hStream);
+}
+
+CUresult ts_body_cuCtxDestroy_v2(int api, CUcontext ctx)
+{
+    DM_DESTROYS_STREAMS(CUresult, cuCtxDestroy_v2, api, (ctx), (void)0);
+}
+
+CUresult ts_body_cuDevicePrimaryCtxReset_v2(int api, CUdevice dev)
+{
+    DM_DESTROYS_STREAMS(CUresult, cuDevicePrimaryCtxReset_v2, api, (dev), (void)0);
+}
+
+/* The last release destroys the primary context, with its streams. */
+CUresult ts_body_cuDevicePrimaryCtxRelease_v2(int api, CUdevice dev)
+{
+    DM_DESTROYS_STREAMS(CUresult, cuDevicePrimaryCtxRelease_v2, api, (dev), (void)0);
 }
 
 CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode)

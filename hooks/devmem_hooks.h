@@ -57,6 +57,9 @@ CUresult ts_body_cuPointerGetAttributes(int api, unsigned int numAttributes, CUp
 CUresult ts_body_cuStreamCreate(int api, CUstream *phStream, unsigned int Flags);
 CUresult ts_body_cuStreamCreateWithPriority(int api, CUstream *phStream, unsigned int flags, int priority);
 CUresult ts_body_cuStreamDestroy_v2(int api, CUstream hStream);
+CUresult ts_body_cuCtxDestroy_v2(int api, CUcontext ctx);
+CUresult ts_body_cuDevicePrimaryCtxReset_v2(int api, CUdevice dev);
+CUresult ts_body_cuDevicePrimaryCtxRelease_v2(int api, CUdevice dev);
 CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode);
 CUresult ts_body_cuStreamEndCapture(int api, CUstream hStream, CUgraph *phGraph);
 CUresult ts_body_cuStreamBeginCaptureToGraph(int api, CUstream hStream, CUgraph hGraph,

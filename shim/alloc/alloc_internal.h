@@ -33,6 +33,9 @@ typedef struct ts_block {
     uint64_t seq;    /* free sequence number while PENDING; growth generation while kept */
     uint64_t ord;    /* planned kind: allocation count at its allocation (step plan) */
     uint64_t stream; /* allocation stream / stream of a stream-ordered free */
+    /* Parked in a thread cache: the requested bytes still counted in the
+     * pool's live_bytes (0: none; alloc_tcache.c) */
+    uint64_t counted;
     int state;
     int kind;
 } __attribute__((aligned(64))) ts_block; /* a line of its own: thread caches flip their own blocks */
@@ -222,10 +225,15 @@ struct ts_pool {
      * TS_STREAM_NONE) and their peak, exact on every path (the thread caches'
      * hits and frees included): a default memory pool's used figures, which
      * must match the driver's to the byte (its pool holds no cudaMalloc
-     * memory).  sync_live: the live synchronous blocks' bytes (block sizes),
-     * which its reserved figures leave out. */
-    uint64_t live_bytes, live_peak, sync_live;
-    uint64_t live_blocks, allocs, frees, cache_hits, ooms;
+     * memory).  live_bytes also counts what the thread caches hold parked
+     * from stream-ordered frees (their parked_live), so that a thread's
+     * cached free and reuse make no locked read-modify-write: the live
+     * figure is live_bytes less every cache's parked_live
+     * (ts_tcache_live_now).  A line of their own: the thread caches' hits
+     * read them.  sync_live: the live synchronous blocks' bytes (block
+     * sizes), which its reserved figures leave out. */
+    uint64_t live_bytes __attribute__((aligned(64))), live_peak, sync_live;
+    uint64_t live_blocks __attribute__((aligned(64))), allocs, frees, cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
     uint64_t idle_queries; /* stream_idle calls (provider) */
     uint64_t tc_hits_flushed;
@@ -321,8 +329,13 @@ void ts_plan_stats_get(const ts_pool *p, ts_plan_stats *o);
 
 /* alloc_tcache.c */
 /* 1: served; 0: miss; TS_TC_STALE (below). */
+/* A hit is counted live here (ts_live_add's work, done without a locked
+ * operation when the block was parked still counted). */
 int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t requested, uint64_t stream, uint64_t *ptr);
-bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream);
+/* Parks a stream-ordered free; `counted`: the block's requested bytes that
+ * are still in live_bytes (0 when the caller took them out).  False: not
+ * parked, and the caller takes `counted` out itself. */
+bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream, uint64_t counted);
 /* A synchronous free (cfg.sync_thread_cache): stamped with the fence epoch. */
 bool ts_tcache_free_sync(ts_pool *p, ts_block *b, uint64_t stream);
 /* ts_tcache_alloc's answer when it missed only because cached synchronous
@@ -332,6 +345,10 @@ void ts_tcache_flush_all(ts_pool *p); /* with p->lock held */
 uint64_t ts_tcache_bytes(ts_pool *p);
 uint64_t ts_tcache_hits(ts_pool *p);
 void ts_tcache_detach_all(ts_pool *p);
+/* The pool's live bytes: live_bytes less what every cache holds parked. */
+uint64_t ts_tcache_live_now(ts_pool *p);
+/* Raises live_peak to the live bytes now, when they are above it. */
+void ts_tcache_note_live_peak(ts_pool *p);
 
 /* alloc_stats.c */
 /* Fills p->last_oom for a failed request of `requested` bytes (p->lock held). */
@@ -375,12 +392,11 @@ static inline void ts_live_add(ts_pool *p, uint64_t size, uint64_t requested, ui
         __atomic_add_fetch(&p->sync_live, size, __ATOMIC_RELAXED);
         return;
     }
+    /* now is at least the live figure (parked bytes are in it): only above
+     * the peak is the exact figure worth its walk over the caches */
     uint64_t now = __atomic_add_fetch(&p->live_bytes, requested, __ATOMIC_RELAXED);
-    uint64_t peak = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
-    while (now > peak
-           && !__atomic_compare_exchange_n(&p->live_peak, &peak, now, true, __ATOMIC_RELAXED,
-                                           __ATOMIC_RELAXED)) {
-    }
+    if (now > __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED))
+        ts_tcache_note_live_peak(p);
 }
 static inline void ts_live_sub(ts_pool *p, uint64_t size, uint64_t requested, uint64_t stream)
 {

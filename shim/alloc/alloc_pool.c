@@ -425,10 +425,7 @@ bool ts_pool_alloc_cached(ts_pool *p, uint64_t size, uint64_t stream, uint64_t *
         pthread_mutex_unlock(&p->lock);
         hit = ts_tcache_alloc(p, rsize, size, stream, ptr);
     }
-    if (hit != 1)
-        return false;
-    ts_live_add(p, rsize, size, stream);
-    return true;
+    return hit == 1; /* a hit is counted live by the cache */
 }
 
 int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, uint64_t *ptr)
@@ -445,20 +442,16 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
     uint64_t rsize = ts_round_up(size, TS_ALLOC_ALIGN);
     bool tc = !(flags & TS_AF_CAPTURING) && !p->cfg.no_thread_cache;
     int hit = tc ? ts_tcache_alloc(p, rsize, size, stream, ptr) : 0;
-    if (hit == 1) {
-        ts_live_add(p, rsize, size, stream);
+    if (hit == 1)
         return TS_ALLOC_OK;
-    }
     pthread_mutex_lock(&p->lock);
     if (hit == TS_TC_STALE) {
         /* cached synchronous frees of this size wait for a fence check: one
          * check makes all of them reusable (the next pairs hit again) */
         ts_fence_refresh(p);
         pthread_mutex_unlock(&p->lock);
-        if (ts_tcache_alloc(p, rsize, size, stream, ptr) == 1) {
-            ts_live_add(p, rsize, size, stream);
+        if (ts_tcache_alloc(p, rsize, size, stream, ptr) == 1)
             return TS_ALLOC_OK;
-        }
         pthread_mutex_lock(&p->lock);
     }
     ts_stream_ent *e = ts_fence_stream(p, stream, true);
@@ -498,11 +491,15 @@ int ts_pool_alloc(ts_pool *p, uint64_t size, uint64_t stream, unsigned flags, ui
     return rc;
 }
 
-/* Thread-cache free of a block the caller took from LIVE to TCACHED. */
-static inline void free_to_cache(ts_pool *p, ts_block *b, uint64_t stream, bool so)
+/* Thread-cache free of a block the caller took from LIVE to TCACHED;
+ * `counted`: its bytes still in live_bytes, which a parked block keeps
+ * there (alloc_tcache.c) and any other free takes out. */
+static inline void free_to_cache(ts_pool *p, ts_block *b, uint64_t stream, bool so, uint64_t counted)
 {
-    if (so ? ts_tcache_free(p, b, stream) : ts_tcache_free_sync(p, b, stream))
+    if (so ? ts_tcache_free(p, b, stream, counted) : ts_tcache_free_sync(p, b, stream))
         return;
+    if (counted)
+        ts_live_sub(p, b->size, counted, b->stream);
     pthread_mutex_lock(&p->lock);
     b->stream = stream;
     ts_fence_free_cached_locked(p, b, !so);
@@ -528,8 +525,11 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
         ts_block *b = ts_map_find(&p->map, ptr);
         if (b && __atomic_load_n(&b->state, __ATOMIC_RELAXED) == TS_B_LIVE) {
             __atomic_store_n(&b->state, TS_B_TCACHED, __ATOMIC_RELAXED);
-            ts_live_sub(p, b->size, b->requested, b->stream);
-            free_to_cache(p, b, stream, so);
+            /* a stream-ordered block stays counted while parked */
+            uint64_t counted = so && b->stream != TS_STREAM_NONE ? b->requested : 0;
+            if (!counted)
+                ts_live_sub(p, b->size, b->requested, b->stream);
+            free_to_cache(p, b, stream, so, counted);
             return TS_ALLOC_OK;
         }
     }
@@ -543,7 +543,7 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
     if (cached) {
         __atomic_store_n(&b->state, TS_B_TCACHED, __ATOMIC_RELAXED);
         ts_map_unlock(s);
-        free_to_cache(p, b, stream, so);
+        free_to_cache(p, b, stream, so, 0);
         return TS_ALLOC_OK;
     }
     ts_map_take_locked(s, ptr);

@@ -56,7 +56,7 @@ void ts_pool_stats(ts_pool *p, ts_alloc_stats *o)
     o->fence_records = p->fence_records;
     o->fence_waits = p->fence_waits;
     o->page_moves = p->page_moves;
-    o->live_bytes = __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED);
+    o->live_bytes = ts_tcache_live_now(p);
     o->peak_live_bytes = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&p->lock);
 }
@@ -90,7 +90,7 @@ void ts_pool_usage_of(ts_pool *p, ts_pool_usage *o)
     o->reserved = ts_stats_note_pool(p);
     o->peak_reserved = p->pool_reserved_peak;
     pthread_mutex_unlock(&p->lock);
-    o->live = __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED);
+    o->live = ts_tcache_live_now(p);
     o->peak_live = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
 }
 
@@ -103,7 +103,7 @@ void ts_pool_reset_peaks(ts_pool *p, bool reserved, bool live)
     if (reserved)
         p->pool_reserved_peak = pool_reserved_locked(p);
     if (live)
-        __atomic_store_n(&p->live_peak, __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+        __atomic_store_n(&p->live_peak, ts_tcache_live_now(p), __ATOMIC_RELAXED);
     pthread_mutex_unlock(&p->lock);
 }
 

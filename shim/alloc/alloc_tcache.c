@@ -31,6 +31,7 @@ typedef struct ts_tcache {
     ts_pool *pool;                 /* NULL once the pool is gone */
     struct ts_tcache *next, *prev; /* the pool's list (under registry) */
     uint64_t bytes, hits;          /* written by the owner, read by stats */
+    uint64_t parked_live;          /* parked blocks' bytes still in the pool's live_bytes (owner) */
     /* A slot's keys on lines of their own: a lookup reads one line of sizes
      * and touches no block record until it has found its block. */
     struct tc_slot {
@@ -66,13 +67,21 @@ static void drain_locked(ts_pool *p, ts_tcache *tc)
 {
     if (!__atomic_load_n(&tc->bytes, __ATOMIC_RELAXED))
         return;
+    uint64_t counted = 0;
     for (int i = 0; i < TC_SLOTS; i++)
         for (int w = 0; w < TC_WAYS; w++)
             if (tc->slot[i].size[w]) {
-                ts_fence_free_cached_locked(p, tc->slot[i].block[w], tc->slot[i].epoch[w] != TC_ASYNC);
+                ts_block *b = tc->slot[i].block[w];
+                counted += b->counted;
+                b->counted = 0;
+                ts_fence_free_cached_locked(p, b, tc->slot[i].epoch[w] != TC_ASYNC);
                 tc->slot[i].size[w] = 0;
                 tc->slot[i].block[w] = NULL;
             }
+    /* live_bytes first: a reader between the two sees a figure too low for
+     * a moment, never a peak that was not */
+    __atomic_sub_fetch(&p->live_bytes, counted, __ATOMIC_RELAXED);
+    __atomic_store_n(&tc->parked_live, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tc->bytes, 0, __ATOMIC_RELAXED);
 }
 
@@ -152,6 +161,22 @@ static void honour_flush(ts_pool *p, ts_tcache *tc)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* A hit on a stream-ordered allocation goes live.  Parked still counted
+ * (`old` bytes), the block is live again by taking it out of parked_live:
+ * no locked operation when the request is the same size.  The live figure
+ * rose; live_bytes less this cache's parked bytes bounds it from above, so
+ * the exact figure is computed only when that bound passes the peak (a
+ * single thread's bound is the exact figure). */
+static inline void live_hit(ts_pool *p, ts_tcache *tc, uint64_t requested, uint64_t old)
+{
+    uint64_t g = requested != old ? __atomic_add_fetch(&p->live_bytes, requested - old, __ATOMIC_RELAXED)
+                                  : __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED);
+    uint64_t mine = tc->parked_live - old;
+    __atomic_store_n(&tc->parked_live, mine, __ATOMIC_RELAXED);
+    if (g > mine && g - mine > __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED))
+        ts_tcache_note_live_peak(p);
+}
+
 int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t requested, uint64_t stream, uint64_t *ptr)
 {
     ts_tcache *tc = get_tc(p, false);
@@ -180,8 +205,14 @@ int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t requested, uint64_t stre
         sl->block[w] = NULL;
         __atomic_store_n(&b->state, TS_B_LIVE, __ATOMIC_RELAXED);
         b->requested = requested;
+        uint64_t old = b->counted;
+        b->counted = 0;
         __atomic_store_n(&tc->bytes, tc->bytes - size, __ATOMIC_RELAXED);
         __atomic_store_n(&tc->hits, tc->hits + 1, __ATOMIC_RELAXED);
+        if (stream == TS_STREAM_NONE)
+            ts_live_add(p, size, requested, stream); /* parked by a synchronous free: never counted */
+        else
+            live_hit(p, tc, requested, old);
         *ptr = b->addr;
         return 1;
     }
@@ -191,7 +222,7 @@ int ts_tcache_alloc(ts_pool *p, uint64_t size, uint64_t requested, uint64_t stre
     return stale && (!empty || tc->bytes + size > TC_MAX_BYTES) ? TS_TC_STALE : 0;
 }
 
-static bool park(ts_pool *p, ts_block *b, uint64_t stream, uint64_t epoch)
+static bool park(ts_pool *p, ts_block *b, uint64_t stream, uint64_t epoch, uint64_t counted)
 {
     if (b->size > TC_MAX_BLOCK || b->kind == TS_KIND_PLANNED)
         return false;
@@ -212,13 +243,18 @@ static bool park(ts_pool *p, ts_block *b, uint64_t stream, uint64_t epoch)
             sl->stream[w] = stream;
             sl->epoch[w] = epoch;
             sl->block[w] = b;
+            b->counted = counted;
+            __atomic_store_n(&tc->parked_live, tc->parked_live + counted, __ATOMIC_RELAXED);
             __atomic_store_n(&tc->bytes, tc->bytes + b->size, __ATOMIC_RELAXED);
             return true;
         }
     return false;
 }
 
-bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream) { return park(p, b, stream, TC_ASYNC); }
+bool ts_tcache_free(ts_pool *p, ts_block *b, uint64_t stream, uint64_t counted)
+{
+    return park(p, b, stream, TC_ASYNC, counted);
+}
 
 bool ts_tcache_free_sync(ts_pool *p, ts_block *b, uint64_t stream)
 {
@@ -226,7 +262,7 @@ bool ts_tcache_free_sync(ts_pool *p, ts_block *b, uint64_t stream)
      * the stamp, so a check that bumped the epoch past it sees that work */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     uint64_t e = __atomic_load_n(&p->ep.fence_epoch, __ATOMIC_RELAXED);
-    return park(p, b, stream, e);
+    return park(p, b, stream, e, 0);
 }
 
 /* p->lock held: drain this thread's cache now, ask the others. */
@@ -275,4 +311,24 @@ uint64_t ts_tcache_hits(ts_pool *p)
         n += __atomic_load_n(&tc->hits, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&registry);
     return n;
+}
+
+uint64_t ts_tcache_live_now(ts_pool *p)
+{
+    pthread_mutex_lock(&registry);
+    uint64_t g = __atomic_load_n(&p->live_bytes, __ATOMIC_RELAXED), parked = 0;
+    for (ts_tcache *tc = p->tcaches; tc; tc = tc->next)
+        parked += __atomic_load_n(&tc->parked_live, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&registry);
+    return g > parked ? g - parked : 0;
+}
+
+void ts_tcache_note_live_peak(ts_pool *p)
+{
+    uint64_t now = ts_tcache_live_now(p);
+    uint64_t peak = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
+    while (now > peak
+           && !__atomic_compare_exchange_n(&p->live_peak, &peak, now, true, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED)) {
+    }
 }

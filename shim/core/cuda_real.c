@@ -35,16 +35,38 @@ int ts_current_device(void)
     return (int)d;
 }
 
+/* A created stream's device never changes while it lives, so each thread
+ * keeps the last answers (a few streams, by handle) and asks the driver once
+ * per stream: the answer is on every stream-ordered allocation's path.  A
+ * handle may name another stream once its stream is destroyed, so every
+ * destruction the hooks see (a stream, a context with its streams, a device
+ * reset) starts a new generation, which no kept answer is of. */
+#define STREAM_DEV_WAYS 4
+static uint64_t streams_generation;
+static __thread struct stream_dev {
+    uint64_t stream, generation;
+    int dev;
+} tls_stream_dev[STREAM_DEV_WAYS] __attribute__((tls_model("initial-exec")));
+
+void ts_streams_destroyed(void) { __atomic_add_fetch(&streams_generation, 1, __ATOMIC_RELEASE); }
+
 int ts_stream_device(uint64_t stream)
 {
     if (ts_stream_is_default(stream))
         return ts_current_device();
+    /* the generation before the question: a destruction during it makes the
+     * answer kept below stale at once */
+    uint64_t gen = __atomic_load_n(&streams_generation, __ATOMIC_ACQUIRE);
+    struct stream_dev *e = &tls_stream_dev[(stream >> 4) % STREAM_DEV_WAYS];
+    if (e->stream == stream && e->generation == gen)
+        return e->dev;
     ts_cuda_fn_cuStreamGetDevice get = TS_CUDA_REAL(cuStreamGetDevice);
     CUdevice d = -1;
     if (!get) /* a driver before 12.8: the current device, as before */
         return ts_current_device();
     if (get((CUstream)(uintptr_t)stream, &d) != CUDA_SUCCESS)
         return -1;
+    *e = (struct stream_dev){ .stream = stream, .generation = gen, .dev = (int)d };
     return (int)d;
 }
 

@@ -63,6 +63,9 @@ static inline bool ts_stream_is_default(uint64_t stream)
  * the current context's for the default streams; -1 if the driver cannot
  * tell. */
 int ts_stream_device(uint64_t stream);
+/* Streams were destroyed (a stream, a context's, a device reset's): answers
+ * ts_stream_device kept for their handles are forgotten. */
+void ts_streams_destroyed(void);
 /* A created stream's context (cuStreamGetCtx): NULL for a default stream
  * or one the driver names no context for. */
 CUcontext ts_stream_context(uint64_t stream);

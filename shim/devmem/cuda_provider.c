@@ -341,7 +341,9 @@ void ts_cuda_provider_destroy(ts_cuda_provider *c)
         c->slabs = s->next;
         free(s);
     }
-    if (c->primary && c->fn.cuDevicePrimaryCtxRelease)
+    if (c->primary && c->fn.cuDevicePrimaryCtxRelease) {
         c->fn.cuDevicePrimaryCtxRelease(c->device);
+        ts_streams_destroyed(); /* the last retain's release destroys the context */
+    }
     free(c);
 }

@@ -162,6 +162,44 @@ static void own_pool_elsewhere(cudaStream_t s1)
     CHECK(cudaMemPoolDestroy(mine) == cudaSuccess, "destroy device 1's pool");
 }
 
+/* Streams made and destroyed in turn on the two devices, each allocated
+ * from with the other device current: the driver may hand a destroyed
+ * stream's handle to the next stream, of the other device, whose memory
+ * must still come from its own device.  Streams destroyed one by one, then
+ * streams that die with their device's reset (no stream destroy).  Last in
+ * the program: the resets end everything else. */
+#define HANDLE_ROUNDS 12
+static void reused_handles(void)
+{
+    int wrong = 0, reused[2] = { 0, 0 };
+    uintptr_t seen[2 * HANDLE_ROUNDS];
+    for (int k = 0; k < 2 * HANDLE_ROUNDS; k++) {
+        int dev = k % 2;
+        cudaStream_t s = NULL;
+        void *p = NULL;
+        CHECK(cudaSetDevice(dev) == cudaSuccess && cudaStreamCreate(&s) == cudaSuccess, "stream %d", k);
+        seen[k] = (uintptr_t)s;
+        for (int j = k - 1; j >= 0; j -= 2) /* the other device's streams */
+            if (seen[j] == seen[k]) {
+                reused[k >= HANDLE_ROUNDS]++;
+                break;
+            }
+        CHECK(cudaSetDevice(1 - dev) == cudaSuccess && cudaMallocAsync(&p, 1 << 20, s) == cudaSuccess, "alloc");
+        wrong += device_of(p) != dev;
+        CHECK(cudaFreeAsync(p, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess, "free");
+        if (k < HANDLE_ROUNDS)
+            CHECK(cudaStreamDestroy(s) == cudaSuccess, "destroy");
+        else
+            CHECK(cudaSetDevice(dev) == cudaSuccess && cudaDeviceReset() == cudaSuccess, "reset");
+        usleep(2000); /* time for the stream's worker to retire it: its handle is free */
+    }
+    /* without a handle of the other device's reused, the case is not tested */
+    CHECK(reused[0] && reused[1], "handles of the other device's destroyed streams reused: %d, after resets %d",
+          reused[0], reused[1]);
+    printf("streams on alternate devices, the other current: %d of %d allocations on another device\n", wrong,
+           2 * HANDLE_ROUNDS);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -201,6 +239,7 @@ int main(int argc, char **argv)
     CHECK(cudaFreeHost(host) == cudaSuccess, "free host");
     CHECK(cudaStreamDestroy(s0) == cudaSuccess, "destroy s0");
     CHECK(cudaSetDevice(1) == cudaSuccess && cudaStreamDestroy(s1) == cudaSuccess, "destroy s1");
+    reused_handles();
     printf("done\n");
     return failures ? 1 : 0;
 }

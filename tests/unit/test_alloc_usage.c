@@ -6,7 +6,11 @@
  * them; synchronous blocks are not counted, and reserved leaves out whole
  * synchronous blocks; resetting the attributes' peaks
  * (torch.cuda.reset_peak_memory_stats) leaves the pool's own whole-run peaks
- * (ts_pool_stats, the report's peak reserved) alone. */
+ * (ts_pool_stats, the report's peak reserved) alone.  A block parked in a
+ * thread's cache stays in the pool's counter until reused or drained, so
+ * the figures are checked with two threads' caches holding blocks. */
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "alloc/alloc.h"
@@ -108,10 +112,84 @@ static void reset_peaks(void)
     ts_fake_destroy(f);
 }
 
+/* Two threads taking turns (one step each, in order), each with blocks
+ * parked in its own cache while the other allocates: every figure must be
+ * the live bytes, not the counter that still holds the other's parked
+ * blocks. */
+static struct two_threads {
+    ts_pool *p;
+    sem_t go_main, go_other;
+    uint64_t b;
+} tt;
+
+static ts_pool_usage expect_usage(uint64_t live, uint64_t peak, const char *when)
+{
+    ts_pool_usage u = usage(tt.p);
+    CHECK(u.live == live && u.peak_live == peak, "%s: live %lu peak %lu, want %lu and %lu", when,
+          (unsigned long)u.live, (unsigned long)u.peak_live, (unsigned long)live, (unsigned long)peak);
+    return u;
+}
+
+static void *other_thread(void *arg)
+{
+    (void)arg;
+    sem_wait(&tt.go_other);
+    tt.b = alloc(tt.p, 2 * MiB, STREAM); /* fresh, while main's 1 MiB sits parked */
+    expect_usage(2 * MiB, 2 * MiB, "other's fresh block beside main's parked one");
+    free_async(tt.p, tt.b);
+    sem_post(&tt.go_main);
+    sem_wait(&tt.go_other);
+    uint64_t b = alloc(tt.p, 2 * MiB, STREAM); /* its own cache's block: both live now */
+    CHECK(b == tt.b, "the other thread's cached block was not reused: the case is not tested");
+    expect_usage(3 * MiB, 3 * MiB, "both threads' cached blocks reused");
+    free_async(tt.p, b);
+    sem_post(&tt.go_main);
+    sem_wait(&tt.go_other); /* stays alive, its block parked, until main is done */
+    return NULL;
+}
+
+static void parked_in_two_caches(void)
+{
+    ts_fake_provider *f;
+    tt.p = mk(&f);
+    sem_init(&tt.go_main, 0, 0);
+    sem_init(&tt.go_other, 0, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, other_thread, NULL);
+    uint64_t a = alloc(tt.p, 1 * MiB, STREAM);
+    free_async(tt.p, a);
+    sem_post(&tt.go_other);
+    sem_wait(&tt.go_main);
+    uint64_t a2 = alloc(tt.p, 1 * MiB, STREAM); /* main's hit while the other's block is parked */
+    CHECK(a2 == a, "main's cached block was not reused: the case is not tested");
+    expect_usage(1 * MiB, 2 * MiB, "main's hit beside the other's parked block");
+    sem_post(&tt.go_other);
+    sem_wait(&tt.go_main);
+    free_async(tt.p, a2);
+    uint64_t a3 = alloc(tt.p, 1 * MiB - 100, STREAM); /* same block, fewer bytes */
+    CHECK(a3 == a, "main's cached block was not reused for a smaller request");
+    expect_usage(1 * MiB - 100, 3 * MiB, "a hit of another size");
+    ts_pool_reset_peaks(tt.p, false, true);
+    expect_usage(1 * MiB - 100, 1 * MiB - 100, "peak reset with a block parked");
+    CHECK(ts_pool_trim(tt.p) == TS_ALLOC_OK, "trim"); /* drains main's cache, asks the other's */
+    free_async(tt.p, a3);
+    expect_usage(0, 1 * MiB - 100, "all freed");
+    ts_alloc_stats st;
+    ts_pool_stats(tt.p, &st);
+    CHECK(st.live_bytes == 0 && st.peak_live_bytes == 1 * MiB - 100, "pool stats: live %lu peak %lu",
+          (unsigned long)st.live_bytes, (unsigned long)st.peak_live_bytes);
+    sem_post(&tt.go_other);
+    pthread_join(t, NULL); /* its exit drains its cache */
+    expect_usage(0, 1 * MiB - 100, "after the other thread's exit");
+    ts_pool_destroy(tt.p);
+    ts_fake_destroy(f);
+}
+
 int main(void)
 {
     exact_bytes();
     reset_peaks();
+    parked_in_two_caches();
     if (failures) {
         printf("test_alloc_usage: %d failure(s)\n", failures);
         return 1;

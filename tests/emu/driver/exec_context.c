@@ -367,6 +367,7 @@ static CUresult primary_reset(CUdevice dev)
     /* Outstanding work finishes; the sticky error of a faulted context is
      * what a reset recovers from. */
     emu_device_sync(dev);
+    emu_stream_destroy_device(dev);
     emu_mem_reset_device(dev);
     emu_clear_sticky();
     struct emu_ctx *c = primary_of(dev);

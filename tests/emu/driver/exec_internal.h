@@ -74,6 +74,8 @@ void emu_stream_wait_seq(struct emu_stream *st, uint64_t seq);
 CUresult emu_stream_sync_resolved(struct emu_stream *st);
 /* Marks st destroyed; its queued work still completes. */
 void emu_stream_destroy_resolved(struct emu_stream *st);
+/* Destroys every stream created on dev (a primary context reset). */
+void emu_stream_destroy_device(int dev);
 /* Creates a user stream on the current device. */
 CUresult emu_stream_create(struct emu_stream **out, unsigned flags, int priority);
 /* Sleeps the configured jitter (called by workers before each op). */

@@ -411,6 +411,25 @@ void emu_stream_destroy_resolved(struct emu_stream *st)
     if (!worker) stream_retire(st);
 }
 
+/* A primary context's reset destroys the streams created in it ("destroys
+ * all allocations and resets all state"): their handles die, and the next
+ * streams may be given them.  Their queued work still completes. */
+void emu_stream_destroy_device(int dev)
+{
+    pthread_once(&devs_once, devs_init);
+    struct emu_devstate *d = &devs[dev];
+    for (;;) {
+        struct emu_stream *victim = NULL;
+        pthread_mutex_lock(&d->order_mu);
+        for (struct emu_stream *st = d->streams; st && !victim; st = st->next_on_dev)
+            if (st->kind == EMU_STREAM_USER && __atomic_load_n(&st->magic, __ATOMIC_ACQUIRE) == EMU_STREAM_MAGIC)
+                victim = st;
+        pthread_mutex_unlock(&d->order_mu);
+        if (!victim) return;
+        emu_stream_destroy_resolved(victim);
+    }
+}
+
 CUresult emu_stream_create(struct emu_stream **out, unsigned flags, int priority)
 {
     pthread_once(&devs_once, devs_init);

@@ -256,6 +256,27 @@ static void test_fork_child(void)
     OK(cuStreamDestroy(s));
 }
 
+/* A primary context's reset destroys the streams created in it ("destroys
+ * all allocations and resets all state"): their handles are invalid after,
+ * and queued work still ran.  Last: the context's state is gone after. */
+static void test_reset_destroys_streams(void)
+{
+    CUstream s;
+    int ran = 0;
+    REQUIRE(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuLaunchHostFunc(s, sleep_20ms, &ran));
+    OK(cuDevicePrimaryCtxReset(0));
+    EXPECT(flag(&ran));
+    EXPECT_RC(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_RC(cuStreamDestroy(s), CUDA_ERROR_INVALID_HANDLE);
+    CUcontext again;
+    CUdevice dev;
+    OK(cuDeviceGet(&dev, 0));
+    OK(cuDevicePrimaryCtxRetain(&again, dev));
+    OK(cuCtxSetCurrent(again));
+    OK(cuStreamQuery(CU_STREAM_LEGACY)); /* the device works after */
+}
+
 int main(void)
 {
     ctx = et_setup(0);
@@ -267,5 +288,6 @@ int main(void)
     test_ctx_synchronize();
     test_getters_and_errors();
     test_fork_child();
+    test_reset_destroys_streams();
     return et_finish("test_drv_exec_stream");
 }
