@@ -12,3 +12,9 @@ srcs="$(ls shim/alloc/*.c) tests/support/pool_check.c tools/replay/sim_provider.
   -I"${CUDA_HOME:-/usr/local/cuda}/include" -o "$tmp/test_alloc_threads" \
   tests/unit/test_alloc_threads.c $srcs -pthread
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}" "$tmp/test_alloc_threads" 3000
+# The usage figures with two threads' caches holding parked blocks: the
+# counter and the caches' parked bytes are read across threads.
+"$CC_TSAN" -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -Wall -Wextra -Werror -Ishim -Itools \
+  -I"${CUDA_HOME:-/usr/local/cuda}/include" -o "$tmp/test_alloc_usage" \
+  tests/unit/test_alloc_usage.c $srcs -pthread
+TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}" "$tmp/test_alloc_usage"
