@@ -136,7 +136,7 @@ bool ts_rt_init_context(void)
     return ts_current_device() >= 0;
 }
 
-static uint64_t devices_seen; /* bit per device ordinal */
+uint64_t ts_devices_seen; /* bit per device ordinal */
 
 /* The device's record, the first time it is seen (out of line: the hot
  * allocation hooks call ts_note_device every time). */
@@ -165,17 +165,17 @@ static __attribute__((noinline)) void record_device(int dev, uint64_t bit)
     }
     if (get_pci && get_pci(pci, sizeof pci, dev) != CUDA_SUCCESS)
         pci[0] = 0;
-    if (__atomic_fetch_or(&devices_seen, bit, __ATOMIC_RELAXED) & bit)
+    if (__atomic_fetch_or(&ts_devices_seen, bit, __ATOMIC_RELAXED) & bit)
         return; /* another thread recorded it */
     ts_ev_device(dev, name, (uint64_t)total, major, minor, sms, pci);
 }
 
-void ts_note_device(int dev)
+void ts_note_device_slow(int dev)
 {
     ts_numa_at_context(); /* the first context: NUMA facts and binding */
     if (dev < 0 || dev >= 64)
         return;
     uint64_t bit = 1ull << dev;
-    if (ts_unlikely(!(__atomic_load_n(&devices_seen, __ATOMIC_RELAXED) & bit)))
+    if (ts_unlikely(!(__atomic_load_n(&ts_devices_seen, __ATOMIC_RELAXED) & bit)))
         record_device(dev, bit);
 }

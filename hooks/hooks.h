@@ -18,6 +18,7 @@
 
 #include "core/core.h"
 #include "core/cuda_real.h"
+#include "numa/numa.h"
 #include "offload/offload.h"
 #include "resolve.h"
 
@@ -118,7 +119,15 @@ enum { TS_HOST_DEVICE = -1 };
 #define TS_OUT_PTR(out, r) ((r) == 0 && (out) ? (uint64_t)(uintptr_t) * (out) : 0)
 /* The allocation record of an outermost call (ptr only when r is success);
  * the device's record first, the first time it is seen. */
-void ts_note_device(int dev);
+extern uint64_t ts_devices_seen; /* hook_common.c: bit per device ordinal recorded */
+void ts_note_device_slow(int dev);
+static inline void ts_note_device(int dev)
+{
+    uint64_t bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
+    if (ts_unlikely(!__atomic_load_n(&ts_numa_done, __ATOMIC_ACQUIRE)
+                    || (bit && !(__atomic_load_n(&ts_devices_seen, __ATOMIC_RELAXED) & bit))))
+        ts_note_device_slow(dev);
+}
 static inline void ts_alloc_event(int api, int device, uint64_t ptr, uint64_t size, uint64_t stream, int r)
 {
     ts_note_device(device);

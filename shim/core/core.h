@@ -18,7 +18,17 @@
 /* True when the shim does more than pass through: TRAINSHIM is not 0, the
  * process was initialized, and no internal error forced passthrough.  Cheap:
  * one load after the first call. */
-bool ts_active(void);
+extern _Atomic int ts_process_state; /* process.c; TS_PROCESS_USED: active */
+#define TS_PROCESS_USED 3
+#define TS_PROCESS_OFF 4
+bool ts_active_slow(void);
+static inline bool ts_active(void)
+{
+    int s = __atomic_load_n(&ts_process_state, __ATOMIC_ACQUIRE);
+    if (ts_likely(s == TS_PROCESS_USED))
+        return true;
+    return s != TS_PROCESS_OFF && ts_active_slow();
+}
 /* Called by the shim itself on an internal problem: prints one
  * "trainshim: error: ..." line and turns every hook into passthrough. */
 void ts_fallback_passthrough(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -86,10 +86,11 @@ void ts_cupti_flush_signal(void) __attribute__((weak));
 extern const int ts_tool_process __attribute__((weak));
 
 enum { ST_UNINIT, ST_INIT, ST_READY, ST_USED, ST_OFF };
+_Static_assert(ST_USED == TS_PROCESS_USED && ST_OFF == TS_PROCESS_OFF, "core.h's inline ts_active");
 
 __thread int ts_tls_depth __attribute__((tls_model("initial-exec")));
 
-static _Atomic int state = ST_UNINIT;
+_Atomic int ts_process_state = ST_UNINIT;
 static __thread bool tls_initializing; /* this thread runs init() */
 static _Atomic int fallback_reported;
 /* The process whose log this is; a forked child that passes through is not
@@ -224,12 +225,12 @@ static void fork_child(void)
 {
     if (ts_log_fork_child)
         ts_log_fork_child();
-    int s = atomic_load(&state);
+    int s = atomic_load(&ts_process_state);
     if (s == ST_READY) {
         owner_pid = getpid(); /* a fresh process for the shim: its own log */
     } else if (s == ST_USED || s == ST_OFF) {
         is_passthrough_child = 1;
-        atomic_store(&state, ST_OFF);
+        atomic_store(&ts_process_state, ST_OFF);
     }
 }
 
@@ -242,7 +243,7 @@ static void init(void)
     /* ts_cfg(): warnings, TRAINSHIM_STRICT, TRAINSHIM_VERBOSE -- or, with
      * TRAINSHIM=0, nothing at all */
     if (ts_config_disabled(ts_cfg())) {
-        atomic_store(&state, ST_OFF);
+        atomic_store(&ts_process_state, ST_OFF);
     } else {
         owner_pid = getpid();
         if (!exit_hooks_registered) { /* once per process image, forks included */
@@ -251,7 +252,7 @@ static void init(void)
             atexit(at_exit_flush);
         }
         int expected = ST_INIT; /* a fallback during init wins */
-        atomic_compare_exchange_strong(&state, &expected, ST_READY);
+        atomic_compare_exchange_strong(&ts_process_state, &expected, ST_READY);
     }
     tls_initializing = false;
     errno = saved_errno;
@@ -263,7 +264,7 @@ static int wait_for_init(void)
 {
     struct timespec nap = { 0, 100000 }; /* 0.1 ms */
     for (int i = 0; i < 20000; i++) {    /* about 2 s */
-        int s = atomic_load(&state);
+        int s = atomic_load(&ts_process_state);
         if (s != ST_INIT)
             return s;
         if (i < 100)
@@ -274,15 +275,15 @@ static int wait_for_init(void)
     return ST_INIT;
 }
 
-__attribute__((noinline)) static bool active_slow(void)
+bool ts_active_slow(void)
 {
-    int s = atomic_load(&state);
+    int s = atomic_load(&ts_process_state);
     for (;;) {
         switch (s) {
         case ST_USED: return true;
         case ST_OFF: return false;
         case ST_READY:
-            if (atomic_compare_exchange_strong(&state, &s, ST_USED)) {
+            if (atomic_compare_exchange_strong(&ts_process_state, &s, ST_USED)) {
                 install_handlers(); /* once: only this transition's winner */
                 if (ts_cupti_start)
                     ts_cupti_start();
@@ -290,9 +291,9 @@ __attribute__((noinline)) static bool active_slow(void)
             }
             continue; /* s was reloaded */
         case ST_UNINIT:
-            if (atomic_compare_exchange_strong(&state, &s, ST_INIT)) {
+            if (atomic_compare_exchange_strong(&ts_process_state, &s, ST_INIT)) {
                 init();
-                s = atomic_load(&state);
+                s = atomic_load(&ts_process_state);
             }
             continue;
         case ST_INIT:
@@ -307,16 +308,6 @@ __attribute__((noinline)) static bool active_slow(void)
     }
 }
 
-bool ts_active(void)
-{
-    int s = atomic_load_explicit(&state, memory_order_acquire);
-    if (ts_likely(s == ST_USED))
-        return true;
-    if (s == ST_OFF)
-        return false;
-    return active_slow();
-}
-
 /* Runs when the library is loaded (LD_PRELOAD: before main): configuration
  * problems are reported (and TRAINSHIM_STRICT acts) at start, not at the
  * first CUDA call, and the fork and exit hooks are registered before the
@@ -326,13 +317,13 @@ __attribute__((constructor)) static void process_constructor(void)
     if (&ts_tool_process != NULL)
         return;
     int expected = ST_UNINIT;
-    if (atomic_compare_exchange_strong(&state, &expected, ST_INIT))
+    if (atomic_compare_exchange_strong(&ts_process_state, &expected, ST_INIT))
         init();
 }
 
 void ts_fallback_passthrough(const char *fmt, ...)
 {
-    atomic_store(&state, ST_OFF);
+    atomic_store(&ts_process_state, ST_OFF);
     if (atomic_exchange(&fallback_reported, 1))
         return;
     char what[512];

@@ -83,7 +83,15 @@ void ts_offload_managed_attach(const ts_offload_driver *drv);
 /* Allocation bookkeeping for tags: every live pooled allocation made while a
  * nonzero tag is in effect on the calling thread (ts_offload_note_free when it
  * is freed). */
-void ts_offload_note_alloc(int dev, uint64_t ptr, uint64_t size);
+extern __thread unsigned ts_offload_thread_tag __attribute__((tls_model("initial-exec")));
+void ts_offload_note_tagged_alloc(uint64_t ptr, uint64_t size);
+/* On every served allocation: inline, one thread-local load when no tag is set. */
+static inline void ts_offload_note_alloc(int dev, uint64_t ptr, uint64_t size)
+{
+    (void)dev;
+    if (__builtin_expect(ts_offload_thread_tag != 0, 0) && ptr)
+        ts_offload_note_tagged_alloc(ptr, size);
+}
 void ts_offload_note_free(uint64_t ptr);
 
 /* Ranges that must never move (NCCL-registered buffers): pinned by start,

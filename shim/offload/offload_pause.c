@@ -15,12 +15,12 @@
 #include "core/core.h"
 #include "offload/offload_internal.h"
 
-static __thread unsigned thread_tag __attribute__((tls_model("initial-exec"))); /* read on every allocation */
+__thread unsigned ts_offload_thread_tag __attribute__((tls_model("initial-exec")));
 
 unsigned ts_offload_set_tag(unsigned tag)
 {
-    unsigned old = thread_tag;
-    thread_tag = tag;
+    unsigned old = ts_offload_thread_tag;
+    ts_offload_thread_tag = tag;
     return old;
 }
 
@@ -58,13 +58,10 @@ static bool overlaps(const struct ts_off_range *arr, size_t n, uint64_t va, uint
     return false;
 }
 
-void ts_offload_note_alloc(int dev, uint64_t ptr, uint64_t size)
+void ts_offload_note_tagged_alloc(uint64_t ptr, uint64_t size)
 {
-    (void)dev;
-    if (!thread_tag || !ptr)
-        return;
     pthread_mutex_lock(&ts_off.lock);
-    range_add(&ts_off.tagged, &ts_off.ntagged, &ts_off.captagged, ptr, size, thread_tag);
+    range_add(&ts_off.tagged, &ts_off.ntagged, &ts_off.captagged, ptr, size, ts_offload_thread_tag);
     pthread_mutex_unlock(&ts_off.lock);
 }
 

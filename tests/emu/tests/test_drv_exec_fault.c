@@ -80,9 +80,12 @@ int main(void)
     EXPECT_RC(cuEventRecord(e, s), CUDA_ERROR_ILLEGAL_ADDRESS);
     EXPECT_RC(cuEventSynchronize(e), CUDA_ERROR_ILLEGAL_ADDRESS);
 
-    /* A reset recovers the context. */
-    OK(cuDevicePrimaryCtxReset(0));                   /* also releases the context's memory */
+    /* A reset recovers the context.  It also releases the context's memory
+     * and destroys its streams: s is gone, a new stream works. */
+    OK(cuDevicePrimaryCtxReset(0));
     OK(cuCtxSynchronize());
+    EXPECT_RC(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+    REQUIRE(cuStreamCreate(&s, 0));
     CUdeviceptr fresh;
     REQUIRE(cuMemAlloc(&fresh, 64));
     void *fparams[] = {&fresh};
