@@ -50,16 +50,9 @@ static __thread struct stream_dev {
 
 void ts_streams_destroyed(void) { __atomic_add_fetch(&streams_generation, 1, __ATOMIC_RELEASE); }
 
-int ts_stream_device(uint64_t stream)
+/* Out of line: the kept answer's path saves no registers. */
+static __attribute__((noinline)) int ask_stream_device(uint64_t stream, struct stream_dev *e, uint64_t gen)
 {
-    if (ts_stream_is_default(stream))
-        return ts_current_device();
-    /* the generation before the question: a destruction during it makes the
-     * answer kept below stale at once */
-    uint64_t gen = __atomic_load_n(&streams_generation, __ATOMIC_ACQUIRE);
-    struct stream_dev *e = &tls_stream_dev[(stream >> 4) % STREAM_DEV_WAYS];
-    if (e->stream == stream && e->generation == gen)
-        return e->dev;
     ts_cuda_fn_cuStreamGetDevice get = TS_CUDA_REAL(cuStreamGetDevice);
     CUdevice d = -1;
     if (!get) /* a driver before 12.8: the current device, as before */
@@ -68,6 +61,19 @@ int ts_stream_device(uint64_t stream)
         return -1;
     *e = (struct stream_dev){ .stream = stream, .generation = gen, .dev = (int)d };
     return (int)d;
+}
+
+int ts_stream_device(uint64_t stream)
+{
+    if (ts_stream_is_default(stream))
+        return ts_current_device();
+    /* the generation before the question: a destruction during it makes the
+     * answer kept stale at once */
+    uint64_t gen = __atomic_load_n(&streams_generation, __ATOMIC_ACQUIRE);
+    struct stream_dev *e = &tls_stream_dev[(stream >> 4) % STREAM_DEV_WAYS];
+    if (e->stream == stream && e->generation == gen)
+        return e->dev;
+    return ask_stream_device(stream, e, gen);
 }
 
 CUcontext ts_stream_context(uint64_t stream)
