@@ -53,33 +53,16 @@
 #define BUF_COUNT_MAX 4096
 
 enum log_state { ST_NEW, ST_OPEN, ST_OFF, ST_CLOSING, ST_CLOSED, ST_CHILD };
+_Static_assert(ST_OPEN == TS_LOG_OPEN, "log.h's inline reserve");
 enum buf_state { BUF_OWNED, BUF_FULL, BUF_FREE };
 
-struct tbuf {
-    struct tbuf *next;          /* registry link, set before publication */
-    _Atomic uint32_t committed; /* bytes of whole records, published by the owner */
-    uint32_t used;              /* owner's write offset (== committed outside commit) */
-    uint32_t flushed;           /* bytes already written; only the claimer touches it */
-    _Atomic int busy;           /* flush claim */
-    _Atomic int state;          /* enum buf_state */
-    uint32_t cap;
-    uint32_t tid;
-    /* The owner's previous buffer, still to be written when this one was
-     * taken: this one waits for it, so each thread's records reach the file
-     * in order and a cut file holds a prefix of every thread's history. */
-    struct tbuf *pred;
-    uint64_t pred_gen;
-    _Atomic uint64_t gen;      /* bumped each time the buffer is recycled */
-    _Atomic uint64_t done_gen; /* gen + 1 once handed over and all written */
-    char *data;
-};
-
-static _Atomic int g_state = ST_NEW;
+/* struct ts_log_buf: log.h (the fast path is inline there) */
+_Atomic int ts_log_state = ST_NEW;
 static pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_fd = -1;
 static char g_path[PATH_MAX];
 static uint32_t g_buf_cap;
-static _Atomic(struct tbuf *) g_bufs;
+static _Atomic(struct ts_log_buf *) g_bufs;
 static _Atomic int g_nbufs;
 static _Atomic uint64_t g_buf_bytes;
 static _Atomic uint64_t g_written; /* records written to the file */
@@ -102,7 +85,7 @@ static bool g_key_made;
 static struct ts_rec_hdr *g_api_rec; /* API names waiting for the header (under g_open_mu) */
 
 /* initial-exec: no __tls_get_addr call on the fast path of the preloaded library */
-static __thread struct tbuf *tls_buf __attribute__((tls_model("initial-exec")));
+__thread struct ts_log_buf *ts_log_tls_buf __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
 static __thread bool tls_opening;
 static __thread bool tls_in_signal; /* inside the signal-time flush */
@@ -383,7 +366,7 @@ const char *ts_log_path(void) { return g_path; }
 /* Write the committed, unwritten records of b (claimed by the caller) and
  * recycle it when its owner handed it over.  Returns false when it must wait
  * for its predecessor. */
-static bool flush_claimed(struct tbuf *b, bool recycle)
+static bool flush_claimed(struct ts_log_buf *b, bool recycle)
 {
     /* state before committed: a buffer seen FULL has all its records committed */
     int st = atomic_load_explicit(&b->state, memory_order_acquire);
@@ -418,26 +401,26 @@ static bool flush_claimed(struct tbuf *b, bool recycle)
     return true;
 }
 
-static bool try_claim(struct tbuf *b)
+static bool try_claim(struct ts_log_buf *b)
 {
     int z = 0;
     return atomic_compare_exchange_strong(&b->busy, &z, 1);
 }
 
-static void claim(struct tbuf *b)
+static void claim(struct ts_log_buf *b)
 {
     while (!try_claim(b))
         sched_yield();
 }
 
-static void release(struct tbuf *b) { atomic_store(&b->busy, 0); }
+static void release(struct ts_log_buf *b) { atomic_store(&b->busy, 0); }
 
 /* One pass over every buffer; returns how many had to wait for a
  * predecessor (0: everything committed before the pass is written). */
 static int flush_pass(bool wait_for_claim, bool recycle)
 {
     int waiting = 0;
-    for (struct tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
+    for (struct ts_log_buf *b = atomic_load(&g_bufs); b; b = b->next) {
         if (wait_for_claim)
             claim(b);
         else if (!try_claim(b))
@@ -493,10 +476,10 @@ static void *writer_main(void *arg)
 
 static void thread_exit(void *p)
 {
-    struct tbuf *b = p;
-    if (tls_buf == b)
-        tls_buf = NULL;
-    if (atomic_load(&g_state) == ST_CHILD)
+    struct ts_log_buf *b = p;
+    if (ts_log_tls_buf == b)
+        ts_log_tls_buf = NULL;
+    if (atomic_load(&ts_log_state) == ST_CHILD)
         return;
     /* hand the buffer over: the writer flushes and recycles it */
     atomic_store_explicit(&b->state, BUF_FULL, memory_order_release);
@@ -506,31 +489,31 @@ static void thread_exit(void *p)
 
 /* A new buffer: a thread's first (first_of_thread), or one more while the
  * writer lags. */
-static struct tbuf *new_buffer(bool first_of_thread)
+static struct ts_log_buf *new_buffer(bool first_of_thread)
 {
-    uint64_t bytes = sizeof(struct tbuf) + g_buf_cap;
+    uint64_t bytes = sizeof(struct ts_log_buf) + g_buf_cap;
     if (atomic_load(&g_nbufs) >= BUF_COUNT_MAX
         || (!first_of_thread && atomic_load(&g_buf_bytes) + bytes > BUF_TOTAL_MAX_BYTES))
         return NULL;
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
-    struct tbuf *b = m;
+    struct ts_log_buf *b = m;
     b->data = (char *)(b + 1);
     b->cap = g_buf_cap;
     atomic_init(&b->state, BUF_OWNED);
     atomic_fetch_add(&g_nbufs, 1);
     atomic_fetch_add(&g_buf_bytes, bytes);
-    struct tbuf *head = atomic_load(&g_bufs);
+    struct ts_log_buf *head = atomic_load(&g_bufs);
     do
         b->next = head;
     while (!atomic_compare_exchange_weak(&g_bufs, &head, b));
     return b;
 }
 
-static struct tbuf *take_free_buffer(void)
+static struct ts_log_buf *take_free_buffer(void)
 {
-    for (struct tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
+    for (struct ts_log_buf *b = atomic_load(&g_bufs); b; b = b->next) {
         int f = BUF_FREE;
         if (atomic_load_explicit(&b->state, memory_order_relaxed) == BUF_FREE
             && atomic_compare_exchange_strong(&b->state, &f, BUF_OWNED))
@@ -542,9 +525,9 @@ static struct tbuf *take_free_buffer(void)
 /* A thread's first buffer: a free one, a new one, or (past every limit)
  * one the writer recycles while it waits, once a second at most: not at
  * each of its records.  NULL: none. */
-static struct tbuf *first_buffer(void)
+static struct ts_log_buf *first_buffer(void)
 {
-    struct tbuf *b = take_free_buffer();
+    struct ts_log_buf *b = take_free_buffer();
     if (!b)
         b = new_buffer(true);
     uint64_t now = b ? 0 : ts_clock_mono_ns();
@@ -565,13 +548,13 @@ static struct tbuf *first_buffer(void)
  * the writer thread and take a free (or new) one; when there is none (the
  * writer lags and the memory bound is reached) or no writer thread, write its
  * own buffer out and keep it. */
-static struct tbuf *refill(uint32_t len)
+static struct ts_log_buf *refill(uint32_t len)
 {
-    struct tbuf *b = tls_buf;
+    struct ts_log_buf *b = ts_log_tls_buf;
     if (len > g_buf_cap)
         return NULL;
     if (b) {
-        struct tbuf *f = NULL;
+        struct ts_log_buf *f = NULL;
         if (g_writer_running && !(f = take_free_buffer()))
             f = new_buffer(false);
         if (f) {
@@ -584,7 +567,7 @@ static struct tbuf *refill(uint32_t len)
             /* after its predecessor, which the writer thread is writing */
             for (;;) {
                 claim(b);
-                if (atomic_load(&g_state) != ST_OPEN || flush_claimed(b, false))
+                if (atomic_load(&ts_log_state) != ST_OPEN || flush_claimed(b, false))
                     break;
                 release(b);
                 sem_post(&g_wake);
@@ -599,7 +582,7 @@ static struct tbuf *refill(uint32_t len)
     } else {
         b = first_buffer();
     }
-    tls_buf = b;
+    ts_log_tls_buf = b;
     if (!b)
         return NULL;
     b->tid = my_tid();
@@ -660,7 +643,7 @@ static void do_open(void)
     const struct ts_config *cfg = ts_cfg();
     const char *tmpl = cfg->log;
     if (!tmpl || !*tmpl || !strcmp(tmpl, "off") || !strcmp(tmpl, "none")) {
-        atomic_store(&g_state, ST_OFF);
+        atomic_store(&ts_log_state, ST_OFF);
         return;
     }
     uint64_t cap = cfg->log_buffer;
@@ -672,11 +655,11 @@ static void do_open(void)
     char want[PATH_MAX];
     if (ts_log_expand_path(tmpl, want, sizeof want) != 0) {
         ts_warn("TRAINSHIM_LOG template '%s' expands to an empty or too long path; no event log", tmpl);
-        atomic_store(&g_state, ST_OFF);
+        atomic_store(&ts_log_state, ST_OFF);
         return;
     }
     if (!log_path_usable(want)) {
-        atomic_store(&g_state, ST_OFF);
+        atomic_store(&ts_log_state, ST_OFF);
         return;
     }
     struct rlimit fsize;
@@ -687,7 +670,7 @@ static void do_open(void)
     if (g_fd < 0) {
         ts_warn("cannot create event log '%s': %s; no event log", want, strerror(errno));
         g_path[0] = 0;
-        atomic_store(&g_state, ST_OFF);
+        atomic_store(&ts_log_state, ST_OFF);
         return;
     }
     if (strcmp(want, g_path))
@@ -696,7 +679,7 @@ static void do_open(void)
         ts_warn("cannot write event log '%s'; no event log", g_path);
         close(g_fd);
         g_fd = -1;
-        atomic_store(&g_state, ST_OFF);
+        atomic_store(&ts_log_state, ST_OFF);
         return;
     }
     free(g_api_rec);
@@ -716,7 +699,7 @@ static void do_open(void)
     else
         ts_clock_counter =
             false; /* nobody would calibrate it: CLOCK_MONOTONIC (no reading taken yet is in a buffer) */
-    atomic_store_explicit(&g_state, ST_OPEN, memory_order_release);
+    atomic_store_explicit(&ts_log_state, ST_OPEN, memory_order_release);
 }
 
 /* shim/devmem/devmem_torch.c: logs torch's allocator backend as the shim
@@ -726,48 +709,36 @@ void ts_dev_log_torch_backend(void) __attribute__((weak));
 
 static bool open_slow(void)
 {
-    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    int st = atomic_load_explicit(&ts_log_state, memory_order_acquire);
     if (st == ST_OPEN)
         return true;
     if (st != ST_NEW || tls_opening)
         return false;
     pthread_mutex_lock(&g_open_mu);
     bool opened = false;
-    if (atomic_load(&g_state) == ST_NEW) {
+    if (atomic_load(&ts_log_state) == ST_NEW) {
         tls_opening = true;
         do_open();
         tls_opening = false;
-        opened = atomic_load(&g_state) == ST_OPEN;
+        opened = atomic_load(&ts_log_state) == ST_OPEN;
     }
     pthread_mutex_unlock(&g_open_mu);
     if (opened && ts_dev_log_torch_backend)
         ts_dev_log_torch_backend();
-    return atomic_load(&g_state) == ST_OPEN;
+    return atomic_load(&ts_log_state) == ST_OPEN;
 }
 
 /* ------------------------------------------------------------ records */
-static inline struct ts_rec_hdr *fill_header(struct tbuf *b, uint32_t len, uint16_t type)
-{
-    struct ts_rec_hdr *r = (struct ts_rec_hdr *)(b->data + b->used);
-    r->len = len;
-    r->type = type;
-    r->flags = 0;
-    r->tid = b->tid;
-    r->check = 0;
-    r->time_ns = ts_clock_read(); /* converted when written (seal_records) */
-    return r;
-}
-
 /* Everything but an open log with room in the thread's buffer: out of line,
  * so the common case saves and restores no registers. */
-static __attribute__((noinline)) struct ts_rec_hdr *reserve_slow(uint32_t len, uint16_t type)
+struct ts_rec_hdr *ts_log_reserve_slow(uint32_t len, uint16_t type)
 {
     /* only a log not yet opened can open: off, closed or a fork child's
      * answer at once (a log that cannot open is a run's every event) */
-    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    int st = atomic_load_explicit(&ts_log_state, memory_order_acquire);
     if (st != ST_OPEN && (st != ST_NEW || !open_slow()))
         return NULL;
-    struct tbuf *b = tls_buf;
+    struct ts_log_buf *b = ts_log_tls_buf;
     if (!b || b->used + len > b->cap) {
         b = refill(len);
         if (!b) {
@@ -775,23 +746,7 @@ static __attribute__((noinline)) struct ts_rec_hdr *reserve_slow(uint32_t len, u
             return NULL;
         }
     }
-    return fill_header(b, len, type);
-}
-
-struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type)
-{
-    struct tbuf *b = tls_buf;
-    if (ts_unlikely(atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN || !b
-                    || b->used + len > b->cap))
-        return reserve_slow(len, type);
-    return fill_header(b, len, type);
-}
-
-void ts_log_commit(struct ts_rec_hdr *rec)
-{
-    struct tbuf *b = tls_buf;
-    b->used += rec->len; /* the check is set when the record is written (seal_records) */
-    atomic_store_explicit(&b->committed, b->used, memory_order_release);
+    return ts_log_fill_header(b, len, type);
 }
 
 int ts_log_write_record(struct ts_rec_hdr *rec)
@@ -799,7 +754,7 @@ int ts_log_write_record(struct ts_rec_hdr *rec)
     uint32_t len = rec->len;
     if (len < sizeof *rec || len % TS_REC_ALIGN)
         return -1;
-    if (atomic_load_explicit(&g_state, memory_order_acquire) != ST_OPEN && !open_slow())
+    if (atomic_load_explicit(&ts_log_state, memory_order_acquire) != ST_OPEN && !open_slow())
         return -1;
     if (len <= g_buf_cap) {
         struct ts_rec_hdr *r = ts_log_reserve(len, rec->type);
@@ -817,7 +772,7 @@ int ts_log_write_record(struct ts_rec_hdr *rec)
     rec->check = ts_rec_check(rec, len);
     int rc = -1;
     atomic_fetch_add(&g_inflight, 1);
-    if (atomic_load(&g_state) == ST_OPEN && write_all(g_fd, rec, len)) {
+    if (atomic_load(&ts_log_state) == ST_OPEN && write_all(g_fd, rec, len)) {
         atomic_fetch_add(&g_written, 1);
         rc = 0;
     } else {
@@ -830,14 +785,14 @@ int ts_log_write_record(struct ts_rec_hdr *rec)
 void ts_log_set_api_record(struct ts_rec_hdr *rec)
 {
     pthread_mutex_lock(&g_open_mu);
-    if (atomic_load(&g_state) == ST_NEW) {
+    if (atomic_load(&ts_log_state) == ST_NEW) {
         free(g_api_rec); /* the latest table wins */
         g_api_rec = rec;
         rec = NULL;
     }
     pthread_mutex_unlock(&g_open_mu);
     if (rec) {
-        if (atomic_load(&g_state) == ST_OPEN)
+        if (atomic_load(&ts_log_state) == ST_OPEN)
             ts_log_write_record(rec);
         free(rec);
     }
@@ -850,14 +805,14 @@ static void write_site_totals(void);
 void ts_log_shutdown(void)
 {
     pthread_mutex_lock(&g_open_mu);
-    int st = atomic_load(&g_state);
+    int st = atomic_load(&ts_log_state);
     if (st != ST_OPEN) {
         if (st == ST_NEW)
-            atomic_store(&g_state, ST_CLOSED); /* nothing logged: no file, ever */
+            atomic_store(&ts_log_state, ST_CLOSED); /* nothing logged: no file, ever */
         pthread_mutex_unlock(&g_open_mu);
         return;
     }
-    atomic_store(&g_state, ST_CLOSING);
+    atomic_store(&ts_log_state, ST_CLOSING);
     if (g_writer_running) {
         atomic_store(&g_writer_stop, 1);
         sem_post(&g_wake);
@@ -872,7 +827,7 @@ void ts_log_shutdown(void)
     write_end_record();
     close(g_fd);
     g_fd = -1;
-    atomic_store(&g_state, ST_CLOSED);
+    atomic_store(&ts_log_state, ST_CLOSED);
     pthread_mutex_unlock(&g_open_mu);
 }
 
@@ -920,7 +875,7 @@ static void write_end_record(void)
 
 void ts_log_flush_signal_safe(void)
 {
-    if (atomic_load(&g_state) != ST_OPEN || g_fd < 0)
+    if (atomic_load(&ts_log_state) != ST_OPEN || g_fd < 0)
         return;
     /* no recycling: the interrupted code may be the owner of a buffer; a
      * buffer someone is writing right now is skipped.  The size cap's
@@ -940,15 +895,15 @@ void ts_log_fork_child(void)
      * the one our prepare handler took. */
     pthread_mutex_init(&g_open_mu, NULL);
     tls_tid = 0;
-    if (atomic_load(&g_state) == ST_NEW)
+    if (atomic_load(&ts_log_state) == ST_NEW)
         return; /* the parent never logged: the child is a fresh process with its own log */
     /* The parent has a log: the child records nothing.  Its buffers are
      * copies of the parent's, which the parent writes; its descriptor for the
      * parent's file is closed; every later event is dropped. */
-    atomic_store(&g_state, ST_CHILD);
+    atomic_store(&ts_log_state, ST_CHILD);
     if (g_fd >= 0)
         close(g_fd);
     g_fd = -1;
     g_writer_running = false;
-    tls_buf = NULL;
+    ts_log_tls_buf = NULL;
 }

@@ -7,6 +7,7 @@
 #define TRAINSHIM_LOG_H
 #include <stddef.h>
 #include <stdint.h>
+#include "log/clock.h"
 #include "log/logfmt.h"
 
 /* Fast path: reserve len bytes (a multiple of 8, a fixed-size record) in the
@@ -18,8 +19,8 @@
  * shutdown, in a fork child).  The caller fills the body, then calls
  * ts_log_commit(rec) which publishes it (its check is set when it is
  * written out, off the fast path). */
-struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type);
-void ts_log_commit(struct ts_rec_hdr *rec);
+static inline struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type);
+static inline void ts_log_commit(struct ts_rec_hdr *rec);
 
 /* A record of any length, already complete except tid/time/check (filled
  * here), copied into the log.  Records longer than a buffer are written
@@ -68,4 +69,65 @@ int ts_log_env_world_size(void);
 int ts_log_create_file(const char *path, char *used, size_t n);
 /* The path of the open log ("" when none). */
 const char *ts_log_path(void);
+
+/* ---- the fast path, inline: a record costs no call (log.c owns all this) -- */
+/* A thread's buffer.  Its owner appends whole records and publishes them by
+ * a release store of committed; the writer thread, the exit flush and the
+ * signal flush write the committed ranges out (log.c). */
+struct ts_log_buf {
+    struct ts_log_buf *next;    /* registry link, set before publication */
+    _Atomic uint32_t committed; /* bytes of whole records, published by the owner */
+    uint32_t used;              /* owner's write offset (== committed outside commit) */
+    uint32_t flushed;           /* bytes already written; only the claimer touches it */
+    _Atomic int busy;           /* flush claim */
+    _Atomic int state;          /* log.c's enum buf_state */
+    uint32_t cap;
+    uint32_t tid;
+    /* The owner's previous buffer, still to be written when this one was
+     * taken: this one waits for it, so each thread's records reach the file
+     * in order and a cut file holds a prefix of every thread's history. */
+    struct ts_log_buf *pred;
+    uint64_t pred_gen;
+    _Atomic uint64_t gen;      /* bumped each time the buffer is recycled */
+    _Atomic uint64_t done_gen; /* gen + 1 once handed over and all written */
+    char *data;
+};
+/* The log's state (log.c's enum log_state; TS_LOG_OPEN: records may be
+ * made) and the calling thread's buffer.  initial-exec: no __tls_get_addr
+ * call on the fast path of the preloaded library. */
+#define TS_LOG_OPEN 1
+extern _Atomic int ts_log_state;
+extern __thread struct ts_log_buf *ts_log_tls_buf __attribute__((tls_model("initial-exec")));
+/* Everything but an open log with room in the thread's buffer. */
+struct ts_rec_hdr *ts_log_reserve_slow(uint32_t len, uint16_t type);
+
+static inline struct ts_rec_hdr *ts_log_fill_header(struct ts_log_buf *b, uint32_t len, uint16_t type)
+{
+    struct ts_rec_hdr *r = (struct ts_rec_hdr *)(b->data + b->used);
+    r->len = len;
+    r->type = type;
+    r->flags = 0;
+    r->tid = b->tid;
+    r->check = 0;
+    r->time_ns = ts_clock_read(); /* converted when written (seal_records) */
+    return r;
+}
+
+static inline struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type)
+{
+    struct ts_log_buf *b = ts_log_tls_buf;
+    if (__builtin_expect(__atomic_load_n(&ts_log_state, __ATOMIC_ACQUIRE) != TS_LOG_OPEN || !b
+                             || b->used + len > b->cap,
+                         0))
+        return ts_log_reserve_slow(len, type);
+    return ts_log_fill_header(b, len, type);
+}
+
+static inline void ts_log_commit(struct ts_rec_hdr *rec)
+{
+    struct ts_log_buf *b = ts_log_tls_buf;
+    b->used += rec->len; /* the check is set when the record is written (seal_records) */
+    __atomic_store_n(&b->committed, b->used, __ATOMIC_RELEASE);
+}
+
 #endif
