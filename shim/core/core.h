@@ -5,6 +5,7 @@
  * lazily or do nothing). */
 #ifndef TRAINSHIM_CORE_H
 #define TRAINSHIM_CORE_H
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,7 +25,7 @@ extern _Atomic int ts_process_state; /* process.c; TS_PROCESS_USED: active */
 bool ts_active_slow(void);
 static inline bool ts_active(void)
 {
-    int s = __atomic_load_n(&ts_process_state, __ATOMIC_ACQUIRE);
+    int s = atomic_load_explicit(&ts_process_state, memory_order_acquire);
     if (ts_likely(s == TS_PROCESS_USED))
         return true;
     return s != TS_PROCESS_OFF && ts_active_slow();

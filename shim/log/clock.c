@@ -108,7 +108,7 @@ static bool counter_invariant(void)
 {
 #if defined(__x86_64__) && HAVE_MATH
     unsigned a, b, c, d;
-    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000007u)
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) < 0x80000007u) /* int under clang */
         return false;
     __cpuid(0x80000007u, a, b, c, d);
     (void)a, (void)b, (void)c;

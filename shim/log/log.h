@@ -5,6 +5,7 @@
  * docs/log-format.md. */
 #ifndef TRAINSHIM_LOG_H
 #define TRAINSHIM_LOG_H
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "log/clock.h"
@@ -116,7 +117,7 @@ static inline struct ts_rec_hdr *ts_log_fill_header(struct ts_log_buf *b, uint32
 static inline struct ts_rec_hdr *ts_log_reserve(uint32_t len, uint16_t type)
 {
     struct ts_log_buf *b = ts_log_tls_buf;
-    if (__builtin_expect(__atomic_load_n(&ts_log_state, __ATOMIC_ACQUIRE) != TS_LOG_OPEN || !b
+    if (__builtin_expect(atomic_load_explicit(&ts_log_state, memory_order_acquire) != TS_LOG_OPEN || !b
                              || b->used + len > b->cap,
                          0))
         return ts_log_reserve_slow(len, type);
@@ -127,7 +128,7 @@ static inline void ts_log_commit(struct ts_rec_hdr *rec)
 {
     struct ts_log_buf *b = ts_log_tls_buf;
     b->used += rec->len; /* the check is set when the record is written (seal_records) */
-    __atomic_store_n(&b->committed, b->used, __ATOMIC_RELEASE);
+    atomic_store_explicit(&b->committed, b->used, memory_order_release);
 }
 
 #endif
