@@ -101,17 +101,22 @@ static void thread_exit(void *arg)
         tls_tc[i] = NULL;
         pthread_mutex_lock(&registry);
         ts_pool *p = tc->pool;
-        if (p) {
-            unlink_tc(p, tc);
-            tc->pool = NULL;
-        }
         pthread_mutex_unlock(&registry);
         if (p) {
+            /* drained while still listed, both locks held: the parked bytes
+             * leave live_bytes before the cache leaves the walk of
+             * ts_tcache_live_now (else the live figure reads high between) */
             pthread_mutex_lock(&p->lock);
-            ts_spin_lock(&tc->lock);
-            drain_locked(p, tc);
-            p->tc_hits_flushed += tc->hits;
-            ts_spin_unlock(&tc->lock);
+            pthread_mutex_lock(&registry);
+            if (tc->pool == p) { /* not detached by the pool's destruction meanwhile */
+                ts_spin_lock(&tc->lock);
+                drain_locked(p, tc);
+                p->tc_hits_flushed += tc->hits;
+                ts_spin_unlock(&tc->lock);
+                unlink_tc(p, tc);
+                tc->pool = NULL;
+            }
+            pthread_mutex_unlock(&registry);
             pthread_mutex_unlock(&p->lock);
         }
         free(tc);
