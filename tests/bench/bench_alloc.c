@@ -1,7 +1,8 @@
 /* bench_alloc: nanoseconds per allocation+free pair served from the cache,
  * with 1 and 2 threads, beside glibc malloc+free of the same sizes measured
  * in the same run.  The pool runs over the fake provider (the cost measured
- * is the allocator's own; driver calls happen only while warming up).
+ * is the allocator's own; driver calls happen only while warming up), in the
+ * shim's default configuration (expandable, the step plan's growth).
  *   pool+tcache : cudaMallocAsync/cudaFreeAsync pattern (stream-ordered free,
  *                 same stream): served by the per-thread cache
  *   pool locked : the same with the thread cache off (the pool's lock and
@@ -78,8 +79,11 @@ static double measure(int nthreads, int which, bool tcache, bool sync)
     kind = which;
     if (which == 0) {
         f = ts_fake_create(64ull << 30, 2 << 20);
+        /* the shim's defaults (TRAINSHIM_ALLOC_STEP_PLAN=1): a zero growth
+         * slack would keep reserved at the allocated peak by moving a page
+         * between the small and the large arena on every turn of this loop */
         ts_pool_config cfg = {.mode = TS_ALLOC_EXPANDABLE, .capacity = 64ull << 30, .no_thread_cache = !tcache,
-                              .sync_thread_cache = sync};
+                              .sync_thread_cache = sync, .grow_slack_pct = TS_GROW_STEP_PLAN, .step_plan = true};
         free_flags = sync ? 0 : TS_FF_STREAM_ORDERED;
         int st;
         pool = ts_pool_create(&cfg, ts_fake_provider_table(f), &st);
