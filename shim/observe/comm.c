@@ -13,7 +13,7 @@
 #define COMM_SLOTS 256
 
 struct comm_slot {
-    const void *_Atomic key; /* the ncclComm_t; NULL: free */
+    const void *key; /* the ncclComm_t; NULL: free (__atomic builtins) */
     struct ts_comm_info info;
     uint64_t splits; /* ncclCommSplit calls with this parent */
 };
