@@ -238,11 +238,15 @@ int ts_seg_with_live_block(uint64_t ptr, int no_block,
  * memory (a block freed, the pool destroyed) while ts_seg_live_exports > 0. */
 extern void (*ts_seg_export_gone)(ts_pool *p, uint64_t addr, uint64_t size);
 extern unsigned ts_seg_live_exports; /* atomic: exports alive in the process */
+extern bool (*ts_seg_export_has)(ts_pool *p, uint64_t addr);
 /* True if the block at addr is exported: its free must reach
  * ts_seg_pages_put (not a thread cache, which would hand the same address to
  * the next allocation of that size while the handle still opens it).  One
- * atomic load when nothing is exported.  Any thread, with or without
- * p->lock. */
-bool ts_seg_block_exported(ts_pool *p, uint64_t addr);
-extern bool (*ts_seg_export_has)(ts_pool *p, uint64_t addr);
+ * atomic load when nothing is exported (inline: every free asks).  Any
+ * thread, with or without p->lock. */
+static inline bool ts_seg_block_exported(ts_pool *p, uint64_t addr)
+{
+    return __atomic_load_n(&ts_seg_live_exports, __ATOMIC_ACQUIRE) && ts_seg_export_has
+           && ts_seg_export_has(p, addr);
+}
 #endif

@@ -516,10 +516,8 @@ int ts_pool_free(ts_pool *p, uint64_t ptr, uint64_t stream, unsigned flags)
     /* an exported block's free must reach ts_seg_pages_put, which kills the
      * export: a thread cache would hand the same address to the next
      * allocation of its size while the old handle still opens it */
-    bool cached =
-        p->cfg.mode != TS_ALLOC_OFF && !p->cfg.no_thread_cache && !(flags & TS_FF_NO_CACHE)
-        && (so || p->cfg.sync_thread_cache)
-        && !(__atomic_load_n(&ts_seg_live_exports, __ATOMIC_ACQUIRE) && ts_seg_block_exported(p, ptr));
+    bool cached = p->cfg.mode != TS_ALLOC_OFF && !p->cfg.no_thread_cache && !(flags & TS_FF_NO_CACHE)
+                  && (so || p->cfg.sync_thread_cache) && !ts_seg_block_exported(p, ptr);
     if (cached) {
         /* fast path: lock-free lookup; only the owner of a live block frees
          * it (a plain store, no locked exchange: two threads freeing one

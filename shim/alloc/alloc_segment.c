@@ -49,12 +49,6 @@ static void seg_gone(ts_pool *p, uint64_t addr, uint64_t size)
 
 bool (*ts_seg_export_has)(ts_pool *p, uint64_t addr);
 
-bool ts_seg_block_exported(ts_pool *p, uint64_t addr)
-{
-    return __atomic_load_n(&ts_seg_live_exports, __ATOMIC_ACQUIRE) && ts_seg_export_has
-           && ts_seg_export_has(p, addr);
-}
-
 /* The live block of segment s holding ptr, if any. */
 static ts_block *live_in(const ts_segment *s, uint64_t ptr)
 {
