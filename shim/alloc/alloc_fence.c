@@ -39,6 +39,7 @@ ts_stream_ent *ts_fence_stream(ts_pool *p, uint64_t stream, bool create)
     e->stream = stream;
     e->capturing = false;
     e->pending = NULL;
+    e->free_seq = 0;
     return e;
 }
 
@@ -73,8 +74,12 @@ void ts_fence_pend(ts_pool *p, ts_block *b, uint64_t stream, bool stream_ordered
     fifo_link_after(p, p->q_tail, b);
     p->pending_bytes += b->size;
     b->index = NULL;
+    ts_stream_ent *e = stream_ordered ? ts_fence_stream(p, stream, true) : NULL;
+    if (e)
+        e->free_seq = b->seq;
+    else
+        p->sync_free_seq = b->seq; /* an unregistered stream too: every stream's fence covers it */
     if (stream_ordered) {
-        ts_stream_ent *e = ts_fence_stream(p, stream, true);
         if (e && !e->pending && (e->pending = malloc(sizeof *e->pending)))
             ts_index_init(e->pending);
         if (e && e->pending)
@@ -162,8 +167,16 @@ static void batch_pop(ts_pool *p)
     p->batch_count--;
 }
 
-/* Records fences on every registered stream covering all frees so far
- * (those of the FIFO and, with `epochs`, the thread-cached ones). */
+/* Stream i has work a check of the frees after seq `after` must wait for:
+ * every stream when `all` (a synchronous free among them, or the
+ * thread-cached ones), else those with a stream-ordered free among them. */
+static bool stream_in(const ts_pool *p, int i, uint64_t after, bool all)
+{
+    return all || p->streams[i].free_seq > after;
+}
+
+/* Records fences covering all frees so far (those of the FIFO and, with
+ * `epochs`, the thread-cached ones) on the streams they wait for. */
 static bool batch_record(ts_pool *p, bool epochs)
 {
     if (p->batch_count && batch_at(p, p->batch_count - 1)->seq >= p->seq && !epochs)
@@ -171,10 +184,14 @@ static bool batch_record(ts_pool *p, bool epochs)
     if (p->ncapturing || p->batch_count == TS_MAX_BATCHES)
         return false;
     ts_fence_batch *bt = batch_at(p, p->batch_count);
+    uint64_t after = p->fenced_seq > p->safe_seq ? p->fenced_seq : p->safe_seq;
+    bool all = epochs || p->sync_free_seq > after;
     bt->seq = p->seq;
-    bt->epoch = epoch_begin(p);
+    bt->epoch = all ? epoch_begin(p) : 0; /* over every stream: the thread-cached frees before it too */
     bt->nfences = 0;
     for (int i = 0; i < p->nstreams; i++) {
+        if (!stream_in(p, i, after, all))
+            continue;
         uint64_t f = 0;
         p->fence_records++;
         if (TS_PCALL(p, fence_record, p->streams[i].stream, &f)) {
@@ -188,6 +205,7 @@ static bool batch_record(ts_pool *p, bool epochs)
         bt->fences[bt->nfences++] = f;
     }
     p->batch_count++;
+    p->fenced_seq = bt->seq;
     return true;
 }
 
@@ -221,13 +239,16 @@ static bool batch_complete(ts_pool *p, ts_fence_batch *bt, bool wait)
     return true;
 }
 
-/* Every registered stream idle now, after the frees so far: they are all
- * safe (no queued work can still touch them).  Never asks a capturing stream. */
-static bool all_streams_idle(ts_pool *p)
+/* The streams the pending frees wait for (every registered one when `all`)
+ * idle now, after the frees so far: they are all safe (no queued work can
+ * still touch them).  Never asks a capturing stream. */
+static bool streams_idle(ts_pool *p, bool all)
 {
     if (!p->prov.stream_idle || p->ncapturing)
         return false;
     for (int i = 0; i < p->nstreams; i++) {
+        if (!stream_in(p, i, p->safe_seq, all))
+            continue;
         p->idle_queries++;
         if (TS_PCALL(p, stream_idle, p->streams[i].stream) != TS_FENCE_DONE)
             return false;
@@ -259,9 +280,15 @@ void ts_fence_poll(ts_pool *p)
     }
     while (p->batch_count && batch_complete(p, batch_at(p, 0), false))
         batch_pop(p);
-    uint64_t e = p->q_head ? epoch_begin(p) : 0;
-    if (p->q_head && all_streams_idle(p)) {
-        all_safe(p, e); /* the outstanding batches cover less than this */
+    bool all = p->sync_free_seq > p->safe_seq;
+    uint64_t e = p->q_head && all ? epoch_begin(p) : 0;
+    if (p->q_head && streams_idle(p, all)) {
+        if (all) {
+            all_safe(p, e); /* the outstanding batches cover less than this */
+            return;
+        }
+        p->safe_seq = p->seq; /* the FIFO's frees, not the thread-cached ones */
+        drain(p);
         return;
     }
     if (!p->batch_count && p->q_head && batch_record(p, false) && batch_complete(p, batch_at(p, 0), false))
@@ -308,7 +335,7 @@ void ts_fence_refresh(ts_pool *p)
     if (__atomic_load_n(&p->ep.safe_epoch, __ATOMIC_RELAXED) != before || p->ncapturing)
         return;
     uint64_t e = epoch_begin(p);
-    if ((p->nstreams == 0 && !p->batch_count) || all_streams_idle(p)) {
+    if ((p->nstreams == 0 && !p->batch_count) || streams_idle(p, true)) {
         all_safe(p, e);
         return;
     }

@@ -146,6 +146,7 @@ typedef struct ts_stream_ent {
     uint64_t stream;
     bool capturing;
     ts_index *pending; /* stream-ordered frees reusable on this stream */
+    uint64_t free_seq; /* the latest stream-ordered free on it */
 } ts_stream_ent;
 typedef struct ts_fence_batch {
     uint64_t seq;   /* frees up to seq are safe when all fences are done */
@@ -202,6 +203,12 @@ struct ts_pool {
     ts_stream_ent streams[TS_MAX_STREAMS];
     int nstreams, ncapturing;
     uint64_t seq, safe_seq;
+    /* Only the streams of the frees a fence covers get one: a stream-ordered
+     * free waits for its own stream alone (as the driver's pools reuse a
+     * completed free on any stream), a synchronous one for every stream.
+     * sync_free_seq: the latest synchronous free; fenced_seq: the latest
+     * free a recorded batch covers. */
+    uint64_t sync_free_seq, fenced_seq;
     ts_block *q_head, *q_tail; /* pending FIFO, oldest first */
     ts_fence_batch *batches;   /* ring of TS_MAX_BATCHES */
     int batch_first, batch_count;

@@ -1,7 +1,8 @@
 /* Stream-safe reuse with a fake provider whose fences complete only when the
  * test says so: a block freed (cudaFree semantics) while fences are pending is
  * not handed out again; a stream-ordered free is reused at once on its own
- * stream but not on another before its fence; the pool waits on a fence
+ * stream but not on another before its fence, which only its own stream
+ * gets (a synchronous free's: every stream); the pool waits on a fence
  * rather than growing; nothing is recorded, queried or waited on a capturing
  * stream; idle pages are not unmapped before their fence. */
 #include <stdio.h>
@@ -133,6 +134,41 @@ static void stream_ordered(int mode, int tcache)
     done(p, f);
 }
 
+/* A check of stream-ordered frees fences their own stream only (PyTorch
+ * registers some hundred streams per device, most of them idle: a fence
+ * on each would cost as many driver calls per check); a check of a
+ * synchronous free fences every stream. */
+static void fences_where_needed(int mode)
+{
+    ts_fake_provider *f;
+    no_tcache = 1;
+    ts_pool *p = mk(&f, mode, 1024 * MiB, 0);
+    no_tcache = 0;
+    enum { NS = 64 };
+    for (uint64_t s = 1; s <= NS; s++)
+        ts_pool_stream_add(p, s << 8);
+    const uint64_t s1 = 1 << 8, s2 = 2 << 8;
+    uint64_t a, b, c, d;
+    ts_fake_counters c0, c1;
+    CHECK(ts_pool_alloc(p, 4 * MiB, s1, 0, &a) == TS_ALLOC_OK, "alloc a");
+    CHECK(ts_pool_alloc(p, 4 * MiB, s1, 0, &c) == TS_ALLOC_OK, "alloc c");
+    CHECK(ts_pool_free(p, a, s1, TS_FF_STREAM_ORDERED) == TS_ALLOC_OK, "free a async");
+    ts_fake_counters_get(f, &c0);
+    CHECK(ts_pool_alloc(p, 4 * MiB, s2, 0, &b) == TS_ALLOC_OK, "alloc b on another stream");
+    ts_fake_counters_get(f, &c1);
+    CHECK(c1.fence_records - c0.fence_records == 1, "a stream-ordered free fenced on %lu streams, want its own",
+          (unsigned long)(c1.fence_records - c0.fence_records));
+    CHECK(ts_pool_free(p, c, s1, 0) == TS_ALLOC_OK, "free c");
+    ts_fake_counters_get(f, &c0);
+    CHECK(ts_pool_alloc(p, 4 * MiB, s2, 0, &d) == TS_ALLOC_OK, "alloc d");
+    ts_fake_counters_get(f, &c1);
+    CHECK(c1.fence_records - c0.fence_records >= NS, "a synchronous free fenced on %lu streams, want all %d",
+          (unsigned long)(c1.fence_records - c0.fence_records), NS);
+    ts_pool_free(p, b, s2, 0);
+    ts_pool_free(p, d, s2, 0);
+    done(p, f);
+}
+
 /* While a stream captures: no fence operation on it (the fake counts them),
  * and a pending block is not reused (its safety cannot be established). */
 static void capture(int mode)
@@ -224,6 +260,7 @@ int main(void)
         waits_at_limit(mode);
         stream_ordered(mode, 1);
         stream_ordered(mode, 0);
+        fences_where_needed(mode);
         capture(mode);
     }
     no_unmap_before_fence();

@@ -53,7 +53,10 @@ static uint64_t rsize(void)
 }
 
 /* Drops freed regions that became safe: a fence recorded after the free
- * completed on every stream (or, stream-ordered, on its stream). */
+ * completed on every stream, or, stream-ordered, on its own stream (as the
+ * driver's pools reuse a completed stream-ordered free on any stream: work
+ * of other streams on the block was ordered before the free by the
+ * program). */
 static void age_freed(ts_fake_provider *f)
 {
     uint64_t rec[NSTREAMS], done[NSTREAMS];
@@ -62,7 +65,7 @@ static void age_freed(ts_fake_provider *f)
     for (int i = 0; i < nfreed;) {
         int safe = 1;
         for (int s = 0; s < NSTREAMS; s++)
-            if (done[s] <= freed[i].snap[s])
+            if (done[s] <= freed[i].snap[s] && (!freed[i].ordered || streams[s] == freed[i].stream))
                 safe = 0;
         if (safe)
             freed[i] = freed[--nfreed];
