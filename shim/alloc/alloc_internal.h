@@ -124,7 +124,12 @@ typedef struct ts_page {
     uint64_t handle;
     uint32_t refs; /* live or thread-cached blocks touching the page */
     uint8_t mapped;
-    uint8_t fresh;        /* mapped by the ts_seg_pages_get in progress */
+    uint8_t fresh; /* mapped by the ts_seg_pages_get in progress */
+    /* A page's handle may also be mapped at one other page, its shadow,
+     * which the pool counts as unmapped (nothing is mapped there before the
+     * shadow is unmapped): twin links the two, shadow marks the second. */
+    uint8_t shadow;
+    int32_t twin;
     int32_t iprev, inext; /* idle LRU (mapped, refs == 0) */
     uint64_t idle_seq;    /* free sequence at which it became idle */
     uint64_t idle_ns;     /* monotonic clock when it became idle (cfg.idle_release_ns set) */
@@ -242,6 +247,7 @@ struct ts_pool {
     uint64_t live_bytes __attribute__((aligned(64))), live_peak, sync_live;
     uint64_t live_blocks __attribute__((aligned(64))), allocs, frees, cache_hits, ooms;
     uint64_t driver_calls, fence_records, fence_waits, page_moves;
+    uint64_t shadow_moves; /* moves made in advance that became the page (no driver call then) */
     uint64_t idle_queries; /* stream_idle calls (provider) */
     uint64_t tc_hits_flushed;
     ts_oom_report last_oom;
@@ -279,10 +285,24 @@ ts_block *ts_seg_block_at(ts_pool *p, int kind, ts_block *near, uint64_t addr);
  * are filed free.  *out is the block, also on failure (TS_PROV_OOM or
  * TS_PROV_ERROR: nothing referenced, the caller files it back). */
 int ts_seg_take_run(ts_pool *p, ts_block *first, uint64_t addr, uint64_t size, ts_block **out);
-/* Maps the unmapped pages of arena `kind` that want[] marks and that lie
- * under free blocks, each with an idle page that want[] does not mark
- * (moved), until there is none; they stay idle.  Returns how many. */
-uint64_t ts_seg_premap(ts_pool *p, int kind, const uint8_t *want);
+/* Before a step plan's first request: the unmapped pages of arena `kind`
+ * it asks for (first_use, by page from the arena's first: the request of
+ * its first period that first needs it, UINT64_MAX for none) under free
+ * blocks, earliest first, each with an idle page the plan does not need
+ * (p->move_keep), moved; while idle pages last.  Those left get the
+ * handles of pages the plan does not need that turn idle before they are
+ * asked for (death: the request before which every block over the page is
+ * freed, UINT64_MAX when unknown) mapped as shadows (ts_seg_shadow_map):
+ * moves made now, taken up without a driver call.  They stay idle.
+ * Returns how many were moved or shadowed. */
+uint64_t ts_seg_move_in(ts_pool *p, int kind, const uint64_t *first_use, const uint64_t *death);
+/* Maps the handle of mapped page o at the unmapped page i too (its shadow,
+ * access set): when o turns idle and safe, a request for page i takes the
+ * handle there with no driver call (a move made in advance).  False when
+ * the driver refused. */
+bool ts_seg_shadow_map(ts_pool *p, uint64_t i, uint64_t o);
+/* Unmaps every shadow (before the pages are re-backed elsewhere). */
+void ts_seg_shadows_drop(ts_pool *p);
 /* Files a free block that is in no index (index or uindex by its pages). */
 void ts_seg_file_free(ts_pool *p, ts_block *b);
 /* Monotonic clock, nanoseconds. */

@@ -33,11 +33,15 @@
  * find their range taken, drop the plan; best fit serves in the meantime.
  *
  * Moving in: at adoption the pages the plan lacks move there from idle
- * pages it does not need, and until it settles moves take those first.
+ * pages it does not need, the first asked for first; the rest in advance,
+ * from pages under blocks that die before the plan asks for them (mapped
+ * there too, taken up with no driver call: ts_seg_move_in); until it
+ * settles moves take pages it does not need first.
  * Blocks of the steps before still lie where they were put: the packing
  * keeps the requests of the plan's first period clear of those still live
- * (plan_old) when that costs no page; a request whose range one holds all
- * the same goes where the plan leaves room while it lives.
+ * (plan_old) when that needs no more pages than are mapped; a request
+ * whose range one holds all the same goes where the plan leaves room while
+ * it lives.
  * Nothing is unmapped: the reserved peak was reached before the plan.
  * Everything here runs under the pool's lock, on the slow path only (these
  * blocks never go through the thread caches). */
@@ -445,13 +449,45 @@ static void plan_windows(const ts_pool *p, const span *obst, size_t nobst, uint6
             window[0] = ts_round_up(obst[i].hi, p->gran);
 }
 
+/* A packing's figures, to choose among them. */
+typedef struct {
+    uint64_t cost; /* pages it needs: its slots' and the blocks that stay */
+    uint64_t lack; /* of those, not mapped now */
+    bool fits;     /* no more than the arena's pages mapped now: no new memory */
+    bool clear;    /* its first period meets no block of the period before */
+} plan_score;
+
+/* One that fits in the pages mapped now (the reserved peak was reached
+ * before the plan) first; of those, one clear of the period before's
+ * blocks (its first period then misses no place, so it moves no page
+ * then), then the fewest pages; of those that do not fit, the fewest
+ * pages, then clear; then the fewest lacking now. */
+static bool score_better(const plan_score *x, const plan_score *y)
+{
+    if (x->fits != y->fits)
+        return x->fits;
+    if (x->fits && x->clear != y->clear)
+        return x->clear;
+    if (x->cost != y->cost)
+        return x->cost < y->cost;
+    if (x->clear != y->clear)
+        return x->clear;
+    return x->lack < y->lack;
+}
+
+static uint64_t arena_mapped_pages(const ts_pool *p, int kind)
+{
+    uint64_t lo = (p->arena[kind].base - p->va_base) / p->gran, n = 0;
+    for (uint64_t i = lo; i < lo + p->arena[kind].size / p->gran; i++)
+        n += p->pages[i].mapped;
+    return n;
+}
+
 /* Addresses for the slots, in a window above the blocks that stay (pages
  * are what memory costs, not addresses: the holes between the blocks that
  * stay are given back, and a window free of them packs to the lifetimes'
  * peak), or above most of them, or among them, each packed clear of the
- * period before's live blocks (old) or not: whichever needs the fewest
- * pages; of those, one clear of old (its first period meets none of them),
- * then the one lacking the fewest pages now.
+ * period before's live blocks (old) or not: the best by score_better.
  * False if memory for the work is short or the plan does not fit; *end
  * gets the end of the highest slot, *footprint its distance from the
  * window. */
@@ -463,10 +499,11 @@ static bool plan_pack(ts_pool *p, plan_slot *sl, uint64_t n, uint64_t first_ord,
     span *obst = malloc(ocap * sizeof *obst), *taken = malloc((ocap + n + nold) * sizeof *taken);
     uint32_t *order = malloc(n * sizeof *order);
     plan_slot *best = malloc(n * sizeof *best);
-    bool ok = obst && taken && order && best, best_clear = false;
+    bool ok = obst && taken && order && best;
     size_t nobst = ok ? plan_obstacles(p, first_ord, obst, ocap) : 0;
-    uint64_t window[3], best_end = UINT64_MAX, best_window = arena->base, best_cost = UINT64_MAX,
-                        best_lack = UINT64_MAX;
+    uint64_t window[3], best_end = UINT64_MAX, best_window = arena->base,
+                        mapped = arena_mapped_pages(p, TS_KIND_PLANNED);
+    plan_score top = { .cost = UINT64_MAX, .lack = UINT64_MAX };
     plan_windows(p, obst, nobst, window, from);
     for (uint32_t k = 0; ok && k < n; k++)
         order[k] = k;
@@ -475,15 +512,13 @@ static bool plan_pack(ts_pool *p, plan_slot *sl, uint64_t n, uint64_t first_ord,
     /* with no old block, packing clear of them would repeat the three others */
     for (int v = nold ? 0 : 3; ok && v < 6; v++) {
         int w = v % 3;
-        bool clear = v < 3;
-        plan_fixed fx = { obst + from[w], nobst - from[w], old, clear ? nold : 0 };
+        plan_score sc = { .clear = v < 3 || !nold };
+        plan_fixed fx = { obst + from[w], nobst - from[w], old, v < 3 ? nold : 0 };
         uint64_t end = pack_from(sl, order, n, window[w], &fx, taken);
-        uint64_t lack = 0, cost = plan_cost(p, sl, n, obst, nobst, &lack);
-        if (cost < best_cost
-            || (cost == best_cost && (clear > best_clear || (clear == best_clear && lack < best_lack)))) {
-            best_cost = cost;
-            best_clear = clear;
-            best_lack = lack;
+        sc.cost = plan_cost(p, sl, n, obst, nobst, &sc.lack);
+        sc.fits = sc.cost <= mapped;
+        if (score_better(&sc, &top)) {
+            top = sc;
             memcpy(best, sl, n * sizeof *sl);
             best_end = end;
             best_window = window[w];
@@ -550,9 +585,42 @@ static plan_old *plan_olds(ts_pool *p, const plan_slot *sl, uint64_t n, uint64_t
         const plan_slot *s = &sl[b->ord - first];
         /* dies at its slot's end, a period on; one the template has dead
          * already is taken for the whole first period */
-        old[(*nold)++] = (plan_old){ { b->addr, b->addr + b->size }, s->f > n ? s->f - n : n };
+        old[(*nold)++] = (plan_old){ { b->addr, b->addr + b->size }, s->f >= n ? s->f - n : n };
     }
     return old;
+}
+
+/* The pages the plan lacks, before its first request (ts_seg_move_in): by
+ * page of the arena, the first request of the plan's first period over it,
+ * and the request before which the blocks over it all die (those of the
+ * period before die where the plan has their slots end; any other block
+ * stays).  Moved now, so that the steps from here on make no driver call. */
+static void plan_move_in(ts_pool *p, const plan_slot *sl, uint64_t n, const plan_old *old, size_t nold)
+{
+    const ts_segment *a = &p->arena[TS_KIND_PLANNED];
+    uint64_t g = p->gran, np = a->size / g;
+    uint64_t *first_use = malloc(np * sizeof *first_use), *death = calloc(np, sizeof *death);
+    for (uint64_t i = 0; first_use && i < np; i++)
+        first_use[i] = UINT64_MAX;
+    for (uint64_t k = 0; first_use && death && k < n; k++)
+        for (uint64_t i = (sl[k].addr - a->base) / g; i <= (sl[k].addr + sl[k].rsize - 1 - a->base) / g; i++)
+            if (k < first_use[i])
+                first_use[i] = k;
+    size_t j = 0; /* old is in address order, as the blocks */
+    for (ts_block *b = a->first; first_use && death && b; b = b->next) {
+        if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_LIVE)
+            continue;
+        while (j < nold && old[j].at.lo < b->addr)
+            j++;
+        uint64_t d = j < nold && old[j].at.lo == b->addr ? old[j].until : UINT64_MAX;
+        for (uint64_t i = (b->addr - a->base) / g; i <= (b->addr + b->size - 1 - a->base) / g; i++)
+            if (d > death[i])
+                death[i] = d;
+    }
+    if (first_use && death)
+        ts_seg_move_in(p, TS_KIND_PLANNED, first_use, death);
+    free(first_use);
+    free(death);
 }
 
 /* The template of candidate c, a streak of a whole period after request o,
@@ -576,8 +644,8 @@ static void plan_adopt(ts_pool *p, int c, uint64_t o)
     size_t nold = 0;
     plan_old *old = sl ? plan_olds(p, sl, n, first, t.c0, &nold) : NULL;
     bool packed = sl && plan_pack(p, sl, n, t.c0, old, nold, &end, &footprint);
-    free(old);
     if (!packed) {
+        free(old);
         free(sl);
         pl->st.failed++;
         return;
@@ -596,12 +664,10 @@ static void plan_adopt(ts_pool *p, int c, uint64_t o)
     pl->keep = plan_pages(p, sl, n, t.c0);
     p->move_keep = pl->keep;
     if (pl->keep) {
-        /* the pages the plan lacks, now (idle pages it does not need move
-         * under it once their work is done): the steps from here on find
-         * them mapped */
-        ts_fence_sync(p);
-        ts_seg_premap(p, TS_KIND_PLANNED, pl->keep);
+        ts_fence_sync(p); /* the idle pages that can move now */
+        plan_move_in(p, sl, n, old, nold);
     }
+    free(old);
 }
 
 /* Candidate c's streak ended at request o: when the requests it met in

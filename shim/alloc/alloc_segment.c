@@ -7,7 +7,13 @@
  * (uindex), so the allocator serves what it can without a driver call and
  * grows (maps pages) only when mapped free space cannot hold a request.
  * Growth creates pages up to the memory limit; at the limit, or when the
- * device refuses, an idle page's handle is moved (unmap + map) instead. */
+ * device refuses, an idle page's handle is moved (unmap + map) instead.
+ * A move can also be made in advance: a page's handle mapped at a second
+ * page, its shadow, which the pool counts as unmapped; once the first page
+ * is idle and its fence done, a request for the shadow's range takes the
+ * handle there without a driver call, and the first page becomes the
+ * shadow.  A shadow is unmapped before anything is mapped at its page and
+ * before its handle is moved or given back. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -169,7 +175,7 @@ int ts_seg_init_arenas(ts_pool *p)
         return TS_PROV_ERROR;
     }
     for (uint64_t i = 0; i < p->npages; i++)
-        p->pages[i].iprev = p->pages[i].inext = -1;
+        p->pages[i].iprev = p->pages[i].inext = p->pages[i].twin = -1;
     p->idle_head = p->idle_tail = -1;
     /* by kind: small, then large, then planned (the step plan: large as much
      * as the capacity, unused) */
@@ -206,6 +212,7 @@ void ts_seg_fini_arenas(ts_pool *p)
         return;
     seg_unregister(p);
     seg_gone(p, p->va_base, p->va_size);
+    ts_seg_shadows_drop(p);
     for (uint64_t i = 0; i < p->npages; i++)
         if (p->pages[i].mapped) {
             TS_PCALL(p, unmap, p->va_base + i * p->gran, p->gran);
@@ -226,39 +233,48 @@ uint64_t ts_seg_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-#define IDLE_SCAN 4096 /* idle pages looked at per move */
+/* ---- shadows ----------------------------------------------------------------- */
 
-/* The handle of the highest-addressed idle page whose fence is done (of the
- * oldest IDLE_SCAN; one of the pages a step plan needs only when `any` and
- * no other will do), unmapped there (the free blocks over it are cut later:
- * unmapped_dirty); TS_PROV_OOM if there is none.  The highest, so that the
- * mapped pages stay together at the bottom of the arenas, where a step
- * plan's window goes. */
-static int take_idle_handle(ts_pool *p, uint64_t *h, bool any)
+static uint64_t page_va(const ts_pool *p, uint64_t i) { return p->va_base + i * p->gran; }
+
+/* Unmaps the shadow of page o's handle, if it has one; false if the driver
+ * refused (nothing changed). */
+static bool shadow_unmap(ts_pool *p, uint64_t o)
 {
-    int32_t j = -1, kept = -1;
-    unsigned seen = 0;
-    for (int32_t i = p->idle_head; i >= 0 && seen < IDLE_SCAN && p->pages[i].idle_seq <= p->safe_seq;
-         i = p->pages[i].inext, seen++) {
-        int32_t *best = p->move_keep && p->move_keep[i] ? &kept : &j;
-        if (i > *best)
-            *best = i;
+    int32_t s = p->pages[o].twin;
+    if (s < 0)
+        return true;
+    if (TS_PCALL(p, unmap, page_va(p, (uint64_t)s), p->gran))
+        return false;
+    p->pages[s].twin = -1;
+    p->pages[s].shadow = 0;
+    p->pages[o].twin = -1;
+    return true;
+}
+
+void ts_seg_shadows_drop(ts_pool *p)
+{
+    for (uint64_t i = 0; p->pages && i < p->npages; i++)
+        if (p->pages[i].twin >= 0 && !p->pages[i].shadow)
+            shadow_unmap(p, i);
+}
+
+bool ts_seg_shadow_map(ts_pool *p, uint64_t i, uint64_t o)
+{
+    ts_page *pg = &p->pages[i], *own = &p->pages[o];
+    if (pg->mapped || pg->twin >= 0 || !own->mapped || own->twin >= 0)
+        return false;
+    if (TS_PCALL(p, map, page_va(p, i), p->gran, own->handle))
+        return false;
+    if (TS_PCALL(p, set_access, page_va(p, i), p->gran)) {
+        TS_PCALL(p, unmap, page_va(p, i), p->gran);
+        return false;
     }
-    if (j < 0 && any)
-        j = kept;
-    if (j < 0)
-        return TS_PROV_OOM;
-    idle_remove(p, j);
-    if (TS_PCALL(p, unmap, p->va_base + (uint64_t)j * p->gran, p->gran)) {
-        idle_append(p, j);
-        return TS_PROV_ERROR;
-    }
-    p->pages[j].mapped = 0;
-    p->mapped_count--;
-    p->page_moves++;
-    p->unmapped_dirty = true;
-    *h = p->pages[j].handle;
-    return TS_PROV_OK;
+    pg->shadow = 1;
+    pg->twin = (int32_t)o;
+    pg->handle = own->handle;
+    own->twin = (int32_t)i;
+    return true;
 }
 
 /* The arena holding address va, or NULL. */
@@ -270,11 +286,87 @@ static ts_segment *arena_at(ts_pool *p, uint64_t va)
     return NULL;
 }
 
+/* Page i mapped: its arena's mapped end follows. */
+static void note_mapped_end(ts_pool *p, uint64_t i)
+{
+    ts_segment *a = arena_at(p, page_va(p, i));
+    if (a && page_va(p, i + 1) > a->mapped_end)
+        a->mapped_end = page_va(p, i + 1);
+}
+
+/* Page i is the shadow of an idle page whose fence is done: the handle
+ * becomes page i's (its access was set with the shadow), the idle page its
+ * shadow.  False (nothing changed) when the other page is not such. */
+static bool shadow_take(ts_pool *p, uint64_t i)
+{
+    int32_t o = p->pages[i].twin;
+    ts_page *own = &p->pages[o], *pg = &p->pages[i];
+    if (!own->mapped || own->refs || own->idle_seq > p->safe_seq)
+        return false;
+    idle_remove(p, o);
+    own->mapped = 0;
+    own->shadow = 1;
+    pg->handle = own->handle;
+    pg->mapped = 1;
+    pg->shadow = 0;
+    note_mapped_end(p, i);
+    p->unmapped_dirty = true; /* the free blocks over the other page */
+    p->shadow_moves++;
+    return true;
+}
+
+#define IDLE_SCAN 4096 /* idle pages looked at per move */
+
+/* The handle of the highest-addressed idle page whose fence is done (of the
+ * oldest IDLE_SCAN; one of the pages a step plan needs only when `any` and
+ * no other will do), unmapped there (the free blocks over it are cut later:
+ * unmapped_dirty); TS_PROV_OOM if there is none.  The highest, so that the
+ * mapped pages stay together at the bottom of the arenas, where a step
+ * plan's window goes. */
+static int unmap_idle(ts_pool *p, int32_t j, uint64_t *h);
+static int take_idle_handle(ts_pool *p, uint64_t *h, bool any)
+{
+    int32_t j = -1, kept = -1;
+    unsigned seen = 0;
+    for (int32_t i = p->idle_head; i >= 0 && seen < IDLE_SCAN && p->pages[i].idle_seq <= p->safe_seq;
+         i = p->pages[i].inext, seen++) {
+        /* one that a step plan needs, or one whose move is made in
+         * advance (a shadow), only when no other will do */
+        int32_t *best = (p->move_keep && p->move_keep[i]) || p->pages[i].twin >= 0 ? &kept : &j;
+        if (i > *best)
+            *best = i;
+    }
+    if (j < 0 && any)
+        j = kept;
+    if (j < 0)
+        return TS_PROV_OOM;
+    return unmap_idle(p, j, h);
+}
+
+/* The handle of idle page j, unmapped there (the free blocks over it are
+ * cut later: unmapped_dirty). */
+static int unmap_idle(ts_pool *p, int32_t j, uint64_t *h)
+{
+    idle_remove(p, j);
+    if (!shadow_unmap(p, (uint64_t)j) || TS_PCALL(p, unmap, p->va_base + (uint64_t)j * p->gran, p->gran)) {
+        idle_append(p, j);
+        return TS_PROV_ERROR;
+    }
+    p->pages[j].mapped = 0;
+    p->mapped_count--;
+    p->page_moves++;
+    p->unmapped_dirty = true;
+    *h = p->pages[j].handle;
+    return TS_PROV_OK;
+}
+
 /* Maps handle h (counted in reserved) at page i; on failure the handle goes
  * back to the driver, uncounted.  Returns the driver's answer. */
 static int map_handle(ts_pool *p, uint64_t i, uint64_t h)
 {
-    int rc = TS_PCALL(p, map, p->va_base + i * p->gran, p->gran, h);
+    int rc = p->pages[i].shadow && !shadow_unmap(p, (uint64_t)p->pages[i].twin)
+                 ? TS_PROV_ERROR
+                 : TS_PCALL(p, map, p->va_base + i * p->gran, p->gran, h);
     if (rc) {
         TS_PCALL(p, release, h);
         p->reserved -= p->gran;
@@ -283,9 +375,7 @@ static int map_handle(ts_pool *p, uint64_t i, uint64_t h)
     p->pages[i].handle = h;
     p->pages[i].mapped = 1;
     p->mapped_count++;
-    ts_segment *a = arena_at(p, p->va_base + i * p->gran);
-    if (a && p->va_base + (i + 1) * p->gran > a->mapped_end)
-        a->mapped_end = p->va_base + (i + 1) * p->gran;
+    note_mapped_end(p, i);
     return TS_PROV_OK;
 }
 
@@ -294,6 +384,8 @@ static int map_handle(ts_pool *p, uint64_t i, uint64_t h)
  * whose fence is done, moved here. */
 static int map_one(ts_pool *p, uint64_t i)
 {
+    if (p->pages[i].shadow && shadow_take(p, i))
+        return TS_PROV_OK;
     uint64_t g = p->gran, h = 0;
     bool at_limit = p->cfg.memory_limit && p->reserved + g > p->cfg.memory_limit;
     /* past the budget an idle page moves here if one is safe to take (under
@@ -327,7 +419,7 @@ static int map_one(ts_pool *p, uint64_t i)
 /* Gives page i's memory back; false (page still mapped) if unmap failed. */
 static bool unmap_release(ts_pool *p, uint64_t i)
 {
-    if (TS_PCALL(p, unmap, p->va_base + i * p->gran, p->gran))
+    if (!shadow_unmap(p, i) || TS_PCALL(p, unmap, p->va_base + i * p->gran, p->gran))
         return false;
     TS_PCALL(p, release, p->pages[i].handle);
     p->pages[i].mapped = 0;
@@ -611,13 +703,15 @@ int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out)
     return TS_PROV_OK;
 }
 
-/* Maps page i (under the free block b of uindex) with the handle of an
- * idle page that keep[] does not mark, moved here: idle at once.  False
- * when there is no such page or the driver refused. */
-static bool premap_page(ts_pool *p, ts_block *b, uint64_t i)
+/* Maps page i (under the free block b of uindex) with the handle of idle
+ * page `donor`, or (donor < 0) of an idle page a step plan does not need,
+ * moved here: idle at once.  False when there is none or the driver
+ * refused. */
+static bool premap_page(ts_pool *p, ts_block *b, uint64_t i, int32_t donor)
 {
     uint64_t g = p->gran, va = p->va_base + i * g, h = 0;
-    if (take_idle_handle(p, &h, false) != TS_PROV_OK || map_handle(p, i, h))
+    int rc = donor < 0 ? take_idle_handle(p, &h, false) : unmap_idle(p, donor, &h);
+    if (rc != TS_PROV_OK || map_handle(p, i, h))
         return false;
     p->pages[i].idle_seq = p->safe_seq;
     if (TS_PCALL(p, set_access, va, g)) {
@@ -632,22 +726,105 @@ static bool premap_page(ts_pool *p, ts_block *b, uint64_t i)
     return true;
 }
 
-uint64_t ts_seg_premap(ts_pool *p, int kind, const uint8_t *want)
+/* Page i as premap_page maps it: under a free block of uindex[kind]; 0
+ * when it is not such, -1 when premap_page failed. */
+static int premap_at(ts_pool *p, int kind, uint64_t i, int32_t donor)
+{
+    if (p->pages[i].mapped)
+        return 0;
+    ts_block *b = ts_seg_block_at(p, kind, NULL, page_va(p, i));
+    if (!b || __atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_FREE || b->index != &p->uindex[kind])
+        return 0;
+    return premap_page(p, b, i, donor) ? 1 : -1;
+}
+
+static int by_key(const void *a, const void *b, void *key)
+{
+    uint64_t x = ((const uint64_t *)key)[*(const uint32_t *)a],
+             y = ((const uint64_t *)key)[*(const uint32_t *)b];
+    return x < y ? -1 : x > y;
+}
+
+enum { PG_LACKING, PG_DYING, PG_SPARE };
+
+/* The arena's pages (indices from its first) with key[] below UINT64_MAX
+ * and no shadow, in ascending key order: the unmapped ones (PG_LACKING),
+ * the mapped ones under live blocks that a step plan does not need
+ * (PG_DYING), or the idle ones whose fence is done that it needs
+ * (PG_SPARE); *n of them. */
+static uint32_t *pages_by(ts_pool *p, int kind, const uint64_t *key, int which, size_t *n)
 {
     const ts_segment *a = &p->arena[kind];
-    uint64_t g = p->gran, n = 0;
-    for (uint64_t i = (a->base - p->va_base) / g; i < (a->base + a->size - p->va_base) / g; i++) {
-        if (!want[i] || p->pages[i].mapped)
-            continue;
-        ts_block *b = ts_seg_block_at(p, kind, NULL, p->va_base + i * g);
-        if (!b || __atomic_load_n(&b->state, __ATOMIC_RELAXED) != TS_B_FREE || b->index != &p->uindex[kind])
-            continue;
-        if (!premap_page(p, b, i))
-            break;
-        n++;
+    uint64_t lo = (a->base - p->va_base) / p->gran, np = a->size / p->gran;
+    uint32_t *v = malloc(np * sizeof *v);
+    *n = 0;
+    for (uint64_t i = 0; v && i < np; i++) {
+        const ts_page *pg = &p->pages[lo + i];
+        bool kept = p->move_keep && p->move_keep[lo + i];
+        bool pick = which == PG_LACKING ? !pg->mapped
+                    : which == PG_DYING ? pg->mapped && pg->refs && !kept
+                                        : pg->mapped && !pg->refs && kept && pg->idle_seq <= p->safe_seq;
+        if (key[i] != UINT64_MAX && pg->twin < 0 && pick)
+            v[(*n)++] = (uint32_t)i;
     }
+    if (v)
+        qsort_r(v, *n, sizeof *v, by_key, (void *)key);
+    return v;
+}
+
+/* Targets tgt[t..nt) (ascending first use) that no idle page the plan can
+ * spare was moved to: each takes the handle of the idle page the plan asks
+ * for last (a donor), and the donor becomes the shadow of a page whose
+ * blocks die before the plan asks for the donor; while both last and the
+ * donor is asked for later than the target.  Returns how many. */
+static uint64_t move_in_chained(ts_pool *p, int kind, const uint32_t *tgt, size_t t, size_t nt,
+                                const uint64_t *first_use, const uint64_t *death)
+{
+    uint64_t lo = (p->arena[kind].base - p->va_base) / p->gran, done = 0;
+    size_t nd = 0, ns = 0, d, s = 0;
+    uint32_t *donor = pages_by(p, kind, first_use, PG_SPARE, &nd);
+    uint32_t *src = donor ? pages_by(p, kind, death, PG_DYING, &ns) : NULL;
+    for (d = nd; src && t < nt && d > 0 && s < ns; t++) {
+        uint32_t dn = donor[d - 1];
+        if (first_use[dn] <= first_use[tgt[t]] || death[src[s]] > first_use[dn])
+            break;
+        if (p->pages[lo + tgt[t]].mapped || p->pages[lo + tgt[t]].twin >= 0)
+            continue;
+        if (premap_at(p, kind, lo + tgt[t], (int32_t)(lo + dn)) <= 0)
+            break;
+        d--;
+        done += ts_seg_shadow_map(p, lo + dn, lo + src[s++]);
+    }
+    free(donor);
+    free(src);
+    return done;
+}
+
+uint64_t ts_seg_move_in(ts_pool *p, int kind, const uint64_t *first_use, const uint64_t *death)
+{
+    uint64_t lo = (p->arena[kind].base - p->va_base) / p->gran, done = 0;
+    size_t nt = 0, ns = 0, t = 0;
+    uint32_t *tgt = pages_by(p, kind, first_use, PG_LACKING, &nt);
+    for (; tgt && t < nt; t++) {
+        int rc = premap_at(p, kind, lo + tgt[t], -1);
+        if (rc < 0)
+            break; /* no idle page left to move */
+        done += (uint64_t)rc;
+    }
+    /* shadows of the pages that die first, for those asked for first that
+     * one dies in time for */
+    uint32_t *src = tgt && t < nt ? pages_by(p, kind, death, PG_DYING, &ns) : NULL;
+    for (size_t u = t, s = 0; src && u < nt && s < ns; u++) {
+        uint64_t i = lo + tgt[u];
+        if (!p->pages[i].mapped && death[src[s]] <= first_use[tgt[u]])
+            done += ts_seg_shadow_map(p, i, lo + src[s++]);
+    }
+    free(src);
+    if (tgt && t < nt)
+        done += move_in_chained(p, kind, tgt, t, nt, first_use, death);
+    free(tgt);
     refile_unmapped(p);
-    return n;
+    return done;
 }
 
 ts_block *ts_seg_block_at(ts_pool *p, int kind, ts_block *near, uint64_t addr)

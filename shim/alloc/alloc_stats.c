@@ -56,6 +56,7 @@ void ts_pool_stats(ts_pool *p, ts_alloc_stats *o)
     o->fence_records = p->fence_records;
     o->fence_waits = p->fence_waits;
     o->page_moves = p->page_moves;
+    o->shadow_moves = p->shadow_moves;
     o->live_bytes = ts_tcache_live_now(p);
     o->peak_live_bytes = __atomic_load_n(&p->live_peak, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&p->lock);

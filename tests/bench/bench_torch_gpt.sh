@@ -7,7 +7,7 @@
 # default: backend:cudaMallocAsync, figures from trainshim's pool), and
 # trainshim without its step plan (TRAINSHIM_ALLOC_STEP_PLAN=0), over 8
 # steps (the plan is in force from the third, with no VMM call from the
-# fourth).  The ratios are trainshim's peak reserved over each torch figure
+# third on).  The ratios are trainshim's peak reserved over each torch figure
 # and over its own peak allocated.  A second
 # table runs the same model on batches of random length (128-1024 tokens,
 # the same lengths in every run), where torch's native allocator fragments

@@ -3,8 +3,9 @@
  * are left unmerged, each state is where it must be (index, FIFO, map),
  * byte accounting is exact, and (expandable) every page's references match
  * the live blocks over it, a page is mapped exactly when referenced or
- * idle in the LRU, and a free block lies over mapped pages only (index) or
- * over whole unmapped pages only (uindex).  Call it with no other thread inside the pool. */
+ * idle in the LRU, a shadow and its page name each other and one handle,
+ * and a free block lies over mapped pages only (index) or over whole
+ * unmapped pages only (uindex).  Call it with no other thread inside the pool. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +193,14 @@ int ts_pool_check(ts_pool *p, char *err, size_t errlen)
                 FAIL("page %lu under a live block is not mapped", (unsigned long)i);
             if (pg->fresh && (pg->refs || !pg->mapped))
                 FAIL("page %lu in use without access set", (unsigned long)i);
+            if (pg->shadow && (pg->mapped || pg->twin < 0))
+                FAIL("shadow page %lu mapped or of no page", (unsigned long)i);
+            if (pg->twin >= 0) {
+                const ts_page *tw = &p->pages[pg->twin];
+                if ((uint64_t)pg->twin >= p->npages || tw->twin != (int32_t)i || tw->shadow == pg->shadow
+                    || tw->handle != pg->handle || !(pg->shadow ? tw->mapped : pg->mapped))
+                    FAIL("page %lu and its shadow page %d disagree", (unsigned long)i, pg->twin);
+            }
             mapped += pg->mapped;
         }
         int32_t prev = -1;

@@ -16,13 +16,14 @@ static const char *const op_names[OP_N] = { "create",  "map",       "set_access"
 
 typedef struct {
     uint64_t size;
-    uint64_t mapped_va;
+    uint32_t maps; /* mappings of it (CUDA allows several, at different addresses) */
     int live;
 } fake_handle;
 typedef struct {
     uint64_t base, size;
     uint32_t *page_handle;
     uint8_t *page_access;
+    uint8_t *page_first; /* the first page of a mapping */
 } fake_res;
 typedef struct {
     uint64_t stream, recorded, completed;
@@ -136,10 +137,12 @@ static int f_reserve(void *ctx, uint64_t size, uint64_t *va)
             if (!f->res[i].size)
                 r = &f->res[i];
         uint64_t np = size / f->gran;
-        if (!r || !(r->page_handle = calloc(np, sizeof *r->page_handle))
-            || !(r->page_access = calloc(np, 1))) {
-            if (r)
+        if (!r || !(r->page_handle = calloc(np, sizeof *r->page_handle)) || !(r->page_access = calloc(np, 1))
+            || !(r->page_first = calloc(np, 1))) {
+            if (r) {
                 free(r->page_handle);
+                free(r->page_access);
+            }
             rc = TS_PROV_OOM;
             break;
         }
@@ -171,6 +174,7 @@ static int f_unreserve(void *ctx, uint64_t va, uint64_t size)
             }
         free(r->page_handle);
         free(r->page_access);
+        free(r->page_first);
         memset(r, 0, sizeof *r);
     } while (0);
     pthread_mutex_unlock(&f->lock);
@@ -235,7 +239,7 @@ static int f_release(void *ctx, uint64_t handle)
             rc = MISUSE(f);
             break;
         }
-        if (h->mapped_va) { /* legal in CUDA, but this pool always unmaps first */
+        if (h->maps) { /* legal in CUDA, but this pool always unmaps first */
             rc = MISUSE(f);
             break;
         }
@@ -258,7 +262,7 @@ static int f_map(void *ctx, uint64_t va, uint64_t size, uint64_t handle)
             break;
         fake_handle *h = handle_of(f, handle);
         fake_res *r = res_of(f, va, size);
-        if (!h || !r || h->mapped_va || size != h->size || (va - r->base) % f->gran) {
+        if (!h || !r || size != h->size || (va - r->base) % f->gran) {
             rc = MISUSE(f);
             break;
         }
@@ -271,8 +275,9 @@ static int f_map(void *ctx, uint64_t va, uint64_t size, uint64_t handle)
         for (uint64_t i = 0; i < np; i++) {
             r->page_handle[p0 + i] = (uint32_t)handle;
             r->page_access[p0 + i] = 0;
+            r->page_first[p0 + i] = i == 0;
         }
-        h->mapped_va = va;
+        h->maps++;
         f->c.mapped_pages += np;
     } while (0);
     pthread_mutex_unlock(&f->lock);
@@ -294,18 +299,23 @@ static int f_unmap(void *ctx, uint64_t va, uint64_t size)
             rc = MISUSE(f);
             break;
         }
-        /* must cover whole mappings exactly */
-        for (uint64_t i = 0; i < np && !rc; i++) {
-            fake_handle *h = handle_of(f, r->page_handle[p0 + i]);
-            if (!h || h->mapped_va < va || h->mapped_va + h->size > va + size)
-                rc = MISUSE(f);
-        }
-        if (rc)
+        /* must cover whole mappings exactly: mapped pages, from the first
+         * page of one to the end of another */
+        uint64_t after = p0 + np;
+        bool whole = r->page_first[p0]
+                     && (after * f->gran == r->size || !r->page_handle[after] || r->page_first[after]);
+        for (uint64_t i = 0; i < np && whole; i++)
+            whole = handle_of(f, r->page_handle[p0 + i]) != NULL;
+        if (!whole) {
+            rc = MISUSE(f);
             break;
+        }
         for (uint64_t i = 0; i < np; i++) {
-            f->h[r->page_handle[p0 + i] - 1].mapped_va = 0;
+            if (r->page_first[p0 + i])
+                f->h[r->page_handle[p0 + i] - 1].maps--;
             r->page_handle[p0 + i] = 0;
             r->page_access[p0 + i] = 0;
+            r->page_first[p0 + i] = 0;
         }
         f->c.mapped_pages -= np;
     } while (0);
@@ -541,6 +551,7 @@ void ts_fake_destroy(ts_fake_provider *f)
     for (int i = 0; i < MAX_RES; i++) {
         free(f->res[i].page_handle);
         free(f->res[i].page_access);
+        free(f->res[i].page_first);
     }
     free(f->h);
     free(f->seg_keys);
