@@ -84,9 +84,9 @@ static uint64_t own_current_pool[TS_DEV_MAX];
  * one handle for every thread but a different stream in each: its key is the
  * thread's own, so its frees are reused at once only by the same thread's
  * stream, and by others after a fence.  Such keys end in binary 011, which no
- * stream handle (a pointer) does; the fence paths below answer them with the
- * legacy stream's fence, recorded in the same batch, which covers every
- * per-thread stream (they are blocking streams).  A thread's key goes out of
+ * stream handle (a pointer) does; the fence paths below answer them with a
+ * fence on the legacy stream, which covers every per-thread stream (they
+ * are blocking streams).  A thread's key goes out of
  * the pools when it exits (numbered, never reused). */
 #define THREAD_KEY_TAG 3u
 static pid_t pools_owner_pid; /* the process that made the first pool */
@@ -230,14 +230,18 @@ static int fwd_seg_alloc(void *ctx, uint64_t size, uint64_t *ptr)
 }
 static int fwd_seg_free(void *ctx, uint64_t ptr) { return inner(ctx)->seg_free(inner(ctx)->ctx, ptr); }
 
-/* Fence 0 is the pseudo stream's, and a per-thread stream's (the legacy
- * stream's fence covers it): complete from the start. */
+/* Fence 0 is the pseudo stream's: complete from the start.  A per-thread
+ * stream's is the legacy stream's, which waits for every blocking stream
+ * (the pool fences only the streams its frees were on: a per-thread
+ * stream has no handle another thread could record on). */
 static int fence_record(void *ctx, uint64_t stream, uint64_t *fence)
 {
-    if (stream == TS_DEV_NO_STREAM || is_thread_key(stream)) {
+    if (stream == TS_DEV_NO_STREAM) {
         *fence = 0;
         return TS_PROV_OK;
     }
+    if (is_thread_key(stream))
+        stream = 0;
     if (stream_capturing(stream))
         return TS_PROV_ERROR;
     return inner(ctx)->fence_record(inner(ctx)->ctx, stream, fence);
