@@ -133,6 +133,7 @@ typedef struct ts_plan_stats {
     uint64_t adopted, drops, failed; /* plans made, dropped, that could not be made */
     uint64_t period, footprint;      /* of the latest plan: requests, bytes from its window's start */
     uint64_t hits, misses;           /* placements at the plan's address, or not */
+    uint64_t suspends, resumes;      /* the program left the plan's pattern for a while, came back */
     bool active;
 } ts_plan_stats;
 

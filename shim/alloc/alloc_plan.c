@@ -29,8 +29,11 @@
  * the earlier sequence that are all still live, it skips them, so the
  * second step is matched against the first and the plan is in force from
  * the third.  A streak of a whole period is checked (lifetimes) and
- * planned.  A request other than the plan's, or too many placements that
- * find their range taken, drop the plan; best fit serves in the meantime.
+ * planned.  A request other than the plan's suspends a settled plan (a
+ * pass of another kind between steps: best fit serves it) until the
+ * program comes back to the pattern, and drops one still settling; too
+ * many placements that find their range taken drop it too; best fit
+ * serves in the meantime.
  *
  * Moving in: at adoption the pages the plan lacks move there from idle
  * pages it does not need, the first asked for first; the rest in advance,
@@ -61,6 +64,9 @@
 #define PLAN_SKIP_MAX 1024 /* requests made once (workspaces, optimizer state) a skip passes */
 #define PLAN_SKIP_BACK 64  /* requests before a break that may have matched skipped ones */
 #define PLAN_SKIPS 4       /* skips a candidate may make */
+#define PLAN_RESYNC 8      /* requests matching the plan's in a row that resume it */
+#define PLAN_SUSPENDED 4   /* periods a suspended plan waits before any other may replace it */
+#define PLAN_LEFT_BACK 16  /* slots before where the program left the pattern it may come back at */
 
 typedef struct plan_rec {
     uint64_t rsize, stream, addr;
@@ -95,6 +101,24 @@ struct ts_plan {
      * where they were put, so placements may miss (they go where the plan
      * leaves room, take_room); it ends after a period without a miss. */
     bool transition;
+    /* A settled plan whose pattern the program leaves (an evaluation pass
+     * between training steps) is suspended, not dropped: best fit serves
+     * meanwhile.  It resumes at the slot where the program left it, or one
+     * of the few before, when a request matches that slot (the program came
+     * back to where it left: until PLAN_RESYNC requests match after, that
+     * slot stays the place to come back to), or where the last PLAN_RESYNC requests match a run of
+     * its slots found once in each of its cycles (resync[], by the hash of
+     * the run: the first slot ending it and how many do), in the cycle
+     * that comes next after the slot it was suspended at. */
+    bool suspended, left_pending;
+    uint64_t suspended_at, suspended_slot; /* allocation count and slot when it was */
+    uint64_t left_slot, matched;           /* where the program left the pattern; requests matched since */
+    uint64_t cycle;                        /* requests per cycle (the template's period) */
+    struct plan_run {
+        uint64_t key;
+        uint32_t first, count;
+    } * resync;
+    uint64_t resync_mask;
     uint8_t *keep;  /* the pages the plan needs (plan_pages): moves take others first */
     ts_block *near; /* the block placed last: where the next walk starts */
     ts_plan_stats st;
@@ -118,6 +142,7 @@ void ts_plan_fini(ts_pool *p)
     if (p->plan) {
         free(p->plan->slot);
         free(p->plan->keep);
+        free(p->plan->resync);
     }
     p->move_keep = NULL;
     free(p->plan);
@@ -130,10 +155,13 @@ static void plan_drop(ts_pool *p)
     if (!pl->period)
         return;
     pl->period = 0;
+    pl->suspended = pl->left_pending = false;
     free(pl->slot);
     pl->slot = NULL;
     free(pl->keep);
     pl->keep = NULL;
+    free(pl->resync);
+    pl->resync = NULL;
     p->move_keep = NULL;
     pl->st.drops++;
 }
@@ -154,22 +182,132 @@ static void cand_propose(ts_plan *pl, uint64_t period)
     pl->cand[free_at].nskip = pl->cand[free_at].check_at = 0;
 }
 
+#define REQ_HASH0 0x9e3779b97f4a7c15ull
+
+static uint64_t req_hash(uint64_t h, uint64_t rsize, uint64_t stream)
+{
+    h = (h ^ (rsize >> 9)) * 0x100000001b3ull;
+    return (h ^ stream) * 0xc2b2ae3d27d4eb4full;
+}
+
 static void propose_from_window(ts_plan *pl, uint64_t o)
 {
     if (o + 1 < PLAN_W)
         return;
-    uint64_t h = 0x9e3779b97f4a7c15ull;
-    for (uint64_t k = o + 1 - PLAN_W; k <= o; k++) {
-        const plan_rec *r = rec_at(pl, k);
-        h = (h ^ (r->rsize >> 9)) * 0x100000001b3ull;
-        h = (h ^ r->stream) * 0xc2b2ae3d27d4eb4full;
-    }
+    uint64_t h = REQ_HASH0;
+    for (uint64_t k = o + 1 - PLAN_W; k <= o; k++)
+        h = req_hash(h, rec_at(pl, k)->rsize, rec_at(pl, k)->stream);
     h |= 1; /* 0: an empty entry */
     unsigned e = (unsigned)(h >> 52) & (PLAN_HT - 1);
     if (pl->ht_key[e] == h && o - pl->ht_pos[e] >= PLAN_MIN_PERIOD && o - pl->ht_pos[e] <= PLAN_MAX_PERIOD)
         cand_propose(pl, o - pl->ht_pos[e]);
     pl->ht_key[e] = h;
     pl->ht_pos[e] = o;
+}
+
+/* ---- suspension ---------------------------------------------------------------- */
+
+/* The hash of the run of PLAN_RESYNC slots ending at slot k (circular). */
+static uint64_t slot_run_hash(const ts_plan *pl, uint64_t k)
+{
+    uint64_t n = pl->period, h = REQ_HASH0;
+    for (uint64_t j = 0; j < PLAN_RESYNC; j++) {
+        const plan_slot *s = &pl->slot[(k + (PLAN_RESYNC - 1 - j) * (n - 1)) % n];
+        h = req_hash(h, s->rsize, s->stream);
+    }
+    return h | 1;
+}
+
+/* The entry of the run hashed h in resync[] (its key 0 when absent). */
+static struct plan_run *run_at(const ts_plan *pl, uint64_t h)
+{
+    uint64_t e = h & pl->resync_mask;
+    while (pl->resync[e].key && pl->resync[e].key != h)
+        e = (e + 1) & pl->resync_mask;
+    return &pl->resync[e];
+}
+
+/* The plan's runs of slots by hash; without memory for it, a suspended
+ * plan never resumes. */
+static void resync_index(ts_plan *pl)
+{
+    uint64_t cap = 16;
+    while (cap < 2 * pl->period)
+        cap <<= 1;
+    pl->resync = calloc(cap, sizeof *pl->resync);
+    pl->resync_mask = cap - 1;
+    for (uint64_t k = 0; pl->resync && k < pl->period; k++) {
+        uint64_t h = slot_run_hash(pl, k);
+        struct plan_run *r = run_at(pl, h);
+        if (!r->key)
+            *r = (struct plan_run){ h, (uint32_t)k, 0 };
+        r->count++;
+    }
+}
+
+/* The program left the plan's pattern at slot k. */
+static void plan_suspend(ts_plan *pl, uint64_t k)
+{
+    pl->suspended = true;
+    pl->suspended_at = pl->n;
+    pl->suspended_slot = k;
+    if (!pl->left_pending)
+        pl->left_slot = k, pl->left_pending = true;
+    pl->st.suspends++;
+}
+
+/* The plan resumes with the next request as slot k. */
+static void plan_resume_at(ts_plan *pl, uint64_t k)
+{
+    pl->base = pl->n - k;
+    pl->suspended = false;
+    pl->period_miss = 0;
+    pl->matched = 0;
+    pl->st.resumes++;
+}
+
+/* Suspended: the last PLAN_RESYNC - 1 requests and this one (rsize,
+ * stream) are a run of slots found once in each cycle: the plan resumes
+ * with this request as the slot ending it in the cycle next after the one
+ * it was suspended in (a pass between two steps, then the next step). */
+static bool plan_resume(ts_plan *pl, uint64_t rsize, uint64_t stream)
+{
+    uint64_t h = REQ_HASH0, n = pl->period, cycles = n / pl->cycle;
+    /* the pass that left it may have looked like the pattern for a few
+     * requests (an evaluation begins as a forward pass does): the program
+     * comes back at the earliest of the slots before that one this request
+     * is */
+    for (uint64_t d = PLAN_LEFT_BACK < n ? PLAN_LEFT_BACK : n - 1; pl->left_pending && d != UINT64_MAX; d--) {
+        const plan_slot *s = &pl->slot[(pl->left_slot + n - d) % n];
+        if (s->rsize == rsize && s->stream == stream) {
+            plan_resume_at(pl, (pl->left_slot + n - d) % n);
+            return true;
+        }
+    }
+    if (!pl->resync || pl->n < PLAN_RESYNC)
+        return false;
+    for (uint64_t o = pl->n + 1 - PLAN_RESYNC; o < pl->n; o++)
+        h = req_hash(h, rec_at(pl, o)->rsize, rec_at(pl, o)->stream);
+    const struct plan_run *r = run_at(pl, req_hash(h, rsize, stream) | 1);
+    if (!r->key || r->count != cycles)
+        return false;
+    uint64_t first = r->first % pl->cycle, k = first, best = UINT64_MAX;
+    for (uint64_t c = 0; c < cycles; c++) { /* the cycle next after the suspension */
+        uint64_t at = first + c * pl->cycle, ahead = (at + n - pl->suspended_slot) % n;
+        if (ahead < best) {
+            best = ahead;
+            k = at;
+        }
+    }
+    for (uint64_t j = 0; j < PLAN_RESYNC; j++) { /* not a hash collision */
+        const plan_slot *s = &pl->slot[(k + n - j % n) % n];
+        uint64_t rs = j ? rec_at(pl, pl->n - j)->rsize : rsize,
+                 st = j ? rec_at(pl, pl->n - j)->stream : stream;
+        if (rs != s->rsize || st != s->stream)
+            return false;
+    }
+    plan_resume_at(pl, k);
+    return true;
 }
 
 /* ---- the template --------------------------------------------------------- */
@@ -657,6 +795,8 @@ static void plan_adopt(ts_pool *p, int c, uint64_t o)
     pl->end = end;
     pl->period_miss = 0;
     pl->transition = true;
+    pl->cycle = t.p;
+    resync_index(pl);
     pl->st.adopted++;
     pl->st.period = n;
     pl->st.footprint = footprint;
@@ -700,6 +840,20 @@ static bool cand_skip(ts_plan *pl, int c, uint64_t o)
     return false;
 }
 
+/* A plan of period per may replace the one in force: none is, or it is
+ * shorter; or it is suspended and per is not much shorter (a pass of
+ * another kind, such as an evaluation, repeats each layer: its short
+ * period is not the new pattern), or it has been for PLAN_SUSPENDED
+ * periods. */
+static bool plan_replaceable(const ts_plan *pl, uint64_t per)
+{
+    if (!pl->period || pl->period < per)
+        return true;
+    if (!pl->suspended)
+        return false;
+    return per >= pl->period / 2 || pl->n - pl->suspended_at > PLAN_SUSPENDED * pl->period;
+}
+
 /* Candidates after allocation o: streaks extended or ended; a streak of a
  * whole period is checked and planned unless a plan of that period or a
  * longer one is in force. */
@@ -716,7 +870,7 @@ static void detect(ts_pool *p, uint64_t o)
             continue;
         }
         per = pl->cand[c].p;
-        if (++pl->cand[c].streak < per || o < pl->cand[c].check_at || pl->period >= per)
+        if (++pl->cand[c].streak < per || o < pl->cand[c].check_at || !plan_replaceable(pl, per))
             continue;
         plan_adopt(p, c, o);
     }
@@ -904,7 +1058,7 @@ int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block
     ts_plan *pl = p->plan;
     if (!pl || p->ncapturing)
         return TS_PROV_OOM;
-    if (kind != TS_KIND_PLANNED || !pl->period)
+    if (kind != TS_KIND_PLANNED || !pl->period || (pl->suspended && !plan_resume(pl, rsize, stream)))
         return p->grow_settled ? TS_PROV_OOM : take_lowest(p, kind, 0, rsize, stream, out);
     uint64_t k = (pl->n - pl->base) % pl->period;
     const plan_slot *s = &pl->slot[k];
@@ -915,8 +1069,18 @@ int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block
         pl->period_miss = 0;
     }
     if (s->rsize != rsize || s->stream != stream) {
-        plan_drop(p); /* the program left the pattern */
-        return TS_PROV_OOM;
+        /* the program left the pattern: a settled plan waits for it (this
+         * request may be where the program left it, after a pass that
+         * looked like the pattern for a while) */
+        if (pl->transition || !pl->resync) {
+            plan_drop(p);
+            return TS_PROV_OOM;
+        }
+        plan_suspend(pl, k);
+        if (!plan_resume(pl, rsize, stream))
+            return TS_PROV_OOM;
+        k = (pl->n - pl->base) % pl->period;
+        s = &pl->slot[k];
     }
     room_unsettled(p, TS_KIND_PLANNED, s->addr, rsize);
     int rc = take_range(p, TS_KIND_PLANNED, s->addr, rsize, stream, out);
@@ -925,11 +1089,19 @@ int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block
         ts_fence_poll(p);
         rc = take_range(p, TS_KIND_PLANNED, s->addr, rsize, stream, out);
     }
+    if (pl->left_pending && ++pl->matched >= PLAN_RESYNC)
+        pl->left_pending = false; /* back in the pattern */
     if (rc == TS_PROV_OK) {
         pl->st.hits++;
         return rc;
     }
     pl->st.misses++;
+    if (pl->left_pending) {
+        /* back in the pattern only maybe (a pass that looks like it): the
+         * plan waits again, and best fit serves this one */
+        plan_suspend(pl, k);
+        return TS_PROV_OOM;
+    }
     /* a block that missed its place must not take the places of the
      * requests after it: room the plan leaves free while it lives, else
      * above the plan's window */

@@ -75,6 +75,20 @@ def vmm_counter():
     return lambda: sum(get(n) for n in names)
 
 
+def evaluate(model, a, g):
+    """An evaluation pass as training scripts make one between steps: no
+    gradients, batches of another shape (twice the batch, half the length),
+    the loss read back."""
+    model.eval()
+    with torch.no_grad():
+        for _ in range(2):
+            tokens = torch.randint(a.vocab, (2 * a.batch, a.seq // 2 + 1), generator=g)
+            x, y = tokens[:, :-1].to(a.device), tokens[:, 1:].to(a.device)
+            loss = F.cross_entropy(model(x).view(-1, a.vocab), y.reshape(-1))
+            print(f"eval loss {loss.item():.4f}", flush=True)
+    model.train()
+
+
 def main():
     p = argparse.ArgumentParser()
     for name, default in (("steps", 3), ("batch", 4), ("seq", 64), ("layers", 2), ("dim", 128),
@@ -83,6 +97,7 @@ def main():
     p.add_argument("--device", default="cuda")
     p.add_argument("--random-seq", type=int, default=0)
     p.add_argument("--vmm-calls", action="store_true")
+    p.add_argument("--eval-every", type=int, default=0, help="an evaluation pass after every N steps")
     a = p.parse_args()
     vmm = vmm_counter() if a.vmm_calls else None
     assert a.dim % a.heads == 0
@@ -109,6 +124,8 @@ def main():
         loss.backward()
         opt.step()
         print(f"step {step} loss {loss.item():.4f}", flush=True)
+        if a.eval_every and step % a.eval_every == a.eval_every - 1:
+            evaluate(model, a, g)
         if vmm:
             print(f"vmm step {step} {vmm() - calls0}", flush=True)
     if a.device.startswith("cuda"):

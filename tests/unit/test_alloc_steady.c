@@ -5,7 +5,8 @@
  * calls while it warms up and none once settled (its peak reserved / peak
  * allocated is printed); idle pages are unmapped past
  * cfg.idle_release_ns and not before; at the memory limit growth moves idle
- * pages' handles instead of failing; ts_pool_check holds throughout. */
+ * pages' handles instead of failing; a plan interrupted by an evaluation
+ * pass resumes after it; ts_pool_check holds throughout. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -244,6 +245,62 @@ static void first_step_extras(void)
     finish(p, f);
 }
 
+/* An evaluation pass between training steps: tensors of other sizes (not
+ * the same from one pass to the next), every one freed before the next
+ * step. */
+static void eval_pass(ts_pool *p, uint64_t seed)
+{
+    uint64_t act[6];
+    for (int i = 0; i < 6; i++)
+        CHECK(ts_pool_alloc(p, 5 * MiB + rng(&seed) % (9 * MiB), STREAM, 0, &act[i]) == TS_ALLOC_OK, "eval act");
+    for (int i = 5; i >= 0; i--)
+        ts_pool_free(p, act[i], STREAM, TS_FF_STREAM_ORDERED);
+}
+
+/* A settled plan that an evaluation pass interrupts is suspended, not
+ * dropped, and resumes at the next step: one plan for the whole run, no
+ * VMM call in the training steps once it settled, and the pool does not
+ * grow after the first pass. */
+static void eval_between_steps(void)
+{
+    ts_fake_provider *f;
+    ts_pool *p = mk(&f, 8192 * MiB, 0, 0, TS_GROW_STEP_PLAN);
+    ts_pool_stream_add(p, 0);
+    uint64_t kept[16], logits = 0;
+    int nkept = 0;
+    enum { STEPS = 24, FIRST = 8, EVERY = 5 }; /* the first once the plan has settled */
+    uint64_t calls[STEPS], reserved_after_first = 0;
+    for (int s = 0; s < STEPS; s++) {
+        uint64_t before = vmm_calls(f);
+        step_with_extras(p, kept, &nkept, &logits, s == 0);
+        calls[s] = vmm_calls(f) - before;
+        if (s + 1 >= FIRST && (s + 1 - FIRST) % EVERY == 0) {
+            eval_pass(p, 11 + (uint64_t)s);
+            ts_alloc_stats st;
+            ts_pool_stats(p, &st);
+            if (!reserved_after_first)
+                reserved_after_first = st.reserved_bytes;
+            CHECK(st.reserved_bytes == reserved_after_first, "evaluation pass after step %d: reserved %lu, was %lu",
+                  s + 1, (unsigned long)st.reserved_bytes, (unsigned long)reserved_after_first);
+        }
+        check(p, "eval between steps");
+    }
+    ts_plan_stats ps;
+    ts_pool_plan_stats(p, &ps);
+    printf("evaluation passes: plan adopted %lu, dropped %lu, suspended %lu, resumed %lu\n", (unsigned long)ps.adopted,
+           (unsigned long)ps.drops, (unsigned long)ps.suspends, (unsigned long)ps.resumes);
+    CHECK(ps.adopted == 1 && ps.drops == 0 && ps.active, "plan adopted %lu, dropped %lu", (unsigned long)ps.adopted,
+          (unsigned long)ps.drops);
+    CHECK(ps.suspends == (STEPS - FIRST) / EVERY + 1 && ps.resumes == ps.suspends, "suspended %lu, resumed %lu",
+          (unsigned long)ps.suspends, (unsigned long)ps.resumes);
+    for (int s = FIRST; s < STEPS; s++)
+        CHECK(calls[s] == 0, "training step %d made %lu VMM calls", s + 1, (unsigned long)calls[s]);
+    for (int k = 0; k < nkept; k++)
+        ts_pool_free(p, kept[k], STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_free(p, logits, STREAM, TS_FF_STREAM_ORDERED);
+    finish(p, f);
+}
+
 /* Before a plan, a planned block takes the lowest free range unless that
  * leaves a hole smaller than any planned block (under TS_PLAN_MIN) below
  * the next block in use, and a higher range fits exactly: the hole would
@@ -343,6 +400,7 @@ int main(void)
     steady_state(0);
     steady_state(TS_GROW_STEP_PLAN);
     first_step_extras();
+    eval_between_steps();
     no_small_holes();
     idle_threshold(0);
     idle_threshold(5 * 1000000ull);
