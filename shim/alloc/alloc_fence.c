@@ -1,8 +1,9 @@
 /* alloc_fence.c: when a freed block is safe to reuse.
  * Every free gets a sequence number and waits in a FIFO.  A batch of fences
- * (one per registered stream, recorded after the frees it covers) makes every
- * free up to its sequence safe once all its fences are done; safe blocks go to
- * the free index.  At most one batch is recorded before the previous ones
+ * (recorded after the frees it covers, on the streams they were on: a
+ * stream-ordered free waits for its own stream, a synchronous one for every
+ * registered stream) makes every free up to its sequence safe once all its
+ * fences are done; safe blocks go to the free index.  At most one batch is recorded before the previous ones
  * complete, so fence work follows the device's pace, not the call rate.  A
  * stream-ordered free also sits in its stream's own index, from which an
  * allocation on the same stream may take it at once (stream order protects
