@@ -3,8 +3,9 @@
  * (recorded after the frees it covers, on the streams they were on: a
  * stream-ordered free waits for its own stream, a synchronous one for every
  * registered stream) makes every free up to its sequence safe once all its
- * fences are done; safe blocks go to the free index.  At most one batch is recorded before the previous ones
- * complete, so fence work follows the device's pace, not the call rate.  A
+ * fences are done; safe blocks go to the free index.  At most one batch is
+ * recorded before the previous ones complete, so fence work follows the
+ * device's pace, not the call rate.  A
  * stream-ordered free also sits in its stream's own index, from which an
  * allocation on the same stream may take it at once (stream order protects
  * it).  Nothing here touches a stream marked capturing.

@@ -27,8 +27,7 @@ int ts_pool_pages_walk(ts_pool *p, int (*fn)(void *arg, ts_page_view *v), void *
         rc = -1;
     if (exported)
         mark_exported(p, exported);
-    if (p->pages)
-        ts_seg_shadows_drop(p); /* a page re-backed must not stay mapped elsewhere */
+    ts_seg_shadows_drop(p); /* a page re-backed must not stay mapped elsewhere */
     for (uint64_t i = 0; exported && i < p->npages && !rc; i++) {
         ts_page *pg = &p->pages[i];
         if (!pg->mapped)

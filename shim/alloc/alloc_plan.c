@@ -106,10 +106,11 @@ struct ts_plan {
      * meanwhile.  It resumes at the slot where the program left it, or one
      * of the few before, when a request matches that slot (the program came
      * back to where it left: until PLAN_RESYNC requests match after, that
-     * slot stays the place to come back to), or where the last PLAN_RESYNC requests match a run of
-     * its slots found once in each of its cycles (resync[], by the hash of
-     * the run: the first slot ending it and how many do), in the cycle
-     * that comes next after the slot it was suspended at. */
+     * slot stays the place to come back to), or where the last PLAN_RESYNC
+     * requests match a run of its slots found once in each of its cycles
+     * (resync[], by the hash of the run: the first slot ending it and how
+     * many do), in the cycle that comes next after the slot it was
+     * suspended at. */
     bool suspended, left_pending;
     uint64_t suspended_at, suspended_slot; /* allocation count and slot when it was */
     uint64_t left_slot, matched;           /* where the program left the pattern; requests matched since */
@@ -129,6 +130,12 @@ static plan_rec *rec_at(ts_plan *pl, uint64_t o) { return &pl->ring[o & (PLAN_RI
 static bool same_request(const plan_rec *x, const plan_rec *y)
 {
     return x->rsize == y->rsize && x->stream == y->stream;
+}
+
+/* Slot s is the request (rsize, stream). */
+static bool slot_is(const plan_slot *s, uint64_t rsize, uint64_t stream)
+{
+    return s->rsize == rsize && s->stream == stream;
 }
 
 int ts_plan_init(ts_pool *p)
@@ -190,14 +197,19 @@ static uint64_t req_hash(uint64_t h, uint64_t rsize, uint64_t stream)
     return (h ^ stream) * 0xc2b2ae3d27d4eb4full;
 }
 
+/* h, then the requests recorded from allocation `from` to before `to`. */
+static uint64_t recs_hash(ts_plan *pl, uint64_t h, uint64_t from, uint64_t to)
+{
+    for (uint64_t k = from; k < to; k++)
+        h = req_hash(h, rec_at(pl, k)->rsize, rec_at(pl, k)->stream);
+    return h;
+}
+
 static void propose_from_window(ts_plan *pl, uint64_t o)
 {
     if (o + 1 < PLAN_W)
         return;
-    uint64_t h = REQ_HASH0;
-    for (uint64_t k = o + 1 - PLAN_W; k <= o; k++)
-        h = req_hash(h, rec_at(pl, k)->rsize, rec_at(pl, k)->stream);
-    h |= 1; /* 0: an empty entry */
+    uint64_t h = recs_hash(pl, REQ_HASH0, o + 1 - PLAN_W, o + 1) | 1; /* 0: an empty entry */
     unsigned e = (unsigned)(h >> 52) & (PLAN_HT - 1);
     if (pl->ht_key[e] == h && o - pl->ht_pos[e] >= PLAN_MIN_PERIOD && o - pl->ht_pos[e] <= PLAN_MAX_PERIOD)
         cand_propose(pl, o - pl->ht_pos[e]);
@@ -266,10 +278,12 @@ static void plan_resume_at(ts_plan *pl, uint64_t k)
     pl->st.resumes++;
 }
 
-/* Suspended: the last PLAN_RESYNC - 1 requests and this one (rsize,
- * stream) are a run of slots found once in each cycle: the plan resumes
- * with this request as the slot ending it in the cycle next after the one
- * it was suspended in (a pass between two steps, then the next step). */
+/* Suspended: this request (rsize, stream) is the slot where the program
+ * left the pattern or one of the PLAN_LEFT_BACK before it, or it and the
+ * last PLAN_RESYNC - 1 requests are a run of slots found once in each
+ * cycle: the plan resumes with this request as that slot (for a run, the
+ * slot ending it in the cycle next after the one it was suspended in: a
+ * pass between two steps, then the next step). */
 static bool plan_resume(ts_plan *pl, uint64_t rsize, uint64_t stream)
 {
     uint64_t h = REQ_HASH0, n = pl->period, cycles = n / pl->cycle;
@@ -278,16 +292,14 @@ static bool plan_resume(ts_plan *pl, uint64_t rsize, uint64_t stream)
      * comes back at the earliest of the slots before that one this request
      * is */
     for (uint64_t d = PLAN_LEFT_BACK < n ? PLAN_LEFT_BACK : n - 1; pl->left_pending && d != UINT64_MAX; d--) {
-        const plan_slot *s = &pl->slot[(pl->left_slot + n - d) % n];
-        if (s->rsize == rsize && s->stream == stream) {
+        if (slot_is(&pl->slot[(pl->left_slot + n - d) % n], rsize, stream)) {
             plan_resume_at(pl, (pl->left_slot + n - d) % n);
             return true;
         }
     }
     if (!pl->resync || pl->n < PLAN_RESYNC)
         return false;
-    for (uint64_t o = pl->n + 1 - PLAN_RESYNC; o < pl->n; o++)
-        h = req_hash(h, rec_at(pl, o)->rsize, rec_at(pl, o)->stream);
+    h = recs_hash(pl, h, pl->n + 1 - PLAN_RESYNC, pl->n);
     const struct plan_run *r = run_at(pl, req_hash(h, rsize, stream) | 1);
     if (!r->key || r->count != cycles)
         return false;
@@ -300,10 +312,8 @@ static bool plan_resume(ts_plan *pl, uint64_t rsize, uint64_t stream)
         }
     }
     for (uint64_t j = 0; j < PLAN_RESYNC; j++) { /* not a hash collision */
-        const plan_slot *s = &pl->slot[(k + n - j % n) % n];
-        uint64_t rs = j ? rec_at(pl, pl->n - j)->rsize : rsize,
-                 st = j ? rec_at(pl, pl->n - j)->stream : stream;
-        if (rs != s->rsize || st != s->stream)
+        const plan_rec *q = j ? rec_at(pl, pl->n - j) : NULL;
+        if (!slot_is(&pl->slot[(k + n - j % n) % n], q ? q->rsize : rsize, q ? q->stream : stream))
             return false;
     }
     plan_resume_at(pl, k);
@@ -1068,7 +1078,7 @@ int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block
             plan_settle(p);
         pl->period_miss = 0;
     }
-    if (s->rsize != rsize || s->stream != stream) {
+    if (!slot_is(s, rsize, stream)) {
         /* the program left the pattern: a settled plan waits for it (this
          * request may be where the program left it, after a pass that
          * looked like the pattern for a while) */

@@ -348,7 +348,7 @@ static int take_idle_handle(ts_pool *p, uint64_t *h, bool any)
 static int unmap_idle(ts_pool *p, int32_t j, uint64_t *h)
 {
     idle_remove(p, j);
-    if (!shadow_unmap(p, (uint64_t)j) || TS_PCALL(p, unmap, p->va_base + (uint64_t)j * p->gran, p->gran)) {
+    if (!shadow_unmap(p, (uint64_t)j) || TS_PCALL(p, unmap, page_va(p, (uint64_t)j), p->gran)) {
         idle_append(p, j);
         return TS_PROV_ERROR;
     }
@@ -366,7 +366,7 @@ static int map_handle(ts_pool *p, uint64_t i, uint64_t h)
 {
     int rc = p->pages[i].shadow && !shadow_unmap(p, (uint64_t)p->pages[i].twin)
                  ? TS_PROV_ERROR
-                 : TS_PCALL(p, map, p->va_base + i * p->gran, p->gran, h);
+                 : TS_PCALL(p, map, page_va(p, i), p->gran, h);
     if (rc) {
         TS_PCALL(p, release, h);
         p->reserved -= p->gran;
@@ -419,7 +419,7 @@ static int map_one(ts_pool *p, uint64_t i)
 /* Gives page i's memory back; false (page still mapped) if unmap failed. */
 static bool unmap_release(ts_pool *p, uint64_t i)
 {
-    if (!shadow_unmap(p, i) || TS_PCALL(p, unmap, p->va_base + i * p->gran, p->gran))
+    if (!shadow_unmap(p, i) || TS_PCALL(p, unmap, page_va(p, i), p->gran))
         return false;
     TS_PCALL(p, release, p->pages[i].handle);
     p->pages[i].mapped = 0;
@@ -709,7 +709,7 @@ int ts_seg_grow(ts_pool *p, int kind, uint64_t rsize, ts_block **out)
  * refused. */
 static bool premap_page(ts_pool *p, ts_block *b, uint64_t i, int32_t donor)
 {
-    uint64_t g = p->gran, va = p->va_base + i * g, h = 0;
+    uint64_t g = p->gran, va = page_va(p, i), h = 0;
     int rc = donor < 0 ? take_idle_handle(p, &h, false) : unmap_idle(p, donor, &h);
     if (rc != TS_PROV_OK || map_handle(p, i, h))
         return false;
