@@ -33,7 +33,10 @@
  * pass of another kind between steps: best fit serves it) until the
  * program comes back to the pattern, and drops one still settling; too
  * many placements that find their range taken drop it too; best fit
- * serves in the meantime.
+ * serves in the meantime.  Growth stays bounded (pages move rather than
+ * new ones being made) until a plan settles and, for the first PLAN_WARMUP
+ * allocations, while it is suspended: a small model's plan may be one
+ * layer's, settled long before the step's peak.
  *
  * Moving in: at adoption the pages the plan lacks move there from idle
  * pages it does not need, the first asked for first; the rest in advance,
@@ -156,6 +159,18 @@ void ts_plan_fini(ts_pool *p)
     p->plan = NULL;
 }
 
+/* Whether growth is unbounded (else pages move rather than new ones being
+ * made): once PLAN_WARMUP allocations have passed, or while a plan is in
+ * force and has settled.  While a plan is suspended the bound is back: a
+ * plan can settle on a pattern inside the step (one layer's backward) long
+ * before the step's own peak, and what the program does outside it must
+ * not grow the pool past that peak. */
+static void note_settled(ts_pool *p)
+{
+    ts_plan *pl = p->plan;
+    p->grow_settled = pl->n >= PLAN_WARMUP || (pl->period && !pl->transition && !pl->suspended);
+}
+
 static void plan_drop(ts_pool *p)
 {
     ts_plan *pl = p->plan;
@@ -171,6 +186,7 @@ static void plan_drop(ts_pool *p)
     pl->resync = NULL;
     p->move_keep = NULL;
     pl->st.drops++;
+    note_settled(p);
 }
 
 /* ---- detection -------------------------------------------------------------- */
@@ -716,7 +732,7 @@ static void plan_settle(ts_pool *p)
 {
     ts_plan *pl = p->plan;
     pl->transition = false;
-    p->grow_settled = true;
+    note_settled(p);
 }
 
 /* The blocks of the last period (allocations c0 on, slot ord - first) still
@@ -810,6 +826,7 @@ static void plan_adopt(ts_pool *p, int c, uint64_t o)
     pl->st.adopted++;
     pl->st.period = n;
     pl->st.footprint = footprint;
+    note_settled(p);
     /* moves take the pages it does not need first, from now on */
     pl->keep = plan_pages(p, sl, n, t.c0);
     p->move_keep = pl->keep;
@@ -1068,8 +1085,12 @@ int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block
     ts_plan *pl = p->plan;
     if (!pl || p->ncapturing)
         return TS_PROV_OOM;
-    if (kind != TS_KIND_PLANNED || !pl->period || (pl->suspended && !plan_resume(pl, rsize, stream)))
-        return p->grow_settled ? TS_PROV_OOM : take_lowest(p, kind, 0, rsize, stream, out);
+    bool back = kind == TS_KIND_PLANNED && pl->period && (!pl->suspended || plan_resume(pl, rsize, stream));
+    note_settled(p);
+    /* best fit serves a suspended plan's requests, the pool's growth
+     * bounded: the free ranges the plan leaves mapped first */
+    if (!back)
+        return p->grow_settled || pl->suspended ? TS_PROV_OOM : take_lowest(p, kind, 0, rsize, stream, out);
     uint64_t k = (pl->n - pl->base) % pl->period;
     const plan_slot *s = &pl->slot[k];
     if (k == 0 && pl->n != pl->base + pl->period) {
@@ -1087,7 +1108,9 @@ int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block
             return TS_PROV_OOM;
         }
         plan_suspend(pl, k);
-        if (!plan_resume(pl, rsize, stream))
+        back = plan_resume(pl, rsize, stream);
+        note_settled(p);
+        if (!back)
             return TS_PROV_OOM;
         k = (pl->n - pl->base) % pl->period;
         s = &pl->slot[k];
@@ -1110,6 +1133,7 @@ int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block
         /* back in the pattern only maybe (a pass that looks like it): the
          * plan waits again, and best fit serves this one */
         plan_suspend(pl, k);
+        note_settled(p);
         return TS_PROV_OOM;
     }
     /* a block that missed its place must not take the places of the

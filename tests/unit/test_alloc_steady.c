@@ -301,6 +301,77 @@ static void eval_between_steps(void)
     finish(p, f);
 }
 
+/* One step of a small model whose layers repeat: each layer's forward asks
+ * for the same blocks, so a plan of one layer's period is found (and
+ * settles) inside the first forward pass, long before the step's own.  The
+ * logits live until the next step replaces them; the first step also makes
+ * the optimizer's state. */
+#define LAYERS 4
+static void layered_step(ts_pool *p, uint64_t *state, uint64_t *logits, bool first)
+{
+    static const uint64_t act_mib[] = { 6, 3, 12, 3 };
+    uint64_t act[LAYERS][4], ptr;
+    for (int l = 0; l < LAYERS; l++)
+        for (int i = 0; i < 4; i++) {
+            CHECK(ts_pool_alloc(p, act_mib[i] * MiB + 4096, STREAM, 0, &act[l][i]) == TS_ALLOC_OK, "act");
+            if (ts_pool_alloc(p, 9 * MiB, STREAM, 0, &ptr) == TS_ALLOC_OK)
+                ts_pool_free(p, ptr, STREAM, TS_FF_STREAM_ORDERED);
+        }
+    uint64_t next_logits;
+    CHECK(ts_pool_alloc(p, 64 * MiB, STREAM, 0, &next_logits) == TS_ALLOC_OK, "logits");
+    if (*logits)
+        ts_pool_free(p, *logits, STREAM, TS_FF_STREAM_ORDERED);
+    *logits = next_logits;
+    /* each layer's backward: gradients of its activations' sizes, freed
+     * with them (nothing accumulates from one layer to the next) */
+    for (int l = LAYERS - 1; l >= 0; l--) {
+        uint64_t grad[4];
+        for (int i = 3; i >= 0; i--)
+            CHECK(ts_pool_alloc(p, act_mib[i] * MiB + 8192, STREAM, 0, &grad[i]) == TS_ALLOC_OK, "grad");
+        for (int i = 3; i >= 0; i--) {
+            ts_pool_free(p, grad[i], STREAM, TS_FF_STREAM_ORDERED);
+            ts_pool_free(p, act[l][i], STREAM, TS_FF_STREAM_ORDERED);
+        }
+    }
+    for (int k = 0; first && k < 6; k++)
+        CHECK(ts_pool_alloc(p, 8 * MiB, STREAM, 0, &state[k]) == TS_ALLOC_OK, "state");
+}
+
+/* A plan of one layer's period spans a small part of what the pool holds:
+ * it must not lift the bound on growth (pages move rather than new ones
+ * being made until a plan settles), or the steps after it grow past the
+ * allocated peak before the step's own plan takes over. */
+static void layer_plan_bounded(void)
+{
+    ts_fake_provider *f;
+    ts_pool *p = mk(&f, 8192 * MiB, 0, 0, TS_GROW_STEP_PLAN);
+    ts_pool_stream_add(p, 0);
+    uint64_t state[6], logits = 0, params[4];
+    for (int k = 0; k < 4; k++)
+        CHECK(ts_pool_alloc(p, 8 * MiB, TS_STREAM_NONE, 0, &params[k]) == TS_ALLOC_OK, "param");
+    enum { STEPS = 10 };
+    for (int s = 0; s < STEPS; s++) {
+        layered_step(p, state, &logits, s == 0);
+        check(p, "layered step");
+    }
+    ts_alloc_stats st;
+    ts_pool_stats(p, &st);
+    ts_plan_stats ps;
+    ts_pool_plan_stats(p, &ps);
+    double ratio = (double)st.peak_reserved_bytes / (double)st.peak_allocated_bytes;
+    printf("layered steps: peak reserved / peak allocated %.4f; plans adopted %lu, period %lu\n", ratio,
+           (unsigned long)ps.adopted, (unsigned long)ps.period);
+    CHECK(ps.adopted >= 2, "no layer-period plan before the step's: the test measures nothing (adopted %lu)",
+          (unsigned long)ps.adopted);
+    CHECK(ratio < 1.08, "layered steps: peak reserved / peak allocated %.4f", ratio);
+    for (int k = 0; k < 6; k++)
+        ts_pool_free(p, state[k], STREAM, TS_FF_STREAM_ORDERED);
+    for (int k = 0; k < 4; k++)
+        ts_pool_free(p, params[k], TS_STREAM_NONE, 0);
+    ts_pool_free(p, logits, STREAM, TS_FF_STREAM_ORDERED);
+    finish(p, f);
+}
+
 /* Before a plan, a planned block takes the lowest free range unless that
  * leaves a hole smaller than any planned block (under TS_PLAN_MIN) below
  * the next block in use, and a higher range fits exactly: the hole would
@@ -401,6 +472,7 @@ int main(void)
     steady_state(TS_GROW_STEP_PLAN);
     first_step_extras();
     eval_between_steps();
+    layer_plan_bounded();
     no_small_holes();
     idle_threshold(0);
     /* well above a tick of the coarse clock the pool reads (4-10 ms) */
