@@ -122,7 +122,9 @@ typedef struct ts_alloc_stats {
     uint64_t pending_bytes;              /* freed blocks waiting for a fence */
     uint64_t live_blocks, segments, mapped_pages, idle_pages;
     uint64_t allocs, frees, cache_hits, thread_cache_hits, ooms;
-    uint64_t driver_calls, fence_records, fence_waits, page_moves;
+    uint64_t driver_calls; /* memory calls: VMM (create, map, unmap, release, access) and segments */
+    uint64_t fence_calls;  /* event record/query/sync and stream queries, to know freed memory idle */
+    uint64_t fence_records, fence_waits, page_moves;
     uint64_t shadow_moves; /* page moves made in advance and taken up with no driver call */
     /* bytes requested by live stream-ordered blocks, peak exact on every path */
     uint64_t live_bytes, peak_live_bytes;

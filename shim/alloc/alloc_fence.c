@@ -196,7 +196,7 @@ static bool batch_record(ts_pool *p, bool epochs)
             continue;
         uint64_t f = 0;
         p->fence_records++;
-        if (TS_PCALL(p, fence_record, p->streams[i].stream, &f)) {
+        if (TS_FCALL(p, fence_record, p->streams[i].stream, &f)) {
             for (int k = 0; k < bt->nfences; k++)
                 p->prov.fence_release(p->prov.ctx, bt->fences[k]);
             bt->nfences = 0;
@@ -228,9 +228,9 @@ static bool batch_complete(ts_pool *p, ts_fence_batch *bt, bool wait)
         int rc;
         if (wait) {
             p->fence_waits++;
-            rc = TS_PCALL(p, fence_wait, bt->fences[i]) == TS_PROV_OK ? TS_FENCE_DONE : -1;
+            rc = TS_FCALL(p, fence_wait, bt->fences[i]) == TS_PROV_OK ? TS_FENCE_DONE : -1;
         } else {
-            rc = TS_PCALL(p, fence_query, bt->fences[i]);
+            rc = TS_FCALL(p, fence_query, bt->fences[i]);
         }
         if (rc != TS_FENCE_DONE)
             return false; /* pending, or an error: never assume done */
@@ -252,7 +252,7 @@ static bool streams_idle(ts_pool *p, bool all)
         if (!stream_in(p, i, p->safe_seq, all))
             continue;
         p->idle_queries++;
-        if (TS_PCALL(p, stream_idle, p->streams[i].stream) != TS_FENCE_DONE)
+        if (TS_FCALL(p, stream_idle, p->streams[i].stream) != TS_FENCE_DONE)
             return false;
     }
     return true;

@@ -246,7 +246,7 @@ struct ts_pool {
      * sizes), which its reserved figures leave out. */
     uint64_t live_bytes __attribute__((aligned(64))), live_peak, sync_live;
     uint64_t live_blocks __attribute__((aligned(64))), allocs, frees, cache_hits, ooms;
-    uint64_t driver_calls, fence_records, fence_waits, page_moves;
+    uint64_t driver_calls, fence_calls, fence_records, fence_waits, page_moves;
     uint64_t shadow_moves; /* moves made in advance that became the page (no driver call then) */
     uint64_t idle_queries; /* stream_idle calls (provider) */
     uint64_t tc_hits_flushed;
@@ -433,7 +433,9 @@ static inline void ts_live_sub(ts_pool *p, uint64_t size, uint64_t requested, ui
         __atomic_sub_fetch(&p->live_bytes, requested, __ATOMIC_RELAXED);
 }
 
-/* provider calls, counted */
+/* provider calls, counted: memory (VMM, segments) and fence checks apart,
+ * since only the first change the device's mappings */
 #define TS_PCALL(p, fn, ...) ((p)->driver_calls++, (p)->prov.fn((p)->prov.ctx, __VA_ARGS__))
+#define TS_FCALL(p, fn, ...) ((p)->fence_calls++, (p)->prov.fn((p)->prov.ctx, __VA_ARGS__))
 
 #endif

@@ -597,9 +597,9 @@ int ts_pool_stream_remove(ts_pool *p, uint64_t stream)
         if (!e->capturing) {
             uint64_t f = 0;
             p->fence_records++;
-            if (TS_PCALL(p, fence_record, stream, &f) == TS_PROV_OK) {
+            if (TS_FCALL(p, fence_record, stream, &f) == TS_PROV_OK) {
                 p->fence_waits++;
-                if (TS_PCALL(p, fence_wait, f))
+                if (TS_FCALL(p, fence_wait, f))
                     rc = TS_ALLOC_ERROR;
                 p->prov.fence_release(p->prov.ctx, f);
             } else {

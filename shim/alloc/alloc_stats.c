@@ -53,6 +53,7 @@ void ts_pool_stats(ts_pool *p, ts_alloc_stats *o)
     o->cache_hits = p->cache_hits + o->thread_cache_hits;
     o->ooms = p->ooms;
     o->driver_calls = p->driver_calls;
+    o->fence_calls = p->fence_calls;
     o->fence_records = p->fence_records;
     o->fence_waits = p->fence_waits;
     o->page_moves = p->page_moves;

@@ -535,6 +535,7 @@ static void log_pool_stats(int dev, struct devpool *d, uint32_t reason)
     r.reserved_bytes = st.reserved_bytes;
     r.allocated_bytes = st.allocated_bytes;
     r.driver_calls = st.driver_calls;
+    r.fence_calls = st.fence_calls;
     r.cache_hits = st.cache_hits;
     r.ooms = st.ooms;
     r.allocs = st.allocs;

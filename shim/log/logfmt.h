@@ -337,13 +337,16 @@ struct ts_rec_pool_stats {
     uint64_t allocated_at_reserved_peak; /* allocated bytes while reserved was at its peak */
     uint64_t reserved_bytes;             /* now */
     uint64_t allocated_bytes;            /* now */
-    uint64_t driver_calls;               /* calls the pool made to the driver */
+    uint64_t driver_calls;               /* memory calls the pool made to the driver (VMM, segments) */
     uint64_t cache_hits;                 /* allocations served without a driver call */
     uint64_t ooms;
     uint64_t allocs, frees;
     uint64_t segments;     /* now (caching) */
     uint64_t mapped_pages; /* now (expandable) */
     uint64_t page_moves;   /* idle pages unmapped and mapped elsewhere */
+    /* appended: fence checks (event record/query/sync, stream queries),
+     * which driver_calls leaves out; an older record reads as 0 */
+    uint64_t fence_calls;
 };
 #define TS_POOL_REASON_RESET 1u
 #define TS_POOL_REASON_SHUTDOWN 2u
@@ -358,7 +361,7 @@ struct ts_rec_pool_oom {
     uint64_t allocated_bytes;
     uint64_t largest_free_block;
 };
-_Static_assert(sizeof(struct ts_rec_pool_stats) == 144, "pool stats layout");
+_Static_assert(sizeof(struct ts_rec_pool_stats) == 152, "pool stats layout");
 _Static_assert(sizeof(struct ts_rec_pool_oom) == 64, "pool oom layout");
 
 /* ---- memory offload (shim/offload, TRAINSHIM_OFFLOAD=on).  Numbered apart

@@ -3,7 +3,8 @@
 # training job (build/workloads/mlp_train) under the shim writes a
 # TS_REC_POOL_STATS record at shutdown (before the end record), and the JSON
 # report's memory section carries the pool's peak reserved, fragmentation,
-# driver calls, cache hits, OOMs and mode.  With TRAINSHIM_ALLOC=off no pool
+# driver calls (memory, and the fence checks apart), cache hits, OOMs and
+# mode.  With TRAINSHIM_ALLOC=off no pool
 # exists: the new fields are absent (or the mode says "off").  Then
 # test_devmem_report.c (a device reset, then an allocation larger than the
 # device): the log holds one POOL_STATS record for the reset pool and one at
@@ -40,7 +41,7 @@ if mode == "off":
         want(k not in m or m.get("allocator_mode") == "off", "%s present with TRAINSHIM_ALLOC=off" % k)
     want("allocator " not in txt, "text report names an allocator with TRAINSHIM_ALLOC=off")
 else:
-    for k in ("allocator_mode", "fragmentation", "driver_calls", "cache_hits", "ooms",
+    for k in ("allocator_mode", "fragmentation", "driver_calls", "fence_calls", "cache_hits", "ooms",
               "peak_reserved_bytes", "peak_allocated_bytes"):
         want(k in m, "memory.%s missing" % k)
     if not bad:
@@ -53,17 +54,19 @@ else:
         f = m["fragmentation"]
         want(isinstance(f, float) and 0.0 <= f < 1.0, "fragmentation %r not in [0,1)" % f)
         want(m["driver_calls"] > 0, "driver_calls %r" % m["driver_calls"])
+        # its synchronous cudaFree calls are reused only after a fence
+        want(m["fence_calls"] > 0, "fence_calls %r" % m["fence_calls"])
         want(m["cache_hits"] > 0, "cache_hits %r" % m["cache_hits"])
         want(m["ooms"] == 0, "ooms %r on a job that fits" % m["ooms"])
         want("allocator           %s" % mode in txt, "text report lacks the allocator line")
-        want("fragmentation" in txt and "driver calls" in txt and "cache hits" in txt,
+        want("fragmentation" in txt and "driver calls" in txt and "fence checks" in txt and "cache hits" in txt,
              "text report lacks the pool lines")
 if bad:
     print("FAIL: %s: %s" % (mode, "; ".join(bad)))
     print(json.dumps(m, indent=1)[:2000])
     sys.exit(1)
 print("%s ok: %s" % (mode, {k: m.get(k) for k in ("allocator_mode", "peak_reserved_bytes",
-      "peak_allocated_bytes", "fragmentation", "driver_calls", "cache_hits", "ooms")}))
+      "peak_allocated_bytes", "fragmentation", "driver_calls", "fence_calls", "cache_hits", "ooms")}))
 EOF
 done
 

@@ -279,7 +279,10 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
         fprintf(f, "allocator           %s\n", ts_alloc_mode_name(s->pool_mode));
         fprintf(f, "fragmentation       %.4f (1 - allocated/reserved at the reserved peak)\n",
                 pool_fragmentation(s));
-        fprintf(f, "driver calls        %llu\n", (unsigned long long)s->pool_driver_calls);
+        fprintf(f, "driver calls        %llu (memory: VMM and segments)\n",
+                (unsigned long long)s->pool_driver_calls);
+        fprintf(f, "fence checks        %llu (driver calls that tell when freed memory is idle)\n",
+                (unsigned long long)s->pool_fence_calls);
         fprintf(f, "cache hits          %llu\n", (unsigned long long)s->pool_cache_hits);
         fprintf(f, "OOMs                %llu\n", (unsigned long long)s->pool_ooms);
     }
@@ -466,6 +469,7 @@ static void json_memory(struct json *j, const struct stats *s, uint64_t max_rank
         j_str(j, "allocator_mode", ts_alloc_mode_name(s->pool_mode));
         j_num(j, "fragmentation", pool_fragmentation(s));
         j_u64(j, "driver_calls", s->pool_driver_calls);
+        j_u64(j, "fence_calls", s->pool_fence_calls);
         j_u64(j, "cache_hits", s->pool_cache_hits);
         j_u64(j, "ooms", s->pool_ooms);
         if (pool_devices(s) >= 2) {

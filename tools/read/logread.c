@@ -156,6 +156,7 @@ static void read_pool_stats(struct tslog *log, const unsigned char *rec, uint32_
     log->n_pool_stats++;
     log->pool_mode = p.mode;
     log->pool_driver_calls += p.driver_calls;
+    log->pool_fence_calls += p.fence_calls;
     log->pool_cache_hits += p.cache_hits;
     log->pool_ooms += p.ooms;
     if (p.device < 0 || p.device >= TSLOG_POOL_DEVS)

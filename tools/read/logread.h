@@ -145,7 +145,7 @@ struct tslog {
     uint64_t n_pool_stats; /* 0: the run had no pool (report prints nothing more) */
     int32_t pool_mode;     /* enum ts_alloc_mode of the last record */
     uint64_t pool_peak_reserved, pool_allocated_at_reserved_peak, pool_peak_allocated;
-    uint64_t pool_driver_calls, pool_cache_hits, pool_ooms;
+    uint64_t pool_driver_calls, pool_fence_calls, pool_cache_hits, pool_ooms;
     uint64_t n_pool_oom_records;
     /* TS_REC_TORCH_BACKEND: enum ts_torch_backend_case (0: none logged) and
      * the allocator configuration the program got */

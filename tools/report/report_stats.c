@@ -272,6 +272,7 @@ static void take_log_totals(struct stats *s, const struct tslog *log)
     s->pool_peak_reserved = log->pool_peak_reserved;
     s->pool_alloc_at_peak = log->pool_allocated_at_reserved_peak;
     s->pool_driver_calls = log->pool_driver_calls;
+    s->pool_fence_calls = log->pool_fence_calls;
     s->pool_cache_hits = log->pool_cache_hits;
     s->pool_ooms = log->pool_ooms;
 }
@@ -339,6 +340,7 @@ int stats_add(struct stats *t, const struct stats *s)
     t->pool_peak_reserved += s->pool_peak_reserved;
     t->pool_alloc_at_peak += s->pool_alloc_at_peak;
     t->pool_driver_calls += s->pool_driver_calls;
+    t->pool_fence_calls += s->pool_fence_calls;
     t->pool_cache_hits += s->pool_cache_hits;
     t->pool_ooms += s->pool_ooms;
     for (size_t i = 0; i < s->n_errs; i++)

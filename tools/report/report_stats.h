@@ -39,8 +39,8 @@ struct stats {
     size_t n_statuses;
     /* the device pools' own figures (TS_REC_POOL_STATS): shown only when a
      * pool existed (pool_records != 0) */
-    uint64_t pool_records, pool_peak_reserved, pool_alloc_at_peak, pool_driver_calls, pool_cache_hits,
-        pool_ooms;
+    uint64_t pool_records, pool_peak_reserved, pool_alloc_at_peak, pool_driver_calls, pool_fence_calls,
+        pool_cache_hits, pool_ooms;
     int32_t pool_mode;
     const struct tslog *log; /* one log's stats: its call-site sections (report_sites.c) */
 };
