@@ -224,8 +224,10 @@ struct ts_pool {
     struct {
         uint64_t fence_epoch, safe_epoch;
     } __attribute__((aligned(64))) ep;
-    /* thread caches */
+    /* thread caches; tc_exits: exiting threads that took this pool from
+     * their cache and may still lock it (both under alloc_tcache.c's registry) */
     struct ts_tcache *tcaches;
+    uint32_t tc_exits;
     /* stats (under lock) */
     uint64_t reserved, held, pending_bytes;
     uint64_t peak_reserved, peak_held, held_at_peak;
@@ -371,7 +373,10 @@ bool ts_tcache_free_sync(ts_pool *p, ts_block *b, uint64_t stream);
 void ts_tcache_flush_all(ts_pool *p); /* with p->lock held */
 uint64_t ts_tcache_bytes(ts_pool *p);
 uint64_t ts_tcache_hits(ts_pool *p);
-void ts_tcache_detach_all(ts_pool *p);
+void ts_tcache_detach_all(ts_pool *p); /* with p->lock held */
+/* After detach_all and p->lock released: until no exiting thread can still
+ * lock the pool (its memory may go then). */
+void ts_tcache_wait_exits(ts_pool *p);
 /* The pool's live bytes: live_bytes less what every cache holds parked. */
 uint64_t ts_tcache_live_now(ts_pool *p);
 /* Raises live_peak to the live bytes now, when they are above it. */

@@ -104,6 +104,7 @@ void ts_pool_destroy(ts_pool *p)
     ts_block_slab_destroy(&p->slab);
     ts_map_destroy(&p->map);
     pthread_mutex_unlock(&p->lock);
+    ts_tcache_wait_exits(p); /* threads exiting meanwhile still lock it */
     pthread_mutex_destroy(&p->lock);
     free(p->batches);
     free(p);

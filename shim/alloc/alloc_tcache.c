@@ -15,6 +15,7 @@
  * safe_epoch has passed the stamp.  Each cache is a line-aligned allocation
  * of its own and each block record a line of its own, so two threads' fast
  * paths never write the same cache line. */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include "alloc/alloc_internal.h"
@@ -99,8 +100,12 @@ static void thread_exit(void *arg)
         if (!tc)
             continue;
         tls_tc[i] = NULL;
+        /* the pool may be destroyed meanwhile (a device reset): counted in
+         * tc_exits, its memory stays until this thread is done with it */
         pthread_mutex_lock(&registry);
         ts_pool *p = tc->pool;
+        if (p)
+            p->tc_exits++;
         pthread_mutex_unlock(&registry);
         if (p) {
             /* drained while still listed, both locks held: the parked bytes
@@ -118,6 +123,9 @@ static void thread_exit(void *arg)
             }
             pthread_mutex_unlock(&registry);
             pthread_mutex_unlock(&p->lock);
+            pthread_mutex_lock(&registry);
+            p->tc_exits--; /* the last touch of p */
+            pthread_mutex_unlock(&registry);
         }
         free(tc);
     }
@@ -281,6 +289,18 @@ void ts_tcache_flush_all(ts_pool *p)
         if (tc != mine && __atomic_load_n(&tc->bytes, __ATOMIC_RELAXED))
             __atomic_store_n(&tc->flush_req, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&registry);
+}
+
+void ts_tcache_wait_exits(ts_pool *p)
+{
+    for (;;) {
+        pthread_mutex_lock(&registry);
+        uint32_t n = p->tc_exits;
+        pthread_mutex_unlock(&registry);
+        if (!n)
+            return;
+        sched_yield();
+    }
 }
 
 /* Pool destruction: no other thread may be using the pool any more. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A small GPT (4 layers, d 256, vocabulary 8192) trained for 10 steps on the
+# A small GPT (4 layers, d 256, vocabulary 8192) trained for 14 steps on the
 # emulator in skip mode, served by trainshim as by default.  Its layers
 # repeat inside a step, so the pool finds a plan of one layer's backward
 # pass in the first step, long before the step's own: that plan must not
@@ -7,15 +7,16 @@
 # it is suspended).  torch's max_memory_reserved stays at most torch's own
 # expandable segments' on the same run and within 12% of its
 # max_memory_allocated (measured 1.08-1.10x; 1.50x when a layer's plan
-# lifted the bound), and the last three steps make at most one page's VMM
-# calls (under the test runner's emulator jitter a step sometimes maps a
-# page, as before the bound).
+# lifted the bound), and from the eleventh step no step makes a VMM call
+# (the step plan, adopted in the third, may take up to four of its
+# two-step periods to settle under the test runner's emulator jitter,
+# moving pages meanwhile: measured zero from the eighth to the tenth).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
 torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-dims=(--steps 10 --batch 8 --seq 256 --layers 4 --dim 256 --heads 4 --vocab 8192 --vmm-calls)
+dims=(--steps 14 --batch 8 --seq 256 --layers 4 --dim 256 --heads 4 --vocab 8192 --vmm-calls)
 torch_shim EMU_UNKNOWN_KERNELS=skip EMU_COMPUTE=skip TRAINSHIM_LOG=off \
   -- tests/bench/torch_gpt_mem.py tests/torch/gpt_small.py "${dims[@]}" > "$tmp/shim" 2> "$tmp/shim.err" \
   || { echo "gpt_small.py under the shim failed:"; tail -30 "$tmp/shim.err"; exit 1; }
@@ -33,12 +34,12 @@ def read(path):
     return calls, int(peak[1]), int(peak[3]), peak[5]
 calls, res, alloc, backend = read(sys.argv[1])
 assert backend == "cudaMallocAsync", f"torch ran on {backend}, not on the backend the shim adds"
-assert len(calls) == 10 and calls[0] > 0, f"VMM calls per step: {calls}"
+assert len(calls) == 14 and calls[0] > 0, f"VMM calls per step: {calls}"
 _, tres, talloc, _ = read(sys.argv[2])
 assert abs(talloc - alloc) <= alloc / 1000, f"peak allocated differs: trainshim {alloc}, torch {talloc}"
 print(f"VMM calls per step {calls}; peak reserved / peak allocated: trainshim {res / alloc:.4f}, "
       f"torch expandable segments {tres / talloc:.4f}")
-assert sum(calls[-3:]) <= 3, f"the last steps made VMM calls: {calls}"
+assert calls[10:] == [0] * 4, f"steps after the tenth made VMM calls: {calls}"
 assert res <= alloc * 1.12, f"trainshim reserved {res / alloc:.4f}x its peak allocated"
 assert res <= tres, f"trainshim reserved {res}, torch's expandable segments {tres}"
 PY

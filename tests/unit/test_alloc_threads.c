@@ -3,6 +3,9 @@
  * blocks are freed by another thread, one thread trims now and then.  A
  * shared registry (under its own lock) checks that no two live blocks ever
  * overlap; at the end every byte is returned and the pool is consistent.
+ * Then threads whose caches hold parked blocks exit while the pool is
+ * destroyed (a device reset racing a DataLoader's threads): the exits'
+ * drains must not touch the freed pool.
  * Built a second time with -fsanitize=thread by test_alloc_tsan.sh. */
 #include <pthread.h>
 #include <stdio.h>
@@ -103,6 +106,49 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* exit_vs_destroy: each thread parks a few blocks in its cache, then exits
+ * the moment the main thread starts destroying the pool. */
+static pthread_barrier_t exit_barrier;
+static void *park_and_exit(void *arg)
+{
+    uint64_t stream = 100 + (uint64_t)(intptr_t)arg, ptr[4];
+    for (int i = 0; i < 4; i++)
+        if (ts_pool_alloc(pool, (uint64_t)(i + 1) << 16, stream, 0, &ptr[i]) != TS_ALLOC_OK)
+            fail("exit_vs_destroy alloc", (uint64_t)i, 0);
+    for (int i = 0; i < 4; i++)
+        ts_pool_free(pool, ptr[i], stream, TS_FF_STREAM_ORDERED);
+    pthread_barrier_wait(&exit_barrier);
+    return NULL; /* the cache's drain runs now, in the thread's exit */
+}
+
+static void exit_vs_destroy(int rounds)
+{
+    for (int r = 0; r < rounds; r++) {
+        ts_fake_provider *f = ts_fake_create(256 * MiB, 2 * MiB);
+        ts_pool_config cfg = {.mode = TS_ALLOC_EXPANDABLE, .capacity = 256 * MiB};
+        int st;
+        pool = ts_pool_create(&cfg, ts_fake_provider_table(f), &st);
+        if (!pool) {
+            fail("exit_vs_destroy create", (uint64_t)st, 0);
+            return;
+        }
+        pthread_barrier_init(&exit_barrier, NULL, NTHREADS + 1);
+        pthread_t t[NTHREADS];
+        for (int i = 0; i < NTHREADS; i++)
+            pthread_create(&t[i], NULL, park_and_exit, (void *)(intptr_t)i);
+        pthread_barrier_wait(&exit_barrier);
+        ts_pool_destroy(pool);
+        for (int i = 0; i < NTHREADS; i++)
+            pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&exit_barrier);
+        ts_fake_counters c;
+        ts_fake_counters_get(f, &c);
+        if (c.misuse || c.live_handles || c.mapped_pages)
+            fail("exit_vs_destroy: provider leak/misuse", c.misuse, c.live_handles + c.mapped_pages);
+        ts_fake_destroy(f);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -151,6 +197,7 @@ int main(int argc, char **argv)
         ts_fake_destroy(f);
         reg_n = 0;
     }
+    exit_vs_destroy(ops_per_thread / 30);
     printf(failures ? "%d failures\n" : "ok\n", failures);
     return failures != 0;
 }
