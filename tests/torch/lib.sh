@@ -74,6 +74,22 @@ need_torch_nccl() {
 torch_py() { _torch_launch "$EMU_PRELOAD" "$@"; }
 torch_shim() { _torch_launch "$SHIM_LIB${EMU_PRELOAD:+:$EMU_PRELOAD}" "$@"; }
 
+# gpt_mem OUT RUNNER [ENV=V...] -- GPT_ARGS...: tests/torch/gpt_small.py in
+# skip mode (the real allocations, no arithmetic) with torch's peak figures
+# after it (tests/bench/torch_gpt_mem.py), run by RUNNER (torch_py or
+# torch_shim); stdout to OUT, stderr to OUT.err.  Fails with the end of
+# OUT.err, or when the shim fell back to passthrough.
+gpt_mem() {
+  local out=$1 runner=$2; shift 2
+  local envs=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  "$runner" EMU_UNKNOWN_KERNELS=skip EMU_COMPUTE=skip "${envs[@]}" \
+    -- tests/bench/torch_gpt_mem.py tests/torch/gpt_small.py "$@" > "$out" 2> "$out.err" \
+    || { echo "gpt_small.py ($runner ${envs[*]}) failed:"; tail -30 "$out.err"; return 1; }
+  no_shim_error "$out.err"
+}
+
 # no_shim_error FILE: fails when the shim fell back to passthrough (its one
 # "trainshim: error:" line) in the stderr saved in FILE
 no_shim_error() {

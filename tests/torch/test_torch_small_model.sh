@@ -17,13 +17,8 @@ cd "$(dirname "$0")/../.."
 torch_env
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 dims=(--steps 14 --batch 8 --seq 256 --layers 4 --dim 256 --heads 4 --vocab 8192 --vmm-calls)
-torch_shim EMU_UNKNOWN_KERNELS=skip EMU_COMPUTE=skip TRAINSHIM_LOG=off \
-  -- tests/bench/torch_gpt_mem.py tests/torch/gpt_small.py "${dims[@]}" > "$tmp/shim" 2> "$tmp/shim.err" \
-  || { echo "gpt_small.py under the shim failed:"; tail -30 "$tmp/shim.err"; exit 1; }
-no_shim_error "$tmp/shim.err"
-torch_py EMU_UNKNOWN_KERNELS=skip EMU_COMPUTE=skip PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
-  -- tests/bench/torch_gpt_mem.py tests/torch/gpt_small.py "${dims[@]}" > "$tmp/torch" 2> "$tmp/torch.err" \
-  || { echo "gpt_small.py on torch's expandable segments failed:"; tail -30 "$tmp/torch.err"; exit 1; }
+gpt_mem "$tmp/shim" torch_shim TRAINSHIM_LOG=off -- "${dims[@]}" || exit 1
+gpt_mem "$tmp/torch" torch_py PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- "${dims[@]}" || exit 1
 python3 - "$tmp/shim" "$tmp/torch" <<'PY'
 import sys
 def read(path):

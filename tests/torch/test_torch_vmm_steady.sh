@@ -23,10 +23,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 dims=(--steps 8 --batch 8 --seq 1024 --layers 12 --dim 768 --heads 12 --vocab 50304 --vmm-calls)
 run() { # name [env...]
   local name=$1; shift
-  torch_shim EMU_UNKNOWN_KERNELS=skip EMU_COMPUTE=skip TRAINSHIM_LOG=off "$@" \
-    -- tests/bench/torch_gpt_mem.py tests/torch/gpt_small.py "${dims[@]}" > "$tmp/$name" 2> "$tmp/$name.err" \
-    || { echo "gpt_small.py ($name) failed:"; tail -30 "$tmp/$name.err"; exit 1; }
-  no_shim_error "$tmp/$name.err"
+  gpt_mem "$tmp/$name" torch_shim TRAINSHIM_LOG=off "$@" -- "${dims[@]}" || exit 1
   grep -qx done "$tmp/$name"
   echo "$name: VMM calls per step:$(awk '/^vmm step/ {printf " %s", $4}' "$tmp/$name"); $(grep ^peak_reserved "$tmp/$name")"
 }
