@@ -368,6 +368,7 @@ static CUresult primary_reset(CUdevice dev)
      * what a reset recovers from. */
     emu_device_sync(dev);
     emu_stream_destroy_device(dev);
+    emu_event_destroy_device(dev);
     emu_mem_reset_device(dev);
     emu_clear_sticky();
     struct emu_ctx *c = primary_of(dev);

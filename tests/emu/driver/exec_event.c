@@ -2,7 +2,10 @@
  * when it runs; the event remembers (stream, op number) of its latest record,
  * which is what queries, syncs and cuStreamWaitEvent look at.  A record on a
  * capturing stream only ties the event to the capture.  Event memory is
- * recycled, never freed, so a pending record of a destroyed event is safe. */
+ * recycled, never freed, so a pending record of a destroyed event is safe.
+ * Every event ever made is on one list, so that a primary context's reset
+ * destroys the events made in it, as the driver does (their handles are
+ * invalid afterwards). */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include "exec_internal.h"
 
@@ -22,10 +25,11 @@ struct emu_event {
     uint64_t time_ns;             /* set when the record op runs */
     struct emu_capture *capture;  /* recorded inside this capture */
     struct emu_event *next_free;
+    struct emu_event *next_made;  /* every event ever made (under free_mu) */
 };
 
 static pthread_mutex_t free_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct emu_event *free_events;
+static struct emu_event *free_events, *made_events;
 
 static struct emu_event *event_of(CUevent h)
 {
@@ -49,6 +53,10 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     if (!e) {
         if (!(e = calloc(1, sizeof *e))) return CUDA_ERROR_OUT_OF_MEMORY;
         pthread_mutex_init(&e->mu, NULL);
+        pthread_mutex_lock(&free_mu);
+        e->next_made = made_events;
+        made_events = e;
+        pthread_mutex_unlock(&free_mu);
     }
     pthread_mutex_lock(&e->mu);
     e->flags = Flags;
@@ -65,16 +73,34 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     return CUDA_SUCCESS;
 }
 
+/* free_mu held: e (live) becomes invalid and reusable; false when another
+ * thread destroyed it first. */
+static bool event_retire_locked(struct emu_event *e)
+{
+    unsigned m = EMU_EVENT_MAGIC;
+    if (!__atomic_compare_exchange_n(&e->magic, &m, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return false;
+    e->next_free = free_events;
+    free_events = e;
+    return true;
+}
+
 static CUresult event_destroy(CUevent hEvent)
 {
     struct emu_event *e = event_of(hEvent);
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
-    __atomic_store_n(&e->magic, 0, __ATOMIC_RELEASE);
     pthread_mutex_lock(&free_mu);
-    e->next_free = free_events;
-    free_events = e;
+    bool mine = event_retire_locked(e);
     pthread_mutex_unlock(&free_mu);
-    return CUDA_SUCCESS;
+    return mine ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+void emu_event_destroy_device(int dev)
+{
+    pthread_mutex_lock(&free_mu);
+    for (struct emu_event *e = made_events; e; e = e->next_made)
+        if (e->dev == dev && __atomic_load_n(&e->magic, __ATOMIC_ACQUIRE) == EMU_EVENT_MAGIC)
+            event_retire_locked(e);
+    pthread_mutex_unlock(&free_mu);
 }
 
 struct record_op { struct emu_event *e; uint64_t gen; };

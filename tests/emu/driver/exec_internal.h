@@ -76,6 +76,8 @@ CUresult emu_stream_sync_resolved(struct emu_stream *st);
 void emu_stream_destroy_resolved(struct emu_stream *st);
 /* Destroys every stream created on dev (a primary context reset). */
 void emu_stream_destroy_device(int dev);
+/* A primary context's reset: the events made in it are destroyed. */
+void emu_event_destroy_device(int dev);
 /* Creates a user stream on the current device. */
 CUresult emu_stream_create(struct emu_stream **out, unsigned flags, int priority);
 /* Sleeps the configured jitter (called by workers before each op). */

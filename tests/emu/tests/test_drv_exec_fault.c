@@ -81,7 +81,7 @@ int main(void)
     EXPECT_RC(cuEventSynchronize(e), CUDA_ERROR_ILLEGAL_ADDRESS);
 
     /* A reset recovers the context.  It also releases the context's memory
-     * and destroys its streams: s is gone, a new stream works. */
+     * and destroys its streams and events: s is gone, a new stream works. */
     OK(cuDevicePrimaryCtxReset(0));
     OK(cuCtxSynchronize());
     EXPECT_RC(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
@@ -93,7 +93,7 @@ int main(void)
     OK(cuStreamSynchronize(s));
     EXPECT(*(int *)(uintptr_t)fresh == 7);
     OK(cuMemFree(fresh));
-    OK(cuEventDestroy(e));
+    EXPECT_RC(cuEventDestroy(e), CUDA_ERROR_INVALID_HANDLE); /* the reset destroyed it too */
     OK(cuStreamDestroy(s));
     return et_finish("test_drv_exec_fault");
 }

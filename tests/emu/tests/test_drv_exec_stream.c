@@ -256,25 +256,36 @@ static void test_fork_child(void)
     OK(cuStreamDestroy(s));
 }
 
-/* A primary context's reset destroys the streams created in it ("destroys
- * all allocations and resets all state"): their handles are invalid after,
- * and queued work still ran.  Last: the context's state is gone after. */
+/* A primary context's reset destroys the streams and events created in it
+ * ("destroys all allocations and resets all state"): their handles are
+ * invalid after, and queued work still ran.  Last: the context's state is
+ * gone after. */
 static void test_reset_destroys_streams(void)
 {
     CUstream s;
+    CUevent e, fresh;
     int ran = 0;
     REQUIRE(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    REQUIRE(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
     OK(cuLaunchHostFunc(s, sleep_20ms, &ran));
+    OK(cuEventRecord(e, s));
     OK(cuDevicePrimaryCtxReset(0));
     EXPECT(flag(&ran));
     EXPECT_RC(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
     EXPECT_RC(cuStreamDestroy(s), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_RC(cuEventQuery(e), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_RC(cuEventSynchronize(e), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_RC(cuEventDestroy(e), CUDA_ERROR_INVALID_HANDLE);
     CUcontext again;
     CUdevice dev;
     OK(cuDeviceGet(&dev, 0));
     OK(cuDevicePrimaryCtxRetain(&again, dev));
     OK(cuCtxSetCurrent(again));
     OK(cuStreamQuery(CU_STREAM_LEGACY)); /* the device works after */
+    OK(cuEventCreate(&fresh, 0));         /* events too */
+    OK(cuEventRecord(fresh, CU_STREAM_LEGACY));
+    OK(cuEventSynchronize(fresh));
+    OK(cuEventDestroy(fresh));
 }
 
 int main(void)
