@@ -450,9 +450,12 @@ CUresult ts_body_cuCtxDestroy_v2(int api, CUcontext ctx)
     DM_DESTROYS_STREAMS(CUresult, cuCtxDestroy_v2, api, (ctx), (void)0);
 }
 
+/* A reset through the driver destroys every allocation, the pool's pages
+ * too: the pool is given up first, as at cudaDeviceReset (whose own driver
+ * call is nested, not outermost). */
 CUresult ts_body_cuDevicePrimaryCtxReset_v2(int api, CUdevice dev)
 {
-    DM_DESTROYS_STREAMS(CUresult, cuDevicePrimaryCtxReset_v2, api, (dev), (void)0);
+    DM_DESTROYS_STREAMS(CUresult, cuDevicePrimaryCtxReset_v2, api, (dev), if (outer_) ts_dev_reset((int)dev));
 }
 
 /* The last release destroys the primary context, with its streams. */

@@ -73,7 +73,8 @@ void ts_dev_stream_destroying(uint64_t stream);
  * EndCapture): while any is in progress synchronous allocations pass through. */
 void ts_dev_capture_begin(void);
 void ts_dev_capture_end(void);
-/* cudaDeviceReset: the pool of dev releases everything (its pointers die with
+/* cudaDeviceReset or cuDevicePrimaryCtxReset: the pool of dev releases
+ * everything (its pointers die with
  * the context, as without the shim). */
 void ts_dev_reset(int dev);
 /* The pool's OOM report (shim/devmem/devmem_oom.c): one report on stderr per

@@ -1,0 +1,64 @@
+/* test_devmem_driver_reset: a program that resets the device through the
+ * driver (cuDevicePrimaryCtxReset, as a library on the driver API may),
+ * not cudaDeviceReset: "destroys all allocations and resets all state" on
+ * the primary context, so memory a pool kept cached is gone too.  Buffers
+ * are written and read back before and after; run.sh runs it plain,
+ * test_devmem_driver_reset.sh under the shim (whose pool must start anew
+ * at the reset, not hand out its old pages). */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(cond, ...)                 \
+    do {                                 \
+        if (!(cond)) {                   \
+            printf("FAIL: %s: ", #cond); \
+            printf(__VA_ARGS__);         \
+            printf("\n");                \
+            failures++;                  \
+        }                                \
+    } while (0)
+
+#define MIB ((size_t)1 << 20)
+static unsigned char host[16 * MIB];
+
+/* n buffers of 16 MiB written with their own byte and read back, freed;
+ * twice (the second round is served from the pool's cache under the shim). */
+static void churn(int n, int salt)
+{
+    void *buf[4];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < n; i++) {
+            cudaError_t r = cudaMalloc(&buf[i], 16 * MIB);
+            CHECK(r == cudaSuccess, "cudaMalloc #%d round %d: %d", i, round, (int)r);
+            if (r != cudaSuccess) {
+                buf[i] = NULL;
+                continue;
+            }
+            int v = (salt * 16 + round * 4 + i) & 0xff;
+            CHECK(cudaMemset(buf[i], v, 16 * MIB) == cudaSuccess, "cudaMemset #%d", i);
+            memset(host, 0, sizeof host);
+            r = cudaMemcpy(host, buf[i], 16 * MIB, cudaMemcpyDeviceToHost);
+            CHECK(r == cudaSuccess, "cudaMemcpy #%d round %d: %d", i, round, (int)r);
+            CHECK(host[0] == v && host[16 * MIB - 1] == v, "buffer #%d round %d reads %d..%d, wrote %d", i, round,
+                  host[0], host[16 * MIB - 1], v);
+        }
+        for (int i = 0; i < n; i++)
+            if (buf[i]) CHECK(cudaFree(buf[i]) == cudaSuccess, "cudaFree #%d", i);
+    }
+}
+
+int main(void)
+{
+    churn(3, 1);
+    CUdevice dev;
+    CHECK(cuDeviceGet(&dev, 0) == CUDA_SUCCESS, "cuDeviceGet");
+    CHECK(cuDevicePrimaryCtxReset(dev) == CUDA_SUCCESS, "cuDevicePrimaryCtxReset");
+    churn(3, 2);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess, "cudaDeviceSynchronize");
+    if (failures) return 1;
+    printf("driver reset program ok\n");
+    return 0;
+}
