@@ -74,8 +74,7 @@ void ts_dev_stream_destroying(uint64_t stream);
 void ts_dev_capture_begin(void);
 void ts_dev_capture_end(void);
 /* cudaDeviceReset or cuDevicePrimaryCtxReset: the pool of dev releases
- * everything (its pointers die with
- * the context, as without the shim). */
+ * everything (its pointers die with the context, as without the shim). */
 void ts_dev_reset(int dev);
 /* The pool's OOM report (shim/devmem/devmem_oom.c): one report on stderr per
  * allocation the program sees fail. */
