@@ -15,16 +15,7 @@
 
 #define ROW ((size_t)300 << 10) /* 300 KiB, above the default conversion threshold */
 
-static int failures;
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            printf("FAIL: %s: ", #cond);                                                                     \
-            printf(__VA_ARGS__);                                                                             \
-            printf("\n");                                                                                    \
-            failures++;                                                                                      \
-        }                                                                                                    \
-    } while (0)
+#include "check.h"
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {

@@ -19,16 +19,7 @@
 #include "../../shim/copy/copy_plan.c"
 #include "emu/emu.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            printf("FAIL: %s: ", #cond);                                                                     \
-            printf(__VA_ARGS__);                                                                             \
-            printf("\n");                                                                                    \
-            failures++;                                                                                      \
-        }                                                                                                    \
-    } while (0)
+#include "check.h"
 #define CK(x) CHECK((x) == cudaSuccess, "%s", #x)
 
 static unsigned long long calls(const char *entry)

@@ -26,16 +26,7 @@
 
 #define N ((size_t)1 << 20)
 
-static int failures;
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            printf("FAIL: %s: ", #cond);                   \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-            failures++;                                    \
-        }                                                  \
-    } while (0)
+#include "check.h"
 
 int main(void)
 {

@@ -10,16 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, ...)                 \
-    do {                                 \
-        if (!(cond)) {                   \
-            printf("FAIL: %s: ", #cond); \
-            printf(__VA_ARGS__);         \
-            printf("\n");                \
-            failures++;                  \
-        }                                \
-    } while (0)
+#include "check.h"
 
 #define MIB ((size_t)1 << 20)
 static unsigned char host[16 * MIB];

@@ -16,16 +16,7 @@
 
 #include "emu/emu.h"
 
-static int failures;
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            printf("FAIL: %s: ", #cond);                   \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-            failures++;                                    \
-        }                                                  \
-    } while (0)
+#include "check.h"
 
 enum { MAXBUF = 64 };
 #define BUF ((size_t)16 << 20)

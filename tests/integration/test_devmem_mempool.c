@@ -21,16 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-static int failures;
-#define CHECK(cond, ...)                          \
-    do {                                          \
-        if (!(cond)) {                            \
-            printf("FAIL: %s: ", #cond);          \
-            printf(__VA_ARGS__);                  \
-            printf("\n");                         \
-            failures++;                           \
-        }                                         \
-    } while (0)
+#include "check.h"
 
 static uint64_t rt_attr(cudaMemPool_t p, enum cudaMemPoolAttr a)
 {

@@ -20,16 +20,7 @@
 
 #include "emu/emu.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            printf("FAIL: %s: ", #cond);                                                                     \
-            printf(__VA_ARGS__);                                                                             \
-            printf("\n");                                                                                    \
-            failures++;                                                                                      \
-        }                                                                                                    \
-    } while (0)
+#include "check.h"
 
 #define ROUNDS 40
 #define BYTES ((size_t)3 << 20)

@@ -16,16 +16,7 @@
 
 #include "emu/emu.h"
 
-static int failures;
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            printf("FAIL: %s: ", #cond);                   \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-            failures++;                                    \
-        }                                                  \
-    } while (0)
+#include "check.h"
 
 static char sum_id;
 static void sum_impl(void **args, const emu_launch *l)

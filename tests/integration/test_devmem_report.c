@@ -6,16 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 
-static int failures;
-#define CHECK(cond, ...)                 \
-    do {                                 \
-        if (!(cond)) {                   \
-            printf("FAIL: %s: ", #cond); \
-            printf(__VA_ARGS__);         \
-            printf("\n");                \
-            failures++;                  \
-        }                                \
-    } while (0)
+#include "check.h"
 
 #define MIB ((size_t)1 << 20)
 

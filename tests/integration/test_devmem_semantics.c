@@ -17,16 +17,7 @@
 
 #include "emu/emu.h"
 
-static int failures;
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            printf("FAIL: %s: ", #cond);                   \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-            failures++;                                    \
-        }                                                  \
-    } while (0)
+#include "check.h"
 
 enum { ROUNDS = 10, NBUF = 100 };
 

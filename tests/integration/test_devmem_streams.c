@@ -21,16 +21,7 @@
 
 #include "emu/emu.h"
 
-static int failures;
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            printf("FAIL: %s: ", #cond);                   \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-            failures++;                                    \
-        }                                                  \
-    } while (0)
+#include "check.h"
 
 static char slow_sum_id;
 /* out[0] = sum of a[0..n) read after a pause, so frees and new allocations

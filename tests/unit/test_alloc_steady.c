@@ -14,8 +14,7 @@
 #include "replay/sim_provider.h"
 
 #define MiB (1ull << 20)
-static int failures;
-#define CHECK(c, ...) do { if (!(c)) { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); failures++; } } while (0)
+#include "check.h"
 
 static ts_pool *mk(ts_fake_provider **fp, uint64_t cap, uint64_t limit, uint64_t idle_ns, uint32_t slack)
 {

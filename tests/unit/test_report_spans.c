@@ -8,16 +8,7 @@
 
 #include "../../tools/report/report_spans.c"
 
-static int failures;
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            printf("FAIL: %s: ", #cond);                                                                     \
-            printf(__VA_ARGS__);                                                                             \
-            printf("\n");                                                                                    \
-            failures++;                                                                                      \
-        }                                                                                                    \
-    } while (0)
+#include "check.h"
 
 static uint64_t rnd(uint64_t *s)
 {
