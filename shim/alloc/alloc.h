@@ -50,8 +50,9 @@
  * the pool runs out of memory (OOM retry), on trim and on stream removal it
  * drains the calling thread's cache at once and the other threads' caches
  * at their next call (at most 32 MiB each), and at thread exit; growing
- * drains them only when it waits for pending frees anyway (up to 32 MiB per
- * thread of cached blocks is the price of the fast path).  A free with
+ * drains them only when it waits for pending frees anyway (cached blocks,
+ * up to 1/256 of the pool's reserved bytes per thread, 4 to 32 MiB, are the
+ * price of the fast path).  A free with
  * TS_FF_NO_CACHE never enters a cache.
  *
  * With cfg.sync_thread_cache, synchronous frees (cudaFree) of blocks <= 4 MiB

@@ -228,6 +228,9 @@ struct ts_pool {
      * their cache and may still lock it (both under alloc_tcache.c's registry) */
     struct ts_tcache *tcaches;
     uint32_t tc_exits;
+    /* bytes one thread's cache may hold parked (ts_tcache_fit_cap, under the
+     * lock; read without it by the caches) */
+    uint64_t tc_cap;
     /* stats (under lock) */
     uint64_t reserved, held, pending_bytes;
     uint64_t peak_reserved, peak_held, held_at_peak;
@@ -371,6 +374,9 @@ bool ts_tcache_free_sync(ts_pool *p, ts_block *b, uint64_t stream);
  * frees of that size wait for a fence check. */
 #define TS_TC_STALE 2
 void ts_tcache_flush_all(ts_pool *p); /* with p->lock held */
+/* After reserved changed (p->lock held): the bytes each cache may hold
+ * parked follow the pool's size. */
+void ts_tcache_fit_cap(ts_pool *p);
 uint64_t ts_tcache_bytes(ts_pool *p);
 uint64_t ts_tcache_hits(ts_pool *p);
 void ts_tcache_detach_all(ts_pool *p); /* with p->lock held */

@@ -43,6 +43,7 @@ ts_pool *ts_pool_create(const ts_pool_config *cfg, const ts_page_provider *prov,
     p->prov = *prov;
     p->id = __atomic_fetch_add(&pool_ids, 1, __ATOMIC_RELAXED);
     p->idle_head = p->idle_tail = -1;
+    ts_tcache_fit_cap(p);
     for (int k = 0; k < TS_NKINDS; k++) {
         ts_index_init(&p->index[k]);
         ts_index_init(&p->uindex[k]);

@@ -83,6 +83,7 @@ uint64_t ts_stats_note_pool(ts_pool *p)
     if (r > p->pool_reserved_peak)
         p->pool_reserved_peak = r;
     p->pool_noted_reserved = p->reserved;
+    ts_tcache_fit_cap(p);
     return r;
 }
 

@@ -5,12 +5,15 @@
 # pass in the first step, long before the step's own: that plan must not
 # let the rest of the first steps grow the pool (growth stays bounded while
 # it is suspended).  torch's max_memory_reserved stays at most torch's own
-# expandable segments' on the same run and within 12% of its
-# max_memory_allocated (measured 1.08-1.10x; 1.50x when a layer's plan
-# lifted the bound), and from the eleventh step no step makes a VMM call
-# (the step plan, adopted in the third, may take up to four of its
-# two-step periods to settle under the test runner's emulator jitter,
-# moving pages meanwhile: measured zero from the eighth to the tenth).
+# expandable segments' on the same run and within 7% of its
+# max_memory_allocated (measured 1.045-1.049x; 1.50x when a layer's plan
+# lifted the bound, 1.08-1.10x while a thread's cache could hold 32 MiB of
+# freed blocks whatever the pool's size), and from the eighth step no step
+# makes a VMM call: the step plan, adopted in the third, settles within a
+# few of its two-step periods under the runner's jitter (measured zero from
+# the fifth to the seventh step over 12 seeds; while a full thread cache
+# refused new blocks instead of emptying, blocks parked long ago made the
+# small arena grow by a page as late as the fourteenth step).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
@@ -34,7 +37,7 @@ _, tres, talloc, _ = read(sys.argv[2])
 assert abs(talloc - alloc) <= alloc / 1000, f"peak allocated differs: trainshim {alloc}, torch {talloc}"
 print(f"VMM calls per step {calls}; peak reserved / peak allocated: trainshim {res / alloc:.4f}, "
       f"torch expandable segments {tres / talloc:.4f}")
-assert calls[10:] == [0] * 4, f"steps after the tenth made VMM calls: {calls}"
-assert res <= alloc * 1.12, f"trainshim reserved {res / alloc:.4f}x its peak allocated"
+assert calls[7:] == [0] * 7, f"steps after the seventh made VMM calls: {calls}"
+assert res <= alloc * 1.07, f"trainshim reserved {res / alloc:.4f}x its peak allocated"
 assert res <= tres, f"trainshim reserved {res}, torch's expandable segments {tres}"
 PY
