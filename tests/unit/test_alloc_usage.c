@@ -8,7 +8,8 @@
  * (torch.cuda.reset_peak_memory_stats) leaves the pool's own whole-run peaks
  * (ts_pool_stats, the report's peak reserved) alone.  A block parked in a
  * thread's cache stays in the pool's counter until reused or drained, so
- * the figures are checked with two threads' caches holding blocks. */
+ * the figures are checked with two threads' caches holding blocks; and how
+ * much a cache may hold follows the pool's size. */
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
@@ -21,10 +22,10 @@
 static int failures;
 #define CHECK(c, ...) do { if (!(c)) { printf("FAIL %s:%d: ", __FILE__, __LINE__); printf(__VA_ARGS__); printf("\n"); failures++; } } while (0)
 
-static ts_pool *mk(ts_fake_provider **fp)
+static ts_pool *mk_of(ts_fake_provider **fp, uint64_t capacity)
 {
-    *fp = ts_fake_create(256 * MiB, 2 * MiB);
-    ts_pool_config cfg = { .mode = TS_ALLOC_EXPANDABLE, .capacity = 256 * MiB };
+    *fp = ts_fake_create(capacity, 2 * MiB);
+    ts_pool_config cfg = { .mode = TS_ALLOC_EXPANDABLE, .capacity = capacity };
     int st;
     ts_pool *p = ts_pool_create(&cfg, ts_fake_provider_table(*fp), &st);
     if (!p) {
@@ -59,7 +60,7 @@ static void free_async(ts_pool *p, uint64_t ptr)
 static void exact_bytes(void)
 {
     ts_fake_provider *f;
-    ts_pool *p = mk(&f);
+    ts_pool *p = mk_of(&f, 256 * MiB);
     uint64_t a = alloc(p, 100, STREAM);
     CHECK(usage(p).live == 100, "fresh block: live %lu, want 100", (unsigned long)usage(p).live);
     free_async(p, a);
@@ -89,7 +90,7 @@ static void exact_bytes(void)
 static void reset_peaks(void)
 {
     ts_fake_provider *f;
-    ts_pool *p = mk(&f);
+    ts_pool *p = mk_of(&f, 256 * MiB);
     uint64_t big = alloc(p, 40 * MiB, STREAM);
     free_async(p, big);
     CHECK(ts_pool_trim(p) == TS_ALLOC_OK, "trim");
@@ -151,7 +152,7 @@ static void *other_thread(void *arg)
 static void parked_in_two_caches(void)
 {
     ts_fake_provider *f;
-    tt.p = mk(&f);
+    tt.p = mk_of(&f, 256 * MiB);
     sem_init(&tt.go_main, 0, 0);
     sem_init(&tt.go_other, 0, 0);
     pthread_t t;
@@ -185,11 +186,86 @@ static void parked_in_two_caches(void)
     ts_fake_destroy(f);
 }
 
+/* ---- the cache's cap ---- */
+#define GiB (1ull << 30)
+#define NBLOCKS 100
+/* distinct sizes (a cache keeps at most 8 blocks of one size): 48 MiB in all */
+#define BLOCK(i) ((256 + 8 * (uint64_t)(i)) << 10)
+
+static ts_alloc_stats pool_stats(ts_pool *p)
+{
+    ts_alloc_stats s;
+    ts_pool_stats(p, &s);
+    return s;
+}
+
+/* NBLOCKS blocks of BLOCK(i) bytes allocated, then freed in stream order
+ * by this thread: the most its cache held meanwhile. */
+static uint64_t parked_after_churn(ts_pool *p)
+{
+    uint64_t ptr[NBLOCKS], most = 0;
+    for (int i = 0; i < NBLOCKS; i++)
+        CHECK(ts_pool_alloc(p, BLOCK(i), STREAM, 0, &ptr[i]) == TS_ALLOC_OK && ptr[i], "alloc %d", i);
+    for (int i = 0; i < NBLOCKS; i++) {
+        CHECK(ts_pool_free(p, ptr[i], STREAM, TS_FF_STREAM_ORDERED) == TS_ALLOC_OK, "free %d", i);
+        uint64_t now = pool_stats(p).thread_cached_bytes;
+        most = now > most ? now : most;
+    }
+    return most;
+}
+
+/* How much a thread's cache may hold parked: 1/256 of the pool's reserved
+ * bytes, at least 4 MiB and at most 32 MiB.  Parked blocks are held, so a
+ * pool's reserved peak covers them; a fixed 32 MiB made small models reserve
+ * several percent more than torch's expandable segments.  A small pool
+ * parks at most 4 MiB of 48 MiB freed; once the pool has grown to 4 GiB,
+ * the same frees park up to 16 MiB; at 10 GiB up to 32 MiB, no more.  A
+ * free that would pass the cap empties the cache into the pool first, so
+ * the cache holds the latest frees, not blocks parked long ago. */
+static void cache_cap_follows_pool(void)
+{
+    ts_fake_provider *fp;
+    ts_pool *p = mk_of(&fp, 16 * GiB);
+    uint64_t small = parked_after_churn(p);
+    printf("reserved %lu MiB: parked at most %lu KiB\n", (unsigned long)(pool_stats(p).reserved_bytes / MiB),
+           (unsigned long)(small >> 10));
+    CHECK(small > 0 && small <= 4 * MiB, "a small pool's cache holds %lu bytes (cap 4 MiB)", (unsigned long)small);
+    /* the latest free is in the cache: its size is a hit */
+    uint64_t hits = pool_stats(p).thread_cache_hits, last = 0;
+    CHECK(ts_pool_alloc(p, BLOCK(NBLOCKS - 1), STREAM, 0, &last) == TS_ALLOC_OK && last, "last size again");
+    CHECK(pool_stats(p).thread_cache_hits == hits + 1, "the latest free was not in the cache (hits %lu -> %lu)",
+          (unsigned long)hits, (unsigned long)pool_stats(p).thread_cache_hits);
+    CHECK(ts_pool_free(p, last, STREAM, TS_FF_STREAM_ORDERED) == TS_ALLOC_OK, "free last");
+
+    /* the pool grows: the cap follows its reserved bytes */
+    uint64_t big = 0;
+    CHECK(ts_pool_alloc(p, 4 * GiB, STREAM, 0, &big) == TS_ALLOC_OK && big, "4 GiB");
+    uint64_t mid = parked_after_churn(p);
+    uint64_t reserved = pool_stats(p).reserved_bytes;
+    printf("reserved %lu MiB: parked at most %lu KiB\n", (unsigned long)(reserved / MiB), (unsigned long)(mid >> 10));
+    CHECK(mid > 4 * MiB && mid <= reserved / 256, "a 4 GiB pool's cache holds %lu bytes (cap %lu)",
+          (unsigned long)mid, (unsigned long)(reserved / 256));
+
+    uint64_t bigger = 0;
+    CHECK(ts_pool_alloc(p, 6 * GiB, STREAM, 0, &bigger) == TS_ALLOC_OK && bigger, "6 GiB more");
+    uint64_t top = parked_after_churn(p);
+    printf("reserved %lu MiB: parked at most %lu KiB\n", (unsigned long)(pool_stats(p).reserved_bytes / MiB),
+           (unsigned long)(top >> 10));
+    CHECK(top > 16 * MiB && top <= 32 * MiB, "a 10 GiB pool's cache holds %lu bytes (cap 32 MiB)",
+          (unsigned long)top);
+
+    CHECK(ts_pool_free(p, big, STREAM, TS_FF_STREAM_ORDERED) == TS_ALLOC_OK, "free 4 GiB");
+    CHECK(ts_pool_free(p, bigger, STREAM, TS_FF_STREAM_ORDERED) == TS_ALLOC_OK, "free 6 GiB");
+    ts_pool_destroy(p);
+    ts_fake_destroy(fp);
+}
+
 int main(void)
 {
     exact_bytes();
     reset_peaks();
     parked_in_two_caches();
+    cache_cap_follows_pool();
     if (failures) {
         printf("test_alloc_usage: %d failure(s)\n", failures);
         return 1;
