@@ -464,6 +464,17 @@ CUresult ts_body_cuDevicePrimaryCtxRelease_v2(int api, CUdevice dev)
     DM_DESTROYS_STREAMS(CUresult, cuDevicePrimaryCtxRelease_v2, api, (dev), (void)0);
 }
 
+/* The CUDA 10 names of both, which older binaries call: the same. */
+CUresult ts_body_cuDevicePrimaryCtxReset(int api, CUdevice dev)
+{
+    DM_DESTROYS_STREAMS(CUresult, cuDevicePrimaryCtxReset, api, (dev), if (outer_) ts_dev_reset((int)dev));
+}
+
+CUresult ts_body_cuDevicePrimaryCtxRelease(int api, CUdevice dev)
+{
+    DM_DESTROYS_STREAMS(CUresult, cuDevicePrimaryCtxRelease, api, (dev), (void)0);
+}
+
 CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode)
 {
     DM_CAPTURE_BEGIN(CUresult, cuStreamBeginCapture_v2, api, (hStream, mode), CUDA_SUCCESS);

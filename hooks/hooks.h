@@ -22,9 +22,13 @@
 #include "offload/offload.h"
 #include "resolve.h"
 
-/* cuda.h maps the legacy 4-argument cuGetProcAddress onto cuGetProcAddress_v2
- * with a macro; both are separate exports that we hook separately. */
+/* cuda.h maps legacy names onto their successors with macros (the 4-argument
+ * cuGetProcAddress onto cuGetProcAddress_v2, cuDevicePrimaryCtxReset onto
+ * _v2, ...); each is a separate export, which binaries built against older
+ * headers call, and we hook each separately (hooks.def names both). */
 #undef cuGetProcAddress
+#undef cuDevicePrimaryCtxReset
+#undef cuDevicePrimaryCtxRelease
 
 /* cublasHgemm* take __half, which C sees only as a struct tag (the header
  * declares them for C++ only; same ABI: a pointer). */

@@ -1,11 +1,16 @@
 /* test_devmem_driver_reset: a program that resets the device through the
  * driver (cuDevicePrimaryCtxReset, as a library on the driver API may),
  * not cudaDeviceReset: "destroys all allocations and resets all state" on
- * the primary context, so memory a pool kept cached is gone too.  Buffers
- * are written and read back before and after; run.sh runs it plain,
- * test_devmem_driver_reset.sh under the shim (whose pool must start anew
- * at the reset, not hand out its old pages). */
+ * the primary context, so memory a pool kept cached is gone too.  It resets
+ * twice: through cuDevicePrimaryCtxReset_v2 (what cuda.h's name means
+ * today) and through the CUDA 10 export cuDevicePrimaryCtxReset, which
+ * binaries built against older headers call (found by name, as their
+ * dynamic linker would).  Buffers are written and read back before and
+ * after each; run.sh runs it plain, test_devmem_driver_reset.sh under the
+ * shim (whose pool must start anew at each reset, not hand out its old
+ * pages). */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,8 +51,13 @@ int main(void)
     churn(3, 1);
     CUdevice dev;
     CHECK(cuDeviceGet(&dev, 0) == CUDA_SUCCESS, "cuDeviceGet");
-    CHECK(cuDevicePrimaryCtxReset(dev) == CUDA_SUCCESS, "cuDevicePrimaryCtxReset");
+    CHECK(cuDevicePrimaryCtxReset(dev) == CUDA_SUCCESS, "cuDevicePrimaryCtxReset_v2");
     churn(3, 2);
+    CUresult (*legacy_reset)(CUdevice) = (CUresult(*)(CUdevice))dlsym(RTLD_DEFAULT, "cuDevicePrimaryCtxReset");
+    CHECK(legacy_reset != NULL, "no cuDevicePrimaryCtxReset export");
+    if (legacy_reset)
+        CHECK(legacy_reset(dev) == CUDA_SUCCESS, "cuDevicePrimaryCtxReset (CUDA 10 name)");
+    churn(3, 3);
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "cudaDeviceSynchronize");
     if (failures) return 1;
     printf("driver reset program ok\n");
