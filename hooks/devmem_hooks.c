@@ -464,7 +464,8 @@ CUresult ts_body_cuDevicePrimaryCtxRelease_v2(int api, CUdevice dev)
     DM_DESTROYS_STREAMS(CUresult, cuDevicePrimaryCtxRelease_v2, api, (dev), (void)0);
 }
 
-/* The CUDA 10 names of both, which older binaries call: the same. */
+/* The CUDA 10 names, which binaries built against older headers call: the
+ * same as their _v2. */
 CUresult ts_body_cuDevicePrimaryCtxReset(int api, CUdevice dev)
 {
     DM_DESTROYS_STREAMS(CUresult, cuDevicePrimaryCtxReset, api, (dev), if (outer_) ts_dev_reset((int)dev));
@@ -473,6 +474,16 @@ CUresult ts_body_cuDevicePrimaryCtxReset(int api, CUdevice dev)
 CUresult ts_body_cuDevicePrimaryCtxRelease(int api, CUdevice dev)
 {
     DM_DESTROYS_STREAMS(CUresult, cuDevicePrimaryCtxRelease, api, (dev), (void)0);
+}
+
+CUresult ts_body_cuStreamDestroy(int api, CUstream hStream)
+{
+    DM_STREAM_DESTROY(CUresult, cuStreamDestroy, api, hStream);
+}
+
+CUresult ts_body_cuCtxDestroy(int api, CUcontext ctx)
+{
+    DM_DESTROYS_STREAMS(CUresult, cuCtxDestroy, api, (ctx), (void)0);
 }
 
 CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode)

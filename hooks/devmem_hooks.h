@@ -62,6 +62,8 @@ CUresult ts_body_cuDevicePrimaryCtxReset_v2(int api, CUdevice dev);
 CUresult ts_body_cuDevicePrimaryCtxRelease_v2(int api, CUdevice dev);
 CUresult ts_body_cuDevicePrimaryCtxReset(int api, CUdevice dev);
 CUresult ts_body_cuDevicePrimaryCtxRelease(int api, CUdevice dev);
+CUresult ts_body_cuStreamDestroy(int api, CUstream hStream);
+CUresult ts_body_cuCtxDestroy(int api, CUcontext ctx);
 CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode);
 CUresult ts_body_cuStreamEndCapture(int api, CUstream hStream, CUgraph *phGraph);
 CUresult ts_body_cuStreamBeginCaptureToGraph(int api, CUstream hStream, CUgraph hGraph,

@@ -29,6 +29,8 @@
 #undef cuGetProcAddress
 #undef cuDevicePrimaryCtxReset
 #undef cuDevicePrimaryCtxRelease
+#undef cuStreamDestroy
+#undef cuCtxDestroy
 
 /* cublasHgemm* take __half, which C sees only as a struct tag (the header
  * declares them for C++ only; same ABI: a pointer). */

@@ -24,6 +24,9 @@ export TRAINSHIM_STACKS=${TRAINSHIM_STACKS:-16} TRAINSHIM_CUPTI=${TRAINSHIM_CUPT
 # on a PCIe link): lower it so the pinned copy engine shows in COPIES.
 export TRAINSHIM_PINNED_COPY_MIN=${TRAINSHIM_PINNED_COPY_MIN:-16KiB}
 steps=${DEMO_STEPS:-20} batch=1024
+# Each step waits 5 ms for its batch, as a job waits for its data loader:
+# the GPU idles meanwhile, which the report's GPU TIMELINE and ADVICE show.
+export MLP_LOAD_MS=${MLP_LOAD_MS:-5}
 # one log per rank, named by the rank the shim reads from the launcher
 shim=("$B/trainshim" run --log "$logdir/trainshim.r%r.log" --)
 job=("$B/workloads/mlp_train" "$steps" "$batch")
@@ -34,7 +37,7 @@ if [ "$ranks" -gt 1 ] && command -v mpirun > /dev/null; then
   [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
   # the launcher runs under `trainshim run` like any job; its ranks inherit
   # the preload, and the NCCL id's rendezvous file goes beside the logs
-  MLP_RENDEZVOUS="$(cd "$logdir" && pwd)/nccl.id" "${shim[@]}" "${mpi[@]}" -x MLP_RENDEZVOUS "${job[@]}"
+  MLP_RENDEZVOUS="$(cd "$logdir" && pwd)/nccl.id" "${shim[@]}" "${mpi[@]}" -x MLP_RENDEZVOUS -x MLP_LOAD_MS "${job[@]}"
 else
   if [ "$ranks" -gt 1 ]; then
     echo "demo: mpirun not found (scripts/setup.sh installs openmpi-bin): one rank, so COMMUNICATION stays empty"

@@ -8,7 +8,9 @@
  * dynamic linker would).  Buffers are written and read back before and
  * after each; run.sh runs it plain, test_devmem_driver_reset.sh under the
  * shim (whose pool must start anew at each reset, not hand out its old
- * pages). */
+ * pages).  Before the resets, a stream made through the driver is used and
+ * destroyed through the CUDA 10 export cuStreamDestroy: the pool must
+ * forget it (its later synchronous frees fence every stream it knows). */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <cuda_runtime_api.h>
@@ -46,8 +48,28 @@ static void churn(int n, int salt)
     }
 }
 
+/* LEGACY_STREAMS driver streams, each used by the pool (a stream-ordered
+ * block freed on it), then destroyed through the old name. */
+#define LEGACY_STREAMS 100
+static void legacy_stream_destroy(void)
+{
+    CHECK(cudaFree(NULL) == cudaSuccess, "the runtime's context, current for the driver calls");
+    CUresult (*legacy_destroy)(CUstream) = (CUresult(*)(CUstream))dlsym(RTLD_DEFAULT, "cuStreamDestroy");
+    CHECK(legacy_destroy != NULL, "no cuStreamDestroy export");
+    for (int i = 0; i < LEGACY_STREAMS && legacy_destroy; i++) {
+        CUstream s = NULL;
+        void *p = NULL;
+        CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS, "cuStreamCreate #%d", i);
+        CHECK(cudaMallocAsync(&p, 4 * MIB, (cudaStream_t)s) == cudaSuccess, "cudaMallocAsync #%d", i);
+        CHECK(cudaMemsetAsync(p, 7, 4 * MIB, (cudaStream_t)s) == cudaSuccess, "cudaMemsetAsync #%d", i);
+        CHECK(cudaFreeAsync(p, (cudaStream_t)s) == cudaSuccess, "cudaFreeAsync #%d", i);
+        CHECK(legacy_destroy(s) == CUDA_SUCCESS, "cuStreamDestroy (CUDA 10 name) #%d", i);
+    }
+}
+
 int main(void)
 {
+    legacy_stream_destroy();
     churn(3, 1);
     CUdevice dev;
     CHECK(cuDeviceGet(&dev, 0) == CUDA_SUCCESS, "cuDeviceGet");

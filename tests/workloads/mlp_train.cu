@@ -26,6 +26,11 @@
 // that all weights checksums agree, rank 0's "weights checksum" line.
 // RANK/WORLD_SIZE without MLP_RENDEZVOUS or torchrun's TORCHELASTIC_RUN_ID
 // only name the process: it trains alone, as with no launcher.
+//
+// MLP_LOAD_MS (default 0): the host also waits that long for each batch
+// before building it, standing for a data loader that reads from disk (the
+// demo sets it, so that its report's GPU idle advice does not hang on how
+// fast this machine builds a batch).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -434,7 +439,12 @@ int main(int argc, char **argv)
     const float *my_hx = hx + (size_t)IN * local * dist.rank, *my_ht = ht + (size_t)OUT * local * dist.rank;
     const float one = 1.f, zero = 0.f;
 
+    const int load_ms = env_index("MLP_LOAD_MS");
     for (int step = 0; step < steps; step++) {
+        if (load_ms > 0) {
+            struct timespec wait = {load_ms / 1000, (long)(load_ms % 1000) * 1000000L};
+            nanosleep(&wait, NULL);
+        }
         for (int c = 0; c < batch; c++) {
             for (int i = 0; i < IN; i++) hx[i + c * IN] = frand();
             for (int o = 0; o < OUT; o++) {
