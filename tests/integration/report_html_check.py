@@ -27,6 +27,9 @@ import sys
 import tempfile
 import zlib
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import tslog  # noqa: E402
+
 CHROMIUM = os.environ.get("CHROMIUM", "chromium")
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 errors = []
@@ -354,25 +357,20 @@ def replay_memory(path, span, buckets, top):
     replayed here in time order: {device: (highest per bucket, peak, the
     `top` largest blocks live at the peak)}, the page's memory series
     worked out independently of the C code."""
-    data = open(path, "rb").read()
-    off, seq, evs, t0 = 16, 0, [], 0
-    while off + 24 <= len(data):
-        ln, typ = struct.unpack_from("<IH", data, off)
-        if ln < 24 or ln % 8 or off + ln > len(data):
-            break
-        t = struct.unpack_from("<Q", data, off + 16)[0]
+    seq, evs, t0 = 0, [], 0
+    for typ, rec in tslog.records(path):
+        t = tslog.time_ns(rec)
         if typ == 1:
-            t0 = struct.unpack_from("<Q", data, off + 48)[0]
-        elif typ == 4 and ln >= 64:
-            _, dev, ptr, size, _, res = struct.unpack_from("<iiQQQi", data, off + 24)
+            t0 = struct.unpack_from("<Q", rec, 48)[0]
+        elif typ == 4 and len(rec) >= 64:
+            _, dev, ptr, size, _, res = struct.unpack_from("<iiQQQi", rec, 24)
             if not res and ptr:
                 evs.append((t, seq, ptr, size, dev))
-        elif typ == 5 and ln >= 56:
-            ptr, res = struct.unpack_from("<Q", data, off + 32)[0], struct.unpack_from("<i", data, off + 48)[0]
+        elif typ == 5 and len(rec) >= 56:
+            ptr, res = struct.unpack_from("<Q", rec, 32)[0], struct.unpack_from("<i", rec, 48)[0]
             if not res and ptr:
                 evs.append((t, seq, ptr, None, None))
         seq += 1
-        off += ln
     evs.sort()
     live, cur, out = {}, {}, {}
     hi = {}

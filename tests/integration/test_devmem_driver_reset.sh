@@ -24,29 +24,22 @@ for mode in expandable caching; do
   # left the pool (a record and a wait each): one it still knew would be
   # fenced at every later synchronous free (measured 206 calls, 396-526
   # while that name was not hooked)
-  python3 - "$tmp/$mode.json" "$mode" <<'PY' || fail=1
-import json, sys
-calls = json.load(open(sys.argv[1]))["memory"]["fence_calls"]
+  python3 - "$tmp/$mode.json" "$tmp/log.$mode" "$mode" <<'PY' || fail=1
+import json, struct, sys
+sys.path.insert(0, "tests")
+from tslog import records
+report, log, mode = sys.argv[1:4]
+fail = False
+calls = json.load(open(report))["memory"]["fence_calls"]
 if not 0 < calls <= 250:
-    print(f"FAIL: {sys.argv[2]}: {calls} fence calls (at most 250 once destroyed streams leave the pool)")
-    sys.exit(1)
-PY
-  python3 - "$tmp/log.$mode" "$mode" <<'PY' || fail=1
-import struct, sys
-data = open(sys.argv[1], "rb").read()
-off, reasons = 16, []
-while off + 24 <= len(data):
-    ln, typ = struct.unpack_from("<IH", data, off)
-    if ln < 24 or off + ln > len(data):
-        break
-    if typ == 32:
-        dev, mode, reason = struct.unpack_from("<iiI", data, off + 24)
-        if dev == 0:
-            reasons.append(reason)
-    off += ln
-if sorted(reasons) != [1, 1, 2]:
-    print(f"FAIL: {sys.argv[2]}: device 0 POOL_STATS reasons {reasons}, want [1, 1 (two resets), 2 (shutdown)]")
-    sys.exit(1)
+    print(f"FAIL: {mode}: {calls} fence calls (at most 250 once destroyed streams leave the pool)")
+    fail = True
+stats = [struct.unpack_from("<iiI", r, 24) for t, r in records(log) if t == 32]
+reasons = sorted(reason for dev, _, reason in stats if dev == 0)
+if reasons != [1, 1, 2]:
+    print(f"FAIL: {mode}: device 0 POOL_STATS reasons {reasons}, want [1, 1 (two resets), 2 (shutdown)]")
+    fail = True
+sys.exit(1 if fail else 0)
 PY
 done
 [ $fail = 0 ] && echo "ok"

@@ -17,6 +17,8 @@
 
 #include "emu/emu.h"
 
+#include "check.h"
+
 /* what nvcc --default-stream per-thread makes of cudaMallocAsync/cudaFreeAsync */
 cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
@@ -25,16 +27,7 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
 #define ROUNDS 8
 #define PAIRS 3
 
-static int failures, bad, own_reuse;
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            printf("FAIL: %s: ", #cond);                                                                     \
-            printf(__VA_ARGS__);                                                                             \
-            printf("\n");                                                                                    \
-            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                                              \
-        }                                                                                                    \
-    } while (0)
+static int bad, own_reuse;
 
 static char late_fill_id;
 static void late_fill_impl(void **args, const emu_launch *l)

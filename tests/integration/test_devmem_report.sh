@@ -78,15 +78,9 @@ EMU_DEVICE_MEMORY=256MiB TRAINSHIM_LOG="$log" LD_PRELOAD="$shim" "$prog" > "$tmp
 "$tool" report --format json "$log" > "$tmp/reset.json" || { echo "FAIL: report of the reset run"; exit 1; }
 python3 - "$log" "$tmp/reset.json" <<'EOF' || fail=1
 import json, struct, sys
-data = open(sys.argv[1], "rb").read()
-assert data[:8] == b"TSHMLOG\n", "not a log"
-off, recs = 16, []
-while off + 24 <= len(data):
-    ln, typ = struct.unpack_from("<IH", data, off)
-    if ln < 24 or off + ln > len(data):
-        break
-    recs.append((typ, data[off:off + ln]))
-    off += ln
+sys.path.insert(0, "tests")
+from tslog import records
+recs = records(sys.argv[1])
 types = [t for t, _ in recs]
 bad = []
 if not types or types[-1] != 8:

@@ -18,13 +18,8 @@ gpt_mem "$tmp/shim" torch_shim TRAINSHIM_LOG=off -- "${dims[@]}" || exit 1
 gpt_mem "$tmp/torch" torch_py PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- "${dims[@]}" || exit 1
 python3 - "$tmp/shim" "$tmp/torch" <<'PY'
 import sys
-def read(path):
-    lines = open(path).read().splitlines()
-    assert "done" in lines, f"{path}: the run did not finish"
-    calls = [int(l.split()[3]) for l in lines if l.startswith("vmm step ")]
-    evals = sum(1 for l in lines if l.startswith("eval loss "))
-    peak = [l.split() for l in lines if l.startswith("peak_reserved ")][0]
-    return calls, evals, int(peak[1]), int(peak[3]), peak[5]
+sys.path.insert(0, "tests/torch")
+from gpt_run import read
 calls, evals, res, alloc, backend = read(sys.argv[1])
 assert backend == "cudaMallocAsync", f"torch ran on {backend}, not on the backend the shim adds"
 assert evals == 6, f"{evals} evaluation batches, expected 6 (3 passes of 2)"

@@ -24,16 +24,12 @@ gpt_mem "$tmp/shim" torch_shim TRAINSHIM_LOG=off -- "${dims[@]}" || exit 1
 gpt_mem "$tmp/torch" torch_py PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- "${dims[@]}" || exit 1
 python3 - "$tmp/shim" "$tmp/torch" <<'PY'
 import sys
-def read(path):
-    lines = open(path).read().splitlines()
-    assert "done" in lines, f"{path}: the run did not finish"
-    calls = [int(l.split()[3]) for l in lines if l.startswith("vmm step ")]
-    peak = [l.split() for l in lines if l.startswith("peak_reserved ")][0]
-    return calls, int(peak[1]), int(peak[3]), peak[5]
-calls, res, alloc, backend = read(sys.argv[1])
+sys.path.insert(0, "tests/torch")
+from gpt_run import read
+calls, _, res, alloc, backend = read(sys.argv[1])
 assert backend == "cudaMallocAsync", f"torch ran on {backend}, not on the backend the shim adds"
 assert len(calls) == 14 and calls[0] > 0, f"VMM calls per step: {calls}"
-_, tres, talloc, _ = read(sys.argv[2])
+_, _, tres, talloc, _ = read(sys.argv[2])
 assert abs(talloc - alloc) <= alloc / 1000, f"peak allocated differs: trainshim {alloc}, torch {talloc}"
 print(f"VMM calls per step {calls}; peak reserved / peak allocated: trainshim {res / alloc:.4f}, "
       f"torch expandable segments {tres / talloc:.4f}")

@@ -31,14 +31,14 @@ run plan
 run noplan TRAINSHIM_ALLOC_STEP_PLAN=0
 python3 - "$tmp/plan" "$tmp/noplan" <<'PY'
 import sys
+sys.path.insert(0, "tests/torch")
+from gpt_run import read as read_run
 def read(path):
-    lines = open(path).read().splitlines()
-    calls = [int(l.split()[3]) for l in lines if l.startswith("vmm step ")]
-    peak = [l.split() for l in lines if l.startswith("peak_reserved ")][0]
-    assert len(calls) == 8, f"{path}: expected 8 steps of VMM counts, got {calls}"
-    assert calls[0] > 0, "the first step made no VMM call: the counters measure nothing"
-    assert peak[5] == "cudaMallocAsync", f"{path}: torch ran on {peak[5]}, not on the backend the shim adds"
-    return calls, int(peak[1]), int(peak[3])
+    run = read_run(path)
+    assert len(run.calls) == 8, f"{path}: expected 8 steps of VMM counts, got {run.calls}"
+    assert run.calls[0] > 0, "the first step made no VMM call: the counters measure nothing"
+    assert run.backend == "cudaMallocAsync", f"{path}: torch ran on {run.backend}, not on the backend the shim adds"
+    return run.calls, run.reserved, run.allocated
 calls, res, alloc = read(sys.argv[1])
 assert calls[2:] == [0] * 6, f"step plan: VMM calls from the third step: {calls}"
 assert res <= alloc * 1.005, f"step plan: peak reserved {res} over 1.005x peak allocated {alloc}"
