@@ -276,17 +276,6 @@ static inline cudaError_t ts_body_cudaGetDeviceProperties(int api, struct cudaDe
     return r;
 }
 
-static inline cudaError_t ts_body_cudaGetDevice(int api, int *device)
-{
-    TS_HOOK_PROLOGUE(cudaError_t, cudaGetDevice, api, (device));
-    TS_OUTER_BEGIN(api);
-    cudaError_t r = real_(device);
-    if (outer_ && r == cudaSuccess && device)
-        ts_note_device(*device);
-    TS_OUTER_END(api, r);
-    return r;
-}
-
 static inline cudaError_t ts_body_cudaSetDevice(int api, int device)
 {
     TS_HOOK_PROLOGUE(cudaError_t, cudaSetDevice, api, (device));
