@@ -26,6 +26,7 @@
 #include "log/clock.h"
 
 #include <stdatomic.h>
+#include <sys/auxv.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -42,6 +43,7 @@
 #define MAX_PAIR_WIDTH_NS 2000ull
 
 bool ts_clock_counter;
+bool ts_clock_ticks;
 
 struct point {
     _Atomic uint64_t tsc, ns, mult; /* mult: ns per count * 2^32 */
@@ -168,6 +170,8 @@ static void hist_push(const struct pair *p)
 
 bool ts_clock_start(void)
 {
+    /* without the vDSO a coarse reading is a system call: dearer than the counter */
+    ts_clock_ticks = getauxval(AT_SYSINFO_EHDR) != 0;
     ts_clock_counter = false;
     atomic_store(&g_npts, 0);
     w_nhist = 0;

@@ -50,6 +50,20 @@ static inline uint64_t ts_clock_read(void)
     return ts_clock_counter ? ts_clock_counter_read() : ts_clock_mono_ns();
 }
 
+/* Set by ts_clock_start: CLOCK_MONOTONIC_COARSE is read through the vDSO
+ * (no syscall), so ts_clock_tick is cheap. */
+extern bool ts_clock_ticks;
+
+/* The kernel's clock tick (CLOCK_MONOTONIC_COARSE ns: a load of the vDSO's
+ * data, 1-4 ms steps), or 0 when it is not cheap to read. */
+static inline uint64_t ts_clock_tick(void)
+{
+    struct timespec ts;
+    if (!ts_clock_ticks || clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* Choose the source and calibrate it (~200 us on the counter path).  Called
  * when the log opens, before any record is made; again in a fork child that
  * opens its own log.  Returns whether the counter is used. */

@@ -104,7 +104,7 @@ void ts_ev_alloc(int api, int device, uint64_t ptr, uint64_t size, uint64_t stre
 {
     /* before the reserve: a new stack logs its own records first (shim/log/stacks.c) */
     uint32_t stack = result == 0 && ptr ? ts_stack_capture() : 0;
-    struct ts_rec_alloc *r = (struct ts_rec_alloc *)ts_log_reserve(sizeof *r, TS_REC_ALLOC);
+    struct ts_rec_alloc *r = (struct ts_rec_alloc *)ts_log_reserve_run(sizeof *r, TS_REC_ALLOC);
     if (!r)
         return;
     r->api = api;
@@ -122,7 +122,7 @@ void ts_ev_alloc(int api, int device, uint64_t ptr, uint64_t size, uint64_t stre
 
 void ts_ev_free(int api, int device, uint64_t ptr, uint64_t stream, int result)
 {
-    struct ts_rec_free *r = (struct ts_rec_free *)ts_log_reserve(sizeof *r, TS_REC_FREE);
+    struct ts_rec_free *r = (struct ts_rec_free *)ts_log_reserve_run(sizeof *r, TS_REC_FREE);
     if (!r)
         return;
     r->api = api;

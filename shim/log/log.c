@@ -86,6 +86,7 @@ static struct ts_rec_hdr *g_api_rec; /* API names waiting for the header (under 
 
 /* initial-exec: no __tls_get_addr call on the fast path of the preloaded library */
 __thread struct ts_log_buf *ts_log_tls_buf __attribute__((tls_model("initial-exec")));
+__thread struct ts_log_run ts_log_tls_run __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
 static __thread bool tls_opening;
 static __thread bool tls_in_signal; /* inside the signal-time flush */
@@ -746,7 +747,7 @@ struct ts_rec_hdr *ts_log_reserve_slow(uint32_t len, uint16_t type)
             return NULL;
         }
     }
-    return ts_log_fill_header(b, len, type);
+    return ts_log_fill_header(b, len, type, ts_clock_read());
 }
 
 int ts_log_write_record(struct ts_rec_hdr *rec)
