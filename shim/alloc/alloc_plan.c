@@ -14,7 +14,8 @@
  *
  * The plan covers every block over TS_PLAN_MIN (the kind TS_KIND_PLANNED,
  * an arena of its own; smaller ones stay in the thread caches' reach).
- * Before a plan, such blocks go to the lowest free range and idle pages
+ * Before a plan, such blocks go to the lowest free range (one of whole
+ * pages on a page boundary, place_in_run) and idle pages
  * move rather than new ones being made, so the first steps stay at their
  * allocated peak too; large blocks also go to their arena's lowest free
  * range then, so those that stay (parameters, optimizer state) lie
@@ -1010,6 +1011,36 @@ static void room_unsettled(ts_pool *p, int kind, uint64_t addr, uint64_t size)
         ts_fence_sync(p);
 }
 
+/* Where a block of rsize bytes goes in the free run [start, end), or
+ * UINT64_MAX.  A planned block of whole pages starts on a page boundary
+ * when the run allows: it maps as many new pages as it would right after
+ * the block before (leaving that block's last page part empty instead of
+ * sharing it), and once freed it leaves whole pages, which can move,
+ * instead of a hole with part of a page mapped at each end.  Torch's
+ * GPT-2-small reserved 1.0027x its allocated peak before, 1.0010x after
+ * (batch 4: 1.0073x, 1.0030x; batch 1: 1.0201x, 1.0157x); random batch
+ * lengths, whose tensors are seldom whole pages, moved by +-0.0004.  For
+ * a planned block, *holed notes the first place that would leave a hole
+ * smaller than TS_PLAN_MIN below the next block in use (see lowest_range). */
+static uint64_t place_in_run(ts_pool *p, int kind, uint64_t start, uint64_t end, uint64_t rsize,
+                             uint64_t *holed)
+{
+    uint64_t g = p->gran;
+    if (kind == TS_KIND_PLANNED && rsize % g == 0) {
+        uint64_t a = (start + g - 1) / g * g;
+        if (end >= a + rsize && (end - a - rsize == 0 || end - a - rsize >= TS_PLAN_MIN))
+            return a;
+    }
+    if (end - start < rsize)
+        return UINT64_MAX;
+    uint64_t left = end - start - rsize;
+    if (kind != TS_KIND_PLANNED || left == 0 || left >= TS_PLAN_MIN)
+        return start;
+    if (*holed == UINT64_MAX)
+        *holed = start;
+    return UINT64_MAX;
+}
+
 /* The start of the lowest range from `from` up that can be taken, or
  * UINT64_MAX.  For a planned block, a range that would leave a hole
  * smaller than TS_PLAN_MIN below the next block in use is passed over
@@ -1027,18 +1058,19 @@ static uint64_t lowest_range(ts_pool *p, int kind, uint64_t from, uint64_t rsize
                 start = b->addr > from ? b->addr : from, run = true;
             continue;
         }
-        if (run && b->addr - start >= rsize) {
-            uint64_t left = b->addr - start - rsize;
-            if (kind != TS_KIND_PLANNED || left == 0 || left >= TS_PLAN_MIN)
-                return start;
-            if (holed == UINT64_MAX)
-                holed = start;
-        }
+        uint64_t at = run ? place_in_run(p, kind, start, b->addr, rsize, &holed) : UINT64_MAX;
+        if (at != UINT64_MAX)
+            return at;
         run = false;
     }
     if (holed != UINT64_MAX)
         return holed;
-    return run && p->arena[kind].base + p->arena[kind].size - start >= rsize ? start : UINT64_MAX;
+    if (!run)
+        return UINT64_MAX;
+    uint64_t top = p->arena[kind].base + p->arena[kind].size;
+    if (kind == TS_KIND_PLANNED && rsize % p->gran == 0)
+        start = (start + p->gran - 1) / p->gran * p->gran;
+    return top >= start + rsize ? start : UINT64_MAX;
 }
 
 /* Takes the lowest range from `from` up, once the fences are polled

@@ -375,31 +375,62 @@ static void layer_plan_bounded(void)
  * leaves a hole smaller than any planned block (under TS_PLAN_MIN) below
  * the next block in use, and a higher range fits exactly: the hole would
  * stay empty, its pages mapped, while its neighbours live.  With no such
- * range, the lowest one that fits is still taken before the top. */
+ * range, the lowest one that fits is still taken before the top.  (Sizes
+ * in half MiB, none of whole pages: those start on a page boundary, see
+ * whole_pages_aligned.) */
 static void no_small_holes(void)
 {
     ts_fake_provider *f;
     ts_pool *p = mk(&f, 1024 * MiB, 0, 0, TS_GROW_STEP_PLAN);
     ts_pool_stream_add(p, STREAM);
-    static const uint64_t mib[] = { 10, 5, 10, 4, 10 };
+    static const uint64_t half_mib[] = { 19, 11, 19, 9, 19 };
+    const uint64_t H = MiB / 2;
     uint64_t b[5], x, y;
     for (int i = 0; i < 5; i++)
-        CHECK(ts_pool_alloc(p, mib[i] * MiB, STREAM, 0, &b[i]) == TS_ALLOC_OK, "block %d", i);
-    CHECK(b[1] == b[0] + 10 * MiB && b[3] == b[2] + 10 * MiB, "blocks not side by side");
+        CHECK(ts_pool_alloc(p, half_mib[i] * H, STREAM, 0, &b[i]) == TS_ALLOC_OK, "block %d", i);
+    CHECK(b[1] == b[0] + 19 * H && b[3] == b[2] + 19 * H, "blocks not side by side");
     ts_pool_free(p, b[1], STREAM, TS_FF_STREAM_ORDERED);
     ts_pool_free(p, b[3], STREAM, TS_FF_STREAM_ORDERED);
-    CHECK(ts_pool_alloc(p, 4 * MiB, STREAM, 0, &x) == TS_ALLOC_OK, "x");
-    CHECK(x == b[3], "a 4 MiB block went to +%lu MiB, not to the 4 MiB range at +%lu (the 5 MiB one at +%lu "
-          "leaves a 1 MiB hole)", (unsigned long)((x - b[0]) / MiB), (unsigned long)((b[3] - b[0]) / MiB),
-          (unsigned long)((b[1] - b[0]) / MiB));
-    CHECK(ts_pool_alloc(p, 4 * MiB, STREAM, 0, &y) == TS_ALLOC_OK, "y");
-    CHECK(y == b[1], "with no exact range left, a 4 MiB block went to +%lu MiB, not to the lowest fit +%lu",
-          (unsigned long)((y - b[0]) / MiB), (unsigned long)((b[1] - b[0]) / MiB));
+    CHECK(ts_pool_alloc(p, 9 * H, STREAM, 0, &x) == TS_ALLOC_OK, "x");
+    CHECK(x == b[3], "a 4.5 MiB block went to +%lu half MiB, not to the 4.5 MiB range at +%lu (the 5.5 MiB one "
+          "at +%lu leaves a 1 MiB hole)", (unsigned long)((x - b[0]) / H), (unsigned long)((b[3] - b[0]) / H),
+          (unsigned long)((b[1] - b[0]) / H));
+    CHECK(ts_pool_alloc(p, 9 * H, STREAM, 0, &y) == TS_ALLOC_OK, "y");
+    CHECK(y == b[1], "with no exact range left, a 4.5 MiB block went to +%lu half MiB, not to the lowest fit +%lu",
+          (unsigned long)((y - b[0]) / H), (unsigned long)((b[1] - b[0]) / H));
     check(p, "no small holes");
     for (int i = 0; i < 5; i += 2)
         ts_pool_free(p, b[i], STREAM, TS_FF_STREAM_ORDERED);
     ts_pool_free(p, x, STREAM, TS_FF_STREAM_ORDERED);
     ts_pool_free(p, y, STREAM, TS_FF_STREAM_ORDERED);
+    finish(p, f);
+}
+
+/* Before a plan, a planned block of whole pages starts on a page boundary
+ * (the 5 MiB block before it leaves its last page part empty), so that
+ * freeing it leaves whole pages idle, which can move, where a block across
+ * its neighbours' pages would leave one page at most. */
+static void whole_pages_aligned(void)
+{
+    ts_fake_provider *f;
+    ts_pool *p = mk(&f, 1024 * MiB, 0, 0, TS_GROW_STEP_PLAN);
+    ts_pool_stream_add(p, STREAM);
+    uint64_t a, b, c;
+    CHECK(ts_pool_alloc(p, 5 * MiB, STREAM, 0, &a) == TS_ALLOC_OK, "a");
+    CHECK(ts_pool_alloc(p, 6 * MiB, STREAM, 0, &b) == TS_ALLOC_OK, "b");
+    CHECK(ts_pool_alloc(p, 5 * MiB, STREAM, 0, &c) == TS_ALLOC_OK, "c");
+    CHECK(a % (2 * MiB) == 0 && b == a + 6 * MiB && c == b + 6 * MiB,
+          "6 MiB after 5 MiB at +%lu MiB, then 5 MiB at +%lu MiB (want +6, +12)", (unsigned long)((b - a) / MiB),
+          (unsigned long)((c - a) / MiB));
+    ts_alloc_stats st0, st1;
+    ts_pool_stats(p, &st0);
+    ts_pool_free(p, b, STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_stats(p, &st1);
+    CHECK(st1.idle_pages == st0.idle_pages + 3, "freeing the 6 MiB block left %lu pages idle, want 3",
+          (unsigned long)(st1.idle_pages - st0.idle_pages));
+    check(p, "whole pages");
+    ts_pool_free(p, a, STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_free(p, c, STREAM, TS_FF_STREAM_ORDERED);
     finish(p, f);
 }
 
@@ -473,6 +504,7 @@ int main(void)
     eval_between_steps();
     layer_plan_bounded();
     no_small_holes();
+    whole_pages_aligned();
     idle_threshold(0);
     /* well above a tick of the coarse clock the pool reads (4-10 ms) */
     idle_threshold(50 * 1000000ull);
