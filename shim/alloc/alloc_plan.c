@@ -187,6 +187,7 @@ static void plan_drop(ts_pool *p)
     pl->resync = NULL;
     p->move_keep = NULL;
     pl->st.drops++;
+    pl->st.settled = false;
     note_settled(p);
 }
 
@@ -733,6 +734,8 @@ static void plan_settle(ts_pool *p)
 {
     ts_plan *pl = p->plan;
     pl->transition = false;
+    pl->st.settled = true;
+    pl->st.settled_calls = p->driver_calls;
     note_settled(p);
 }
 
@@ -1184,6 +1187,7 @@ void ts_plan_stats_get(const ts_pool *p, ts_plan_stats *o)
     memset(o, 0, sizeof *o);
     if (p->plan) {
         *o = p->plan->st;
+        o->enabled = true;
         o->active = p->plan->period != 0;
     }
 }

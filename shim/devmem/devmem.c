@@ -543,6 +543,17 @@ static void log_pool_stats(int dev, struct devpool *d, uint32_t reason)
     r.segments = st.segments;
     r.mapped_pages = st.mapped_pages;
     r.page_moves = st.page_moves;
+    ts_plan_stats ps;
+    ts_pool_plan_stats(d->pool, &ps);
+    r.plan_adopted = ps.adopted;
+    r.plan_period = ps.period;
+    r.plan_hits = ps.hits;
+    r.plan_misses = ps.misses;
+    r.plan_state = !ps.enabled  ? TS_POOL_PLAN_OFF
+                   : !ps.active ? TS_POOL_PLAN_NONE
+                   : ps.settled ? TS_POOL_PLAN_SETTLED
+                                : TS_POOL_PLAN_SETTLING;
+    r.plan_calls_since_settled = ps.settled ? st.driver_calls - ps.settled_calls : 0;
     ts_ev_pool_stats(&r);
 }
 

@@ -347,7 +347,20 @@ struct ts_rec_pool_stats {
     /* appended: fence checks (event record/query/sync, stream queries),
      * which driver_calls leaves out; an older record reads as 0 */
     uint64_t fence_calls;
+    /* appended: the step plan (expandable pools with TRAINSHIM_ALLOC_STEP_PLAN;
+     * an older record is shorter): plans adopted, the latest one's period in
+     * allocations, placements at a plan's address or not, and the plan in
+     * force at the time of the record (TS_POOL_PLAN_*) with the driver calls
+     * the pool made since it settled */
+    uint64_t plan_adopted, plan_period, plan_hits, plan_misses;
+    uint64_t plan_calls_since_settled;
+    uint32_t plan_state;
+    uint32_t reserved1;
 };
+#define TS_POOL_PLAN_NONE 0u     /* no plan in force */
+#define TS_POOL_PLAN_SETTLING 1u /* in force, its first periods still moving pages in */
+#define TS_POOL_PLAN_SETTLED 2u
+#define TS_POOL_PLAN_OFF 3u /* the pool does not plan (not expandable, or the plan turned off) */
 #define TS_POOL_REASON_RESET 1u
 #define TS_POOL_REASON_SHUTDOWN 2u
 
@@ -361,7 +374,7 @@ struct ts_rec_pool_oom {
     uint64_t allocated_bytes;
     uint64_t largest_free_block;
 };
-_Static_assert(sizeof(struct ts_rec_pool_stats) == 152, "pool stats layout");
+_Static_assert(sizeof(struct ts_rec_pool_stats) == 200, "pool stats layout");
 _Static_assert(sizeof(struct ts_rec_pool_oom) == 64, "pool oom layout");
 
 /* ---- memory offload (shim/offload, TRAINSHIM_OFFLOAD=on).  Numbered apart

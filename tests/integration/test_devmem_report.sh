@@ -58,6 +58,10 @@ else:
         want(m["fence_calls"] > 0, "fence_calls %r" % m["fence_calls"])
         want(m["cache_hits"] > 0, "cache_hits %r" % m["cache_hits"])
         want(m["ooms"] == 0, "ooms %r on a job that fits" % m["ooms"])
+        # its allocations are under 2 MiB: no plan (only the expandable mode plans)
+        plan = [l for l in txt.splitlines() if l.startswith("step plan")]
+        want(plan == (["step plan           none formed (no sequence of allocations over 2 MiB repeated)"]
+                      if mode == "expandable" else []), "step plan lines %r" % plan)
         want("allocator           %s" % mode in txt, "text report lacks the allocator line")
         want("fragmentation" in txt and "driver calls" in txt and "fence checks" in txt and "cache hits" in txt,
              "text report lacks the pool lines")

@@ -147,6 +147,12 @@ if len(rows) != 2 or not all(l.rstrip().endswith("n/a") for l in rows):
     errs.append(f"untimed shapes must show n/a: {rows}")
 if "cudaEventQuery" in tt.split("statuses, not errors")[0]:
     errs.append("cudaEventQuery's not-ready status is listed among the errors")
+eq("pool: step plan", m["step_plan"], {"enabled": True, "adopted": 1, "period": 40, "planned_hits": 117,
+                                        "planned_misses": 3, "pools_settled": 1, "pools_settling": 0,
+                                        "driver_calls_since_settled": 2})
+want = "step plan           period 40 allocations, 97.5% of 120 at their planned address; settled, 2 driver calls since"
+if want not in tt.splitlines():
+    errs.append(f"text lacks the step plan line {want!r}")
 
 # 31 GEMMs queued without a sync: no steps, MFU on the copy that waited (3.31%), never above 100%
 qg = json.load(open(f"{t}/report_queued_gemms.json", encoding="utf-8"))["compute"]

@@ -14,7 +14,9 @@
 # torch's own max_memory_reserved stays within 0.5% of its
 # max_memory_allocated.  With TRAINSHIM_ALLOC_STEP_PLAN=0 the pool maps no
 # page from the third step on (its reserved peak is then higher: the
-# benchmark prints both).
+# benchmark prints both).  The report of each run's log says so in its
+# "step plan" line: settled, every allocation from the third step at its
+# planned address and no driver call since; off without the plan.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/torch/lib.sh
@@ -23,12 +25,18 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 dims=(--steps 8 --batch 8 --seq 1024 --layers 12 --dim 768 --heads 12 --vocab 50304 --vmm-calls)
 run() { # name [env...]
   local name=$1; shift
-  gpt_mem "$tmp/$name" torch_shim TRAINSHIM_LOG=off "$@" -- "${dims[@]}" || exit 1
+  gpt_mem "$tmp/$name" torch_shim "TRAINSHIM_LOG=$tmp/$name.log" "$@" -- "${dims[@]}" || exit 1
   grep -qx done "$tmp/$name"
   echo "$name: VMM calls per step:$(awk '/^vmm step/ {printf " %s", $4}' "$tmp/$name"); $(grep ^peak_reserved "$tmp/$name")"
+  "$TRAINSHIM" report "$tmp/$name.log" | grep '^step plan' > "$tmp/$name.plan" || true
+  echo "$name: $(cat "$tmp/$name.plan")"
 }
 run plan
 run noplan TRAINSHIM_ALLOC_STEP_PLAN=0
+grep -Eqx 'step plan +period [0-9]+ allocations, 100\.0% of [0-9]+ at their planned address; settled, 0 driver calls since' \
+  "$tmp/plan.plan" || { echo "the report's step plan line is not a settled plan's with no driver call since"; exit 1; }
+grep -qx 'step plan           off (TRAINSHIM_ALLOC_STEP_PLAN=0)' "$tmp/noplan.plan" ||
+  { echo "the report does not say the plan was off"; exit 1; }
 python3 - "$tmp/plan" "$tmp/noplan" <<'PY'
 import sys
 sys.path.insert(0, "tests/torch")

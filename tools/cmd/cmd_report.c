@@ -262,6 +262,33 @@ static void text_pool_devices(FILE *f, const struct stats *s)
     }
 }
 
+/* The expandable pools' step plans, when the records carry them: whether
+ * one formed and is in force, how many allocations found their planned
+ * address, and the driver calls since it settled (0 in a steady state). */
+static void text_plan(FILE *f, const struct tslog_pool_plan *pl)
+{
+    if (!pl->records)
+        return;
+    if (pl->off == pl->records) {
+        fprintf(f, "step plan           off (TRAINSHIM_ALLOC_STEP_PLAN=0)\n");
+        return;
+    }
+    if (!pl->adopted) {
+        fprintf(f, "step plan           none formed (no sequence of allocations over 2 MiB repeated)\n");
+        return;
+    }
+    uint64_t placed = pl->hits + pl->misses;
+    fprintf(f, "step plan           period %llu allocations, %.1f%% of %llu at their planned address; ",
+            (unsigned long long)pl->period, placed ? 100.0 * (double)pl->hits / (double)placed : 0.0,
+            (unsigned long long)placed);
+    if (pl->settled)
+        fprintf(f, "settled, %llu driver calls since\n", (unsigned long long)pl->calls_since_settled);
+    else if (pl->settling)
+        fprintf(f, "still settling at the end\n");
+    else
+        fprintf(f, "not in force at the end\n");
+}
+
 static void text_stats(FILE *f, const struct stats *s, const struct tslog *names)
 {
     char b1[32], b2[32];
@@ -285,6 +312,8 @@ static void text_stats(FILE *f, const struct stats *s, const struct tslog *names
                 (unsigned long long)s->pool_fence_calls);
         fprintf(f, "cache hits          %llu\n", (unsigned long long)s->pool_cache_hits);
         fprintf(f, "OOMs                %llu\n", (unsigned long long)s->pool_ooms);
+        if (s->pool_mode == TS_ALLOC_EXPANDABLE)
+            text_plan(f, &s->pool_plan);
     }
     fprintf(f, "allocations         %llu (%llu failed), %s requested\n", (unsigned long long)s->alloc_calls,
             (unsigned long long)s->alloc_failed, tslog_human_bytes(s->alloc_requested, b1, sizeof b1));
@@ -459,6 +488,22 @@ static void json_size_histogram(struct json *j, const struct stats *s)
     j_close(j, ']');
 }
 
+static void json_plan(struct json *j, const struct tslog_pool_plan *pl)
+{
+    if (!pl->records)
+        return;
+    j_open(j, "step_plan", '{');
+    j_bool(j, "enabled", pl->off < pl->records);
+    j_u64(j, "adopted", pl->adopted);
+    j_u64(j, "period", pl->period);
+    j_u64(j, "planned_hits", pl->hits);
+    j_u64(j, "planned_misses", pl->misses);
+    j_u64(j, "pools_settled", pl->settled);
+    j_u64(j, "pools_settling", pl->settling);
+    j_u64(j, "driver_calls_since_settled", pl->calls_since_settled);
+    j_close(j, '}');
+}
+
 static void json_memory(struct json *j, const struct stats *s, uint64_t max_rank_peak, bool total)
 {
     j_open(j, "memory", '{');
@@ -472,6 +517,7 @@ static void json_memory(struct json *j, const struct stats *s, uint64_t max_rank
         j_u64(j, "fence_calls", s->pool_fence_calls);
         j_u64(j, "cache_hits", s->pool_cache_hits);
         j_u64(j, "ooms", s->pool_ooms);
+        json_plan(j, &s->pool_plan);
         if (pool_devices(s) >= 2) {
             j_open(j, "pool_devices", '[');
             for (int d = 0; d < TSLOG_POOL_DEVS; d++) {

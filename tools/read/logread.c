@@ -2,6 +2,7 @@
 #include "read/logread.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -147,6 +148,23 @@ static const char *read_api_names(struct tslog *log, const unsigned char *rec, u
     return NULL;
 }
 
+static void read_pool_plan(struct tslog_pool_plan *pl, const struct ts_rec_pool_stats *p, uint32_t len)
+{
+    if (len < offsetof(struct ts_rec_pool_stats, reserved1))
+        return; /* a record from before the plan's fields */
+    pl->records++;
+    pl->off += p->plan_state == TS_POOL_PLAN_OFF;
+    pl->adopted += p->plan_adopted;
+    pl->hits += p->plan_hits;
+    pl->misses += p->plan_misses;
+    if (p->plan_adopted)
+        pl->period = p->plan_period;
+    pl->settled += p->plan_state == TS_POOL_PLAN_SETTLED;
+    pl->settling += p->plan_state == TS_POOL_PLAN_SETTLING;
+    if (p->plan_state == TS_POOL_PLAN_SETTLED)
+        pl->calls_since_settled += p->plan_calls_since_settled;
+}
+
 /* Keeps each device's record with the largest peak reserved and the sums
  * of those over devices. */
 static void read_pool_stats(struct tslog *log, const unsigned char *rec, uint32_t len)
@@ -159,6 +177,7 @@ static void read_pool_stats(struct tslog *log, const unsigned char *rec, uint32_
     log->pool_fence_calls += p.fence_calls;
     log->pool_cache_hits += p.cache_hits;
     log->pool_ooms += p.ooms;
+    read_pool_plan(&log->pool_plan, &p, len);
     if (p.device < 0 || p.device >= TSLOG_POOL_DEVS)
         return;
     struct tslog_pool_dev *d = &log->pool_dev[p.device];

@@ -83,6 +83,17 @@ struct tslog_pool_dev {
 };
 #define TSLOG_POOL_DEVS 64
 
+/* The step plans of the POOL_STATS records that carry them (records: how
+ * many; older logs have none; off: of pools that do not plan): counts
+ * summed over records, the period of the last one that had a plan, and how
+ * many records saw a plan in force,
+ * settled or settling, with the driver calls made since the settled ones
+ * settled. */
+struct tslog_pool_plan {
+    uint64_t records, off, adopted, hits, misses, period;
+    uint64_t settled, settling, calls_since_settled;
+};
+
 struct tslog {
     char *file; /* name given to the reader */
     uint64_t file_size;
@@ -146,6 +157,7 @@ struct tslog {
     int32_t pool_mode;     /* enum ts_alloc_mode of the last record */
     uint64_t pool_peak_reserved, pool_allocated_at_reserved_peak, pool_peak_allocated;
     uint64_t pool_driver_calls, pool_fence_calls, pool_cache_hits, pool_ooms;
+    struct tslog_pool_plan pool_plan;
     uint64_t n_pool_oom_records;
     /* TS_REC_TORCH_BACKEND: enum ts_torch_backend_case (0: none logged) and
      * the allocator configuration the program got */

@@ -41,6 +41,7 @@ struct stats {
      * pool existed (pool_records != 0) */
     uint64_t pool_records, pool_peak_reserved, pool_alloc_at_peak, pool_driver_calls, pool_fence_calls,
         pool_cache_hits, pool_ooms;
+    struct tslog_pool_plan pool_plan;
     int32_t pool_mode;
     const struct tslog *log; /* one log's stats: its call-site sections (report_sites.c) */
 };
