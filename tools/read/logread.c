@@ -2,9 +2,9 @@
 #include "read/logread.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,21 +148,37 @@ static const char *read_api_names(struct tslog *log, const unsigned char *rec, u
     return NULL;
 }
 
+void tslog_pool_plan_add(struct tslog_pool_plan *t, const struct tslog_pool_plan *s)
+{
+    t->records += s->records;
+    t->off += s->off;
+    t->adopted += s->adopted;
+    t->hits += s->hits;
+    t->misses += s->misses;
+    if (s->adopted)
+        t->period = s->period;
+    t->settled += s->settled;
+    t->settling += s->settling;
+    t->calls_since_settled += s->calls_since_settled;
+}
+
 static void read_pool_plan(struct tslog_pool_plan *pl, const struct ts_rec_pool_stats *p, uint32_t len)
 {
     if (len < offsetof(struct ts_rec_pool_stats, reserved1))
         return; /* a record from before the plan's fields */
-    pl->records++;
-    pl->off += p->plan_state == TS_POOL_PLAN_OFF;
-    pl->adopted += p->plan_adopted;
-    pl->hits += p->plan_hits;
-    pl->misses += p->plan_misses;
-    if (p->plan_adopted)
-        pl->period = p->plan_period;
-    pl->settled += p->plan_state == TS_POOL_PLAN_SETTLED;
-    pl->settling += p->plan_state == TS_POOL_PLAN_SETTLING;
-    if (p->plan_state == TS_POOL_PLAN_SETTLED)
-        pl->calls_since_settled += p->plan_calls_since_settled;
+    bool settled = p->plan_state == TS_POOL_PLAN_SETTLED;
+    struct tslog_pool_plan one = {
+        .records = 1,
+        .off = p->plan_state == TS_POOL_PLAN_OFF,
+        .adopted = p->plan_adopted,
+        .hits = p->plan_hits,
+        .misses = p->plan_misses,
+        .period = p->plan_period,
+        .settled = settled,
+        .settling = p->plan_state == TS_POOL_PLAN_SETTLING,
+        .calls_since_settled = settled ? p->plan_calls_since_settled : 0,
+    };
+    tslog_pool_plan_add(pl, &one);
 }
 
 /* Keeps each device's record with the largest peak reserved and the sums

@@ -86,13 +86,15 @@ struct tslog_pool_dev {
 /* The step plans of the POOL_STATS records that carry them (records: how
  * many; older logs have none; off: of pools that do not plan): counts
  * summed over records, the period of the last one that had a plan, and how
- * many records saw a plan in force,
- * settled or settling, with the driver calls made since the settled ones
- * settled. */
+ * many records saw a plan in force, settled or settling, with the driver
+ * calls made since the settled ones settled. */
 struct tslog_pool_plan {
     uint64_t records, off, adopted, hits, misses, period;
     uint64_t settled, settling, calls_since_settled;
 };
+/* Adds s's plans to t's (a record's to a log's, a log's to several
+ * ranks'): counts add, the last period with a plan stands. */
+void tslog_pool_plan_add(struct tslog_pool_plan *t, const struct tslog_pool_plan *s);
 
 struct tslog {
     char *file; /* name given to the reader */

@@ -306,21 +306,6 @@ int stats_analyze(struct tslog *log, struct stats *s)
     return rc ? -1 : 0;
 }
 
-/* Step plans of several runs (ranks): counts add, the last period stands. */
-static void plan_add(struct tslog_pool_plan *t, const struct tslog_pool_plan *s)
-{
-    t->records += s->records;
-    t->off += s->off;
-    t->adopted += s->adopted;
-    t->hits += s->hits;
-    t->misses += s->misses;
-    if (s->adopted)
-        t->period = s->period;
-    t->settled += s->settled;
-    t->settling += s->settling;
-    t->calls_since_settled += s->calls_since_settled;
-}
-
 int stats_add(struct stats *t, const struct stats *s)
 {
     t->peak_alloc += s->peak_alloc;
@@ -359,7 +344,7 @@ int stats_add(struct stats *t, const struct stats *s)
     t->pool_fence_calls += s->pool_fence_calls;
     t->pool_cache_hits += s->pool_cache_hits;
     t->pool_ooms += s->pool_ooms;
-    plan_add(&t->pool_plan, &s->pool_plan);
+    tslog_pool_plan_add(&t->pool_plan, &s->pool_plan);
     for (size_t i = 0; i < s->n_errs; i++)
         if (add_error(t, s->errs[i].api, s->errs[i].code, s->errs[i].count, s->errs[i].name))
             return -1;
