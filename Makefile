@@ -259,7 +259,7 @@ test: setup
 # ASAN_NVCCFLAGS, and programs a script builds itself get CC with the flags
 # and NVCC=tests/san/nvcc.sh.  Scripts that preload the shim into programs we
 # do not build (python3, /bin/true) stay out: they would test the sanitizer.
-ASAN_INTEGRATION ?= devmem_semantics devmem_streams devmem_faults devmem_capture devmem_peer devmem_multidev devmem_ptds \
+ASAN_INTEGRATION ?= devmem_semantics devmem_streams devmem_faults devmem_capture devmem_peer devmem_multidev devmem_current_device devmem_ptds \
                     devmem_fast devmem_ipc copy_semantics copy_hostcache copy_pool copy_pieces cupti_timeline compute_cupti \
                     interpose_ demo_differential nccl_multirank log_limits nccl_accounting devmem_driver_reset
 ASAN_INTEGRATION_PREFIXES := $(addprefix tests/integration/test_,$(ASAN_INTEGRATION))

@@ -23,9 +23,10 @@
     TS_OUTER_BEGIN(api);                                                                                     \
     uint64_t p_ = 0;                                                                                         \
     int d_ = -1;                                                                                             \
-    int a_ = outer_ && (out) ? ts_dev_alloc(size, stream_id, async, &p_, &d_) : TS_DEV_PASS;                 \
+    int a_ = outer_ && (out) ? ts_dev_alloc(size, stream_id, async, rt, &p_, &d_) : TS_DEV_PASS;             \
     if (a_ == TS_DEV_NO_CONTEXT)                                                                             \
-        a_ = (rt) && ts_rt_init_context() ? ts_dev_alloc(size, stream_id, async, &p_, &d_) : TS_DEV_PASS;    \
+        a_ =                                                                                                 \
+            (rt) && ts_rt_init_context() ? ts_dev_alloc(size, stream_id, async, rt, &p_, &d_) : TS_DEV_PASS; \
     ret r;                                                                                                   \
     if (a_ == TS_DEV_SERVED) {                                                                               \
         *(out) = (__typeof__(*(out)))(uintptr_t)p_;                                                          \
@@ -484,6 +485,76 @@ CUresult ts_body_cuStreamDestroy(int api, CUstream hStream)
 CUresult ts_body_cuCtxDestroy(int api, CUcontext ctx)
 {
     DM_DESTROYS_STREAMS(CUresult, cuCtxDestroy, api, (ctx), (void)0);
+}
+
+CUresult ts_body_cuCtxDetach(int api, CUcontext ctx)
+{
+    DM_DESTROYS_STREAMS(CUresult, cuCtxDetach, api, (ctx), (void)0);
+}
+
+/* ---- the current context ------------------------------------------------ */
+/* Whatever may change the calling thread's current context ends the current
+ * device kept for it (ts_current_device_kept): failed or not, nested or not
+ * (the runtime's cudaSetDevice reaches cuCtxSetCurrent through the hooks
+ * when the shim handed it its proc addresses), in passthrough too. */
+#define DM_SWITCHES_CONTEXT(ret, base, api, args)                                                            \
+    TS_HOOK_REAL(ret, base, api);                                                                            \
+    if (ts_likely(!ts_active())) {                                                                           \
+        ret r0_ = real_ args;                                                                                \
+        ts_current_context_changed();                                                                        \
+        return r0_;                                                                                          \
+    }                                                                                                        \
+    TS_OUTER_BEGIN(api);                                                                                     \
+    ret r = real_ args;                                                                                      \
+    ts_current_context_changed();                                                                            \
+    TS_OUTER_END(api, r);                                                                                    \
+    return r
+
+CUresult ts_body_cuCtxSetCurrent(int api, CUcontext ctx)
+{
+    DM_SWITCHES_CONTEXT(CUresult, cuCtxSetCurrent, api, (ctx));
+}
+
+CUresult ts_body_cuCtxPushCurrent_v2(int api, CUcontext ctx)
+{
+    DM_SWITCHES_CONTEXT(CUresult, cuCtxPushCurrent_v2, api, (ctx));
+}
+
+CUresult ts_body_cuCtxPopCurrent_v2(int api, CUcontext *pctx)
+{
+    DM_SWITCHES_CONTEXT(CUresult, cuCtxPopCurrent_v2, api, (pctx));
+}
+
+CUresult ts_body_cuCtxPushCurrent(int api, CUcontext ctx)
+{
+    DM_SWITCHES_CONTEXT(CUresult, cuCtxPushCurrent, api, (ctx));
+}
+
+CUresult ts_body_cuCtxPopCurrent(int api, CUcontext *pctx)
+{
+    DM_SWITCHES_CONTEXT(CUresult, cuCtxPopCurrent, api, (pctx));
+}
+
+CUresult ts_body_cuCtxCreate(int api, CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    DM_SWITCHES_CONTEXT(CUresult, cuCtxCreate, api, (pctx, flags, dev));
+}
+
+CUresult ts_body_cuCtxCreate_v2(int api, CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    DM_SWITCHES_CONTEXT(CUresult, cuCtxCreate_v2, api, (pctx, flags, dev));
+}
+
+CUresult ts_body_cuCtxCreate_v3(int api, CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                                unsigned int flags, CUdevice dev)
+{
+    DM_SWITCHES_CONTEXT(CUresult, cuCtxCreate_v3, api, (pctx, paramsArray, numParams, flags, dev));
+}
+
+CUresult ts_body_cuCtxCreate_v4(int api, CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
+                                unsigned int flags, CUdevice dev)
+{
+    DM_SWITCHES_CONTEXT(CUresult, cuCtxCreate_v4, api, (pctx, ctxCreateParams, flags, dev));
 }
 
 CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode)

@@ -64,6 +64,18 @@ CUresult ts_body_cuDevicePrimaryCtxReset(int api, CUdevice dev);
 CUresult ts_body_cuDevicePrimaryCtxRelease(int api, CUdevice dev);
 CUresult ts_body_cuStreamDestroy(int api, CUstream hStream);
 CUresult ts_body_cuCtxDestroy(int api, CUcontext ctx);
+CUresult ts_body_cuCtxDetach(int api, CUcontext ctx);
+CUresult ts_body_cuCtxSetCurrent(int api, CUcontext ctx);
+CUresult ts_body_cuCtxPushCurrent_v2(int api, CUcontext ctx);
+CUresult ts_body_cuCtxPopCurrent_v2(int api, CUcontext *pctx);
+CUresult ts_body_cuCtxPushCurrent(int api, CUcontext ctx);
+CUresult ts_body_cuCtxPopCurrent(int api, CUcontext *pctx);
+CUresult ts_body_cuCtxCreate(int api, CUcontext *pctx, unsigned int flags, CUdevice dev);
+CUresult ts_body_cuCtxCreate_v2(int api, CUcontext *pctx, unsigned int flags, CUdevice dev);
+CUresult ts_body_cuCtxCreate_v3(int api, CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                                unsigned int flags, CUdevice dev);
+CUresult ts_body_cuCtxCreate_v4(int api, CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
+                                unsigned int flags, CUdevice dev);
 CUresult ts_body_cuStreamBeginCapture_v2(int api, CUstream hStream, CUstreamCaptureMode mode);
 CUresult ts_body_cuStreamEndCapture(int api, CUstream hStream, CUgraph *phGraph);
 CUresult ts_body_cuStreamBeginCaptureToGraph(int api, CUstream hStream, CUgraph hGraph,

@@ -190,12 +190,31 @@ static void build_driver_list(void)
     }
 }
 
+/* The base names of the entry points that change which context is current,
+ * or destroy one: a pointer to one of them handed out unwrapped makes calls
+ * no hook sees, and the current device kept per thread is given up for good
+ * (core/cuda_real.h ts_current_device_kept). */
+static const char *const context_switches[] = {
+    "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent",           "cuCtxCreate",
+    "cuCtxDestroy",    "cuCtxDetach",      "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxReset",
+};
+
+static void *unwrapped(const char *symbol, size_t n, void *p)
+{
+    for (size_t i = 0; i < sizeof context_switches / sizeof *context_switches; i++)
+        if (strlen(context_switches[i]) == n && strncmp(context_switches[i], symbol, n) == 0)
+            ts_current_device_unkept();
+    return p;
+}
+
 void *ts_wrap_driver_proc(const char *symbol, void *p)
 {
-    if (!p || !symbol || !ts_active())
+    if (!p || !symbol)
         return p;
-    pthread_once(&drv_once, build_driver_list);
     size_t n = base_len(symbol);
+    if (!ts_active())
+        return unwrapped(symbol, n, p);
+    pthread_once(&drv_once, build_driver_list);
     for (int k = 0; k < drv_count; k++) {
         int api = drv_ids[k];
         if (drv_base_len[k] != n || strncmp(ts_api_name(api), symbol, n) != 0)
@@ -205,5 +224,5 @@ void *ts_wrap_driver_proc(const char *symbol, void *p)
         if (ts_real(api) == p)
             return ts_hook_addr[api];
     }
-    return p;
+    return unwrapped(symbol, n, p);
 }

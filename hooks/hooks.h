@@ -31,6 +31,9 @@
 #undef cuDevicePrimaryCtxRelease
 #undef cuStreamDestroy
 #undef cuCtxDestroy
+#undef cuCtxCreate
+#undef cuCtxPushCurrent
+#undef cuCtxPopCurrent
 
 /* cublasHgemm* take __half, which C sees only as a struct tag (the header
  * declares them for C++ only; same ABI: a pointer). */

@@ -276,11 +276,20 @@ static inline cudaError_t ts_body_cudaGetDeviceProperties(int api, struct cudaDe
     return r;
 }
 
+/* It ends the current device kept for the thread (ts_current_device_kept),
+ * in passthrough too: the runtime may switch the context without a driver
+ * call the hooks see. */
 static inline cudaError_t ts_body_cudaSetDevice(int api, int device)
 {
-    TS_HOOK_PROLOGUE(cudaError_t, cudaSetDevice, api, (device));
+    TS_HOOK_REAL(cudaError_t, cudaSetDevice, api);
+    if (ts_unlikely(!ts_active())) {
+        cudaError_t r0 = real_(device);
+        ts_current_context_changed();
+        return r0;
+    }
     TS_OUTER_BEGIN(api);
     cudaError_t r = real_(device);
+    ts_current_context_changed();
     if (outer_ && r == cudaSuccess)
         ts_note_device(device);
     TS_OUTER_END(api, r);

@@ -53,6 +53,22 @@ static inline void *ts_cuda_real(int id)
 /* Device of the calling thread's current context (-1 if none), asked of the
  * real driver (cuCtxGetDevice). */
 int ts_current_device(void);
+/* The same, kept per thread between the calls that can change it: for the
+ * runtime API's allocations only (cudaMalloc, cudaMallocAsync on a default
+ * stream), made by the program at the outermost level, where nothing of the
+ * shim's own has a context pushed.  The driver is asked again after
+ *   - ts_current_context_changed() on this thread (the hooks of
+ *     cudaSetDevice and the driver's context set/push/pop/create calls);
+ *   - ts_streams_destroyed() on any thread (a context or device destroyed);
+ * and always once ts_current_device_unkept() was called: an entry point that
+ * changes contexts was handed out where no hook sees its calls (a driver's
+ * proc address that is not its export), so no kept answer can be trusted.
+ * A library's own runtime (statically linked: NCCL's) switches devices
+ * unseen, but restores them before it returns, and allocates through the
+ * driver API, which always asks (ts_current_device). */
+int ts_current_device_kept(void);
+void ts_current_context_changed(void);
+void ts_current_device_unkept(void);
 /* The default streams (0, cudaStreamLegacy, cudaStreamPerThread): handles
  * that name the current context's stream, not a stream of their own. */
 static inline bool ts_stream_is_default(uint64_t stream)
@@ -64,7 +80,8 @@ static inline bool ts_stream_is_default(uint64_t stream)
  * tell. */
 int ts_stream_device(uint64_t stream);
 /* Streams were destroyed (a stream, a context's, a device reset's): answers
- * ts_stream_device kept for their handles are forgotten. */
+ * ts_stream_device kept for their handles, and every thread's kept current
+ * device, are forgotten. */
 void ts_streams_destroyed(void);
 /* A created stream's context (cuStreamGetCtx): NULL for a default stream
  * or one the driver names no context for. */

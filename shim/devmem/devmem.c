@@ -628,7 +628,15 @@ static bool alloc_off(void)
     return v;
 }
 
-int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int *devp)
+/* The device an allocation is for. */
+static int alloc_device(uint64_t stream, bool async, bool runtime)
+{
+    if (async && !ts_stream_is_default(stream))
+        return ts_stream_device(stream);
+    return runtime ? ts_current_device_kept() : ts_current_device();
+}
+
+int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, bool runtime, uint64_t *ptr, int *devp)
 {
     *ptr = 0;
     *devp = -1;
@@ -636,7 +644,7 @@ int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int 
         return TS_DEV_PASS;
     /* cudaMallocAsync: "the memory pool associated with the stream's device",
      * whichever device is current */
-    int dev = async ? ts_stream_device(stream) : ts_current_device();
+    int dev = alloc_device(stream, async, runtime);
     *devp = dev;
     if (dev < 0)
         return TS_DEV_NO_CONTEXT;

@@ -34,8 +34,10 @@ enum ts_dev_answer { TS_DEV_PASS = 0, TS_DEV_SERVED = 1, TS_DEV_OOM = 2, TS_DEV_
  * 0x2 per-thread). */
 /* *dev: the device of the calling thread's context, asked once here so that
  * the hook's event need not ask again (-1 when not asked or none).  Only
- * the hooks' active path calls it (ts_active() was just true). */
-int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, uint64_t *ptr, int *dev);
+ * the hooks' active path calls it (ts_active() was just true).  runtime: a
+ * runtime API call of the program, whose current device may be the answer
+ * kept per thread (ts_current_device_kept); the driver API's always asks. */
+int ts_dev_alloc(uint64_t size, uint64_t stream, bool async, bool runtime, uint64_t *ptr, int *dev);
 /* async: cudaFreeAsync on `stream` (reusable at once on that stream, on others
  * after a fence); otherwise cudaFree semantics (reusable after fences on every
  * stream the process uses).  TS_DEV_INVALID: inside the pool's memory but not

@@ -103,6 +103,7 @@ static void do_init(void)
     emu_cfg.nvlink_gbps = env_double("EMU_LINK_GBPS", 0);
     emu_cfg.host_link_gbps = env_double("EMU_HOST_LINK_GBPS", emu_cfg.pinned_gbps);
     emu_cfg.host_vmm = env_ll("EMU_HOST_VMM", 1) != 0;
+    emu_cfg.proc_internal = env_ll("EMU_PROC_INTERNAL", 0) != 0;
     const char *trace = getenv("EMU_LINK_TRACE");
     emu_cfg.link_trace_fd = trace && *trace ? open(trace, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
     const char *name = getenv("EMU_DEVICE_NAME");

@@ -22,6 +22,29 @@ static void *export_address(const char *name)
     return NULL;
 }
 
+/* EMU_PROC_INTERNAL=1: the context calls are answered with entry points of
+ * their own, not the exported symbols' addresses, as a real driver may hand
+ * out its internal functions; what interposes on the exports does not see
+ * calls made through them. */
+static CUresult internal_ctx_set_current(CUcontext c) { return cuCtxSetCurrent(c); }
+static CUresult internal_ctx_push_current(CUcontext c) { return cuCtxPushCurrent_v2(c); }
+static CUresult internal_ctx_pop_current(CUcontext *c) { return cuCtxPopCurrent_v2(c); }
+static const struct emu_proc internal_procs[] = {
+    { "cuCtxSetCurrent", (void *)internal_ctx_set_current },
+    { "cuCtxPushCurrent_v2", (void *)internal_ctx_push_current },
+    { "cuCtxPopCurrent_v2", (void *)internal_ctx_pop_current },
+    { NULL, NULL },
+};
+
+static void *internal_address(const char *name, void *exported)
+{
+    emu_init();
+    if (!emu_cfg.proc_internal) return exported;
+    for (const struct emu_proc *p = internal_procs; p->name; p++)
+        if (strcmp(p->name, name) == 0) return p->fn;
+    return exported;
+}
+
 /* The driver reports 13000 (cuDriverGetVersion): a caller built for a newer
  * CUDA gets CUDA_ERROR_INVALID_VALUE, as documented. */
 #define EMU_DRIVER_VERSION 13000
@@ -39,7 +62,7 @@ static CUresult proc_resolve(const char *symbol, void **pfn, int cudaVersion, cu
      * by cuda.h's inline cuGetProcAddress_v2_ptsz, before the call. */
     const char *name = emu_proc_select(symbol, cudaVersion,
                                        (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, &st);
-    void *fn = name ? export_address(name) : NULL;
+    void *fn = name ? internal_address(name, export_address(name)) : NULL;
     /* Emulator extension: the emu* control API, and an export's full name
      * ("cuMemcpyHtoD_v2_ptds"), resolve to themselves. */
     if (!fn && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND && (fn = export_address(symbol)))

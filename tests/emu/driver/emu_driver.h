@@ -38,6 +38,7 @@ struct emu_config {
     double nvlink_gbps;        /* EMU_LINK_GBPS (0): NCCL/peer simulated link */
     double host_link_gbps;     /* EMU_HOST_LINK_GBPS (EMU_PINNED_GBPS): device access to host-located VMM pages */
     bool host_vmm;             /* EMU_HOST_VMM (1): host-located cuMemCreate supported */
+    bool proc_internal;        /* EMU_PROC_INTERNAL (0): cuGetProcAddress hands out internal entry points */
     int link_trace_fd;         /* EMU_LINK_TRACE (-1): each host-link charge appended as a line */
     char device_name[256];     /* EMU_DEVICE_NAME ("NVIDIA H100 80GB HBM3") */
 };
