@@ -13,8 +13,10 @@
 # thread's own CPU time, after CHURN_WARM untimed iterations that bring back
 # into the caches what the other processes' rounds evicted (a process with
 # the larger working set would otherwise pay more for the interleaving
-# itself).  A process's speed also varies from one start to the next, so
-# this is done with CHURN_SETS sets of four fresh processes.  The ratio
+# itself).  A process's speed also varies from one start to the next (a
+# set's median alone by up to +-0.05 here), so this is done with CHURN_SETS
+# sets of four fresh processes (8: about a minute; with 3, the whole figure
+# varied by +-0.03 from one invocation to the next).  The ratio
 # printed is the median, over every round of every set, of the round's
 # trainshim figure against the native round next to it: the same work,
 # measured within milliseconds of its baseline; each set's own median
@@ -24,7 +26,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${B:-build}
-SETS=${CHURN_SETS:-3}
+SETS=${CHURN_SETS:-8}
 ROUNDS=${CHURN_ROUNDS:-60}
 ITERS=${CHURN_ITERS:-1000}
 WARM=${CHURN_WARM:-500}
