@@ -341,22 +341,28 @@ cudaError_t ts_dm_cudaDeviceReset(int api)
     TS_OBSERVE_BODY(ret, base, api, args,                                                                    \
                     if (outer_ && r == (ok) && (out)) ts_dev_stream_created((uint64_t)(uintptr_t) * (out)))
 
-/* Whatever destroys streams (a stream, a context, active or not) ends the
- * answers kept for their handles, which the driver may give out again
- * (ts_streams_destroyed). */
-#define DM_DESTROYS_STREAMS(ret, base, api, args, before)                                                    \
+/* A hook whose `always` statement follows the real call whether the shim is
+ * active or not, outermost or nested, failed or not; `before` precedes the
+ * call of an outermost or nested active one. */
+#define DM_THEN_ALWAYS(ret, base, api, args, before, always)                                                 \
     TS_HOOK_REAL(ret, base, api);                                                                            \
     if (ts_likely(!ts_active())) {                                                                           \
         ret r0_ = real_ args;                                                                                \
-        ts_streams_destroyed();                                                                              \
+        always;                                                                                              \
         return r0_;                                                                                          \
     }                                                                                                        \
     TS_OUTER_BEGIN(api);                                                                                     \
     before;                                                                                                  \
     ret r = real_ args;                                                                                      \
-    ts_streams_destroyed();                                                                                  \
+    always;                                                                                                  \
     TS_OUTER_END(api, r);                                                                                    \
     return r
+
+/* Whatever destroys streams (a stream, a context, active or not) ends the
+ * answers kept for their handles, which the driver may give out again
+ * (ts_streams_destroyed). */
+#define DM_DESTROYS_STREAMS(ret, base, api, args, before)                                                    \
+    DM_THEN_ALWAYS(ret, base, api, args, before, ts_streams_destroyed())
 
 #define DM_STREAM_DESTROY(ret, base, api, stream)                                                            \
     DM_DESTROYS_STREAMS(ret, base, api, (stream),                                                            \
@@ -498,17 +504,7 @@ CUresult ts_body_cuCtxDetach(int api, CUcontext ctx)
  * (the runtime's cudaSetDevice reaches cuCtxSetCurrent through the hooks
  * when the shim handed it its proc addresses), in passthrough too. */
 #define DM_SWITCHES_CONTEXT(ret, base, api, args)                                                            \
-    TS_HOOK_REAL(ret, base, api);                                                                            \
-    if (ts_likely(!ts_active())) {                                                                           \
-        ret r0_ = real_ args;                                                                                \
-        ts_current_context_changed();                                                                        \
-        return r0_;                                                                                          \
-    }                                                                                                        \
-    TS_OUTER_BEGIN(api);                                                                                     \
-    ret r = real_ args;                                                                                      \
-    ts_current_context_changed();                                                                            \
-    TS_OUTER_END(api, r);                                                                                    \
-    return r
+    DM_THEN_ALWAYS(ret, base, api, args, (void)0, ts_current_context_changed())
 
 CUresult ts_body_cuCtxSetCurrent(int api, CUcontext ctx)
 {

@@ -21,6 +21,7 @@
 #include "emu/emu.h"
 
 #include "check.h"
+#include "reexec.h"
 
 #define ROUNDS 40
 #define BYTES ((size_t)3 << 20)
@@ -194,12 +195,7 @@ static void reused_handles(void)
 int main(int argc, char **argv)
 {
     (void)argc;
-    if (!getenv("EMU_DEVICES")) {
-        setenv("EMU_DEVICES", "2", 1); /* run by tests/run.sh directly */
-        execv("/proc/self/exe", argv);
-        printf("FAIL: re-exec with EMU_DEVICES=2\n");
-        return 1;
-    }
+    reexec_with(argv, "EMU_DEVICES", "2"); /* run by tests/run.sh directly */
     int ndev = 0;
     CHECK(cudaGetDeviceCount(&ndev) == cudaSuccess && ndev >= 2, "two devices: %d", ndev);
     if (ndev < 2)

@@ -17,6 +17,7 @@
 #include "emu/emu.h"
 
 #include "check.h"
+#include "reexec.h"
 
 static char sum_id;
 static void sum_impl(void **args, const emu_launch *l)
@@ -41,13 +42,7 @@ static unsigned peer_flags(const void *ptr, int dev)
 int main(int argc, char **argv)
 {
     int pool = argc > 1 && !strcmp(argv[1], "pool");
-    if (!getenv("EMU_DEVICES")) {
-        /* run by tests/run.sh directly: the emulator needs two devices */
-        setenv("EMU_DEVICES", "2", 1);
-        execv("/proc/self/exe", argv);
-        printf("FAIL: re-exec with EMU_DEVICES=2\n");
-        return 1;
-    }
+    reexec_with(argv, "EMU_DEVICES", "2"); /* run by tests/run.sh directly */
     size_t sizes[3] = {sizeof(float *), sizeof(double *), sizeof(size_t)};
     if (emuRegisterKernel(&sum_id, NULL, sum_impl, 3, sizes) != 0) {
         printf("FAIL: emuRegisterKernel\n");
