@@ -68,6 +68,9 @@ check_probe() {
   fig memory_gib "$(kv "$l" mem_gib)" GiB
   fig sms "$(kv "$l" sms)"
   fig driver_version "$(kv "$l" driver)"
+  # context calls whose proc address is their export's: all of them, or the
+  # shim's current device kept per thread is off (hooks/dl.c)
+  fig proc_exports "$(kv "$l" proc_exports)"
   fig mode "$MODE"
   fig stacks "$(cat "$OUT/logs/build.deps" 2>/dev/null)"
 }

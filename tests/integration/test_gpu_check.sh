@@ -33,6 +33,8 @@ for n in ["copies", "demo", "alloc", "vmm", "copy_threads"]:
 for n in ["hostvmm", "torch_gpt", "torch_cost", "nccl", "torch_gpt_async", "replay", "hook_pair", "torch_mem",
           "torch_churn"]:
     assert st[n] == "NEEDS_DEVICE", (n, st[n])
+# the emulator answers cuGetProcAddress with its exports' addresses
+assert figs["probe"]["proc_exports"] == "7/7", figs["probe"]
 assert figs["semantics"]["bit-identical with/without shim"] == "yes"
 assert figs["demo"]["bit-identical losses + weights with/without shim"] == "yes"
 assert r["failed"] == [], r["failed"]
