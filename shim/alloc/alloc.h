@@ -137,8 +137,8 @@ typedef struct ts_plan_stats {
     uint64_t period, footprint;      /* of the latest plan: requests, bytes from its window's start */
     uint64_t hits, misses;           /* placements at the plan's address, or not */
     uint64_t suspends, resumes;      /* the program left the plan's pattern for a while, came back */
-    /* The pool's driver calls when the plan in force settled (settled set
-     * then; a drop clears it): the report's "driver calls since" */
+    /* The pool's driver calls when the plan in force settled (settled: it
+     * is past its transition): the report's "driver calls since" */
     uint64_t settled_calls;
     bool enabled, active, settled; /* enabled: the pool plans (cfg.step_plan) */
 } ts_plan_stats;

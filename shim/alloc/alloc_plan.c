@@ -187,7 +187,6 @@ static void plan_drop(ts_pool *p)
     pl->resync = NULL;
     p->move_keep = NULL;
     pl->st.drops++;
-    pl->st.settled = false;
     note_settled(p);
 }
 
@@ -734,7 +733,6 @@ static void plan_settle(ts_pool *p)
 {
     ts_plan *pl = p->plan;
     pl->transition = false;
-    pl->st.settled = true;
     pl->st.settled_calls = p->driver_calls;
     note_settled(p);
 }
@@ -1192,5 +1190,6 @@ void ts_plan_stats_get(const ts_pool *p, ts_plan_stats *o)
         *o = p->plan->st;
         o->enabled = true;
         o->active = p->plan->period != 0;
+        o->settled = o->active && !p->plan->transition;
     }
 }
