@@ -28,7 +28,7 @@
 #include "emu/emu.h"
 
 #include "check.h"
-#include "reexec.h"
+#include "two_devices.h"
 
 /* the CUDA 3.2 names, which cuda.h maps onto their _v2 */
 #undef cuCtxPushCurrent
@@ -169,10 +169,7 @@ static void count_asks(const char *path)
 int main(int argc, char **argv)
 {
     (void)argc;
-    reexec_with(argv, "EMU_DEVICES", "2"); /* run by tests/run.sh directly */
-    int ndev = 0;
-    CHECK(cudaGetDeviceCount(&ndev) == cudaSuccess && ndev >= 2, "two devices: %d", ndev);
-    if (ndev < 2)
+    if (!two_devices(argv))
         return 1;
     CHECK(cudaFree(NULL) == cudaSuccess, "runtime init");
     for (int dev = 0; dev < 2; dev++)

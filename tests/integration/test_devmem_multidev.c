@@ -21,7 +21,7 @@
 #include "emu/emu.h"
 
 #include "check.h"
-#include "reexec.h"
+#include "two_devices.h"
 
 #define ROUNDS 40
 #define BYTES ((size_t)3 << 20)
@@ -195,10 +195,7 @@ static void reused_handles(void)
 int main(int argc, char **argv)
 {
     (void)argc;
-    reexec_with(argv, "EMU_DEVICES", "2"); /* run by tests/run.sh directly */
-    int ndev = 0;
-    CHECK(cudaGetDeviceCount(&ndev) == cudaSuccess && ndev >= 2, "two devices: %d", ndev);
-    if (ndev < 2)
+    if (!two_devices(argv))
         return 1;
     size_t sizes[3] = { sizeof(void *), sizeof(size_t), sizeof(int) };
     if (emuRegisterKernel(&late_fill_id, NULL, late_fill_impl, 3, sizes) != 0) {

@@ -17,7 +17,7 @@
 #include "emu/emu.h"
 
 #include "check.h"
-#include "reexec.h"
+#include "two_devices.h"
 
 static char sum_id;
 static void sum_impl(void **args, const emu_launch *l)
@@ -42,15 +42,13 @@ static unsigned peer_flags(const void *ptr, int dev)
 int main(int argc, char **argv)
 {
     int pool = argc > 1 && !strcmp(argv[1], "pool");
-    reexec_with(argv, "EMU_DEVICES", "2"); /* run by tests/run.sh directly */
+    if (!two_devices(argv))
+        return 1;
     size_t sizes[3] = {sizeof(float *), sizeof(double *), sizeof(size_t)};
     if (emuRegisterKernel(&sum_id, NULL, sum_impl, 3, sizes) != 0) {
         printf("FAIL: emuRegisterKernel\n");
         return 1;
     }
-    int ndev = 0;
-    CHECK(cudaGetDeviceCount(&ndev) == cudaSuccess && ndev >= 2, "two devices (EMU_DEVICES=2): %d", ndev);
-    if (ndev < 2) return 1;
     const size_t n = (size_t)1 << 20, bytes = n * sizeof(float);
     float *ones = malloc(bytes), *back = malloc(bytes);
     for (size_t i = 0; i < n; i++) ones[i] = 1.0f;
