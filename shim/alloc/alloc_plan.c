@@ -1047,15 +1047,24 @@ static uint64_t place_in_run(ts_pool *p, int kind, uint64_t start, uint64_t end,
 }
 
 /* The start of the lowest range from `from` up that can be taken, or
- * UINT64_MAX.  For a planned block, a range that would leave a hole
- * smaller than TS_PLAN_MIN below the next block in use is passed over
- * while a higher one fits exactly or leaves more: no planned block fits
- * such a hole, so it would stay empty with its pages mapped while its
- * neighbours live (with random batch shapes, some forty of them at the
- * peak).  The lowest such range is taken when no other fits below the top. */
+ * UINT64_MAX.  For a planned block, a range between blocks in use that it
+ * fills exactly comes first, wherever it lies: a block of the same shape
+ * freed before it (the layer before's temporaries, the step before's
+ * gradients) leaves room that nothing else fits as well, while the lowest
+ * range may be a larger hole that it would cut, leaving a remainder no
+ * later request fits until its neighbours die, the pages at both its ends
+ * mapped.  Random-length GPT-2-small (8 seeds, `trainshim replay`): peak
+ * reserved 1.0046x its allocated peak on average before (worst 1.0077),
+ * 1.0038x after (worst 1.0064), each seed as good or better.  A range
+ * that would leave a hole smaller than TS_PLAN_MIN below the next block
+ * in use is passed over while a higher one fits or leaves more: no
+ * planned block fits such a hole, so it would stay empty with its pages
+ * mapped while its neighbours live (with random batch shapes, some forty
+ * of them at the peak).  The lowest such range is taken when no other fits
+ * below the top. */
 static uint64_t lowest_range(ts_pool *p, int kind, uint64_t from, uint64_t rsize, uint64_t stream)
 {
-    uint64_t start = 0, holed = UINT64_MAX;
+    uint64_t start = 0, holed = UINT64_MAX, lowest = UINT64_MAX;
     bool run = false;
     for (ts_block *b = p->arena[kind].first; b; b = b->next) {
         if (takeable(p, b, stream) && b->addr + b->size > from) {
@@ -1063,11 +1072,16 @@ static uint64_t lowest_range(ts_pool *p, int kind, uint64_t from, uint64_t rsize
                 start = b->addr > from ? b->addr : from, run = true;
             continue;
         }
-        uint64_t at = run ? place_in_run(p, kind, start, b->addr, rsize, &holed) : UINT64_MAX;
-        if (at != UINT64_MAX)
-            return at;
+        if (run && kind == TS_KIND_PLANNED && b->addr - start == rsize)
+            return start;
+        if (run && lowest == UINT64_MAX)
+            lowest = place_in_run(p, kind, start, b->addr, rsize, &holed);
+        if (lowest != UINT64_MAX && kind != TS_KIND_PLANNED)
+            return lowest;
         run = false;
     }
+    if (lowest != UINT64_MAX)
+        return lowest;
     if (holed != UINT64_MAX)
         return holed;
     if (!run)

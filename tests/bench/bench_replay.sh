@@ -6,9 +6,10 @@
 # snapshot): the memory figure of issue #4 (target ratio <= 1.005).  Mode
 # off reserves exactly what cudaMalloc was asked for (the driver's own
 # rounding is not modelled), so its ratio is 1 by construction.  Expandable
-# runs twice: with --slack 0 (the replay's default: idle pages move whenever
-# that saves memory, a trace being one step) and --slack none (the shim's
-# default: idle pages stay mapped for the next step, no moves below the limit).
+# runs three times: with --slack 0 (the replay's default: idle pages move
+# whenever that saves memory, a trace being one step), --slack none (idle
+# pages stay mapped, no moves below the limit) and --slack plan (the shim's
+# default: the step plan, idle pages moving until one settles).
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
@@ -22,7 +23,7 @@ status=0
 for t in "${traces[@]}"; do
   echo "$(basename "$t") (tensor level; provider cuda = the emulated driver, fake = in-process)"
   printf '  %-34s %14s %14s %8s %5s %12s %9s %s\n' mode "peak reserved" "peak alloc" ratio ooms "driver calls" "ns/op" provider
-  for spec in expandable "expandable --slack none" caching off; do
+  for spec in expandable "expandable --slack none" "expandable --slack plan" caching off; do
     mode=${spec%% *}
     if ! out=$("$bin" replay "$t" --mode $spec --json 2>/dev/null); then
       echo "  $spec: replay failed" >&2; status=1; continue

@@ -96,6 +96,7 @@ def main():
         p.add_argument(f"--{name}", type=int, default=default)
     p.add_argument("--device", default="cuda")
     p.add_argument("--random-seq", type=int, default=0)
+    p.add_argument("--length-seed", type=int, default=2, help="the random lengths' generator seed")
     p.add_argument("--vmm-calls", action="store_true")
     p.add_argument("--eval-every", type=int, default=0, help="an evaluation pass after every N steps")
     a = p.parse_args()
@@ -110,7 +111,7 @@ def main():
     print("dims", json.dumps(dims), flush=True)
     if a.device.startswith("cuda"):
         print("backend", torch.cuda.get_allocator_backend(), flush=True)
-    lengths = torch.Generator().manual_seed(2)
+    lengths = torch.Generator().manual_seed(a.length_seed)
     for step in range(a.steps):
         t = a.seq
         if a.random_seq:

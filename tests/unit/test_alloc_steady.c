@@ -5,7 +5,8 @@
  * calls while it warms up and none once settled (its peak reserved / peak
  * allocated is printed); idle pages are unmapped past
  * cfg.idle_release_ns and not before; at the memory limit growth moves idle
- * pages' handles instead of failing; a plan interrupted by an evaluation
+ * pages' handles instead of failing; before a plan, a block takes a range
+ * it fills exactly before a lower one it would cut; a plan interrupted by an evaluation
  * pass resumes after it; ts_pool_check holds throughout. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -406,6 +407,39 @@ static void no_small_holes(void)
     finish(p, f);
 }
 
+/* Before a plan, a planned block takes a range it fills exactly, higher
+ * up, before the lowest range that fits (which it would cut, leaving a
+ * remainder that only a smaller block fits): the next request, of the
+ * lowest range's size, then finds it whole instead of going above every
+ * block in use.  (Sizes in half MiB, none of whole pages.) */
+static void exact_fit_first(void)
+{
+    ts_fake_provider *f;
+    ts_pool *p = mk(&f, 1024 * MiB, 0, 0, TS_GROW_STEP_PLAN);
+    ts_pool_stream_add(p, STREAM);
+    static const uint64_t half_mib[] = { 19, 21, 19, 9, 19 };
+    const uint64_t H = MiB / 2;
+    uint64_t b[5], x, y;
+    for (int i = 0; i < 5; i++)
+        CHECK(ts_pool_alloc(p, half_mib[i] * H, STREAM, 0, &b[i]) == TS_ALLOC_OK, "block %d", i);
+    CHECK(b[1] == b[0] + 19 * H && b[3] == b[2] + 19 * H, "blocks not side by side");
+    ts_pool_free(p, b[1], STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_free(p, b[3], STREAM, TS_FF_STREAM_ORDERED);
+    CHECK(ts_pool_alloc(p, 9 * H, STREAM, 0, &x) == TS_ALLOC_OK, "x");
+    CHECK(x == b[3], "a 4.5 MiB block went to +%lu half MiB, not to the 4.5 MiB range at +%lu (the lowest, "
+          "10.5 MiB at +%lu, it would cut)", (unsigned long)((x - b[0]) / H), (unsigned long)((b[3] - b[0]) / H),
+          (unsigned long)((b[1] - b[0]) / H));
+    CHECK(ts_pool_alloc(p, 21 * H, STREAM, 0, &y) == TS_ALLOC_OK, "y");
+    CHECK(y == b[1], "a 10.5 MiB block went to +%lu half MiB, not to the 10.5 MiB range at +%lu",
+          (unsigned long)((y - b[0]) / H), (unsigned long)((b[1] - b[0]) / H));
+    check(p, "exact fit first");
+    for (int i = 0; i < 5; i += 2)
+        ts_pool_free(p, b[i], STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_free(p, x, STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_free(p, y, STREAM, TS_FF_STREAM_ORDERED);
+    finish(p, f);
+}
+
 /* Before a plan, a planned block of whole pages starts on a page boundary
  * (the 5 MiB block before it leaves its last page part empty), so that
  * freeing it leaves whole pages idle, which can move, where a block across
@@ -504,6 +538,7 @@ int main(void)
     eval_between_steps();
     layer_plan_bounded();
     no_small_holes();
+    exact_fit_first();
     whole_pages_aligned();
     idle_threshold(0);
     /* well above a tick of the coarse clock the pool reads (4-10 ms) */

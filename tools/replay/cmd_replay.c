@@ -43,7 +43,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: trainshim replay FILE [--level tensor|segment] [--device N] [--capacity BYTES]\n"
                "                        [--mode expandable|caching|off] [--limit BYTES]\n"
-               "                        [--provider auto|cuda|fake] [--json] [--slack PCT|none]\n"
+               "                        [--provider auto|cuda|fake] [--json] [--slack PCT|none|plan]\n"
                "                        [--device-memory BYTES [--offload]]\n");
 }
 
@@ -333,11 +333,15 @@ static int parse_args(int argc, char **argv, rp_opts *o)
         } else if (!strcmp(a, "--slack") && v) {
             /* expandable growth budget: PCT over the allocated peak, then
              * idle pages move; 0 (default) moves whenever one is safe: a
-             * trace is one step, with no steady state to keep pages for */
+             * trace is one step, with no steady state to keep pages for;
+             * none: unbounded; plan: the shim's default, the step plan with
+             * growth bounded until it settles */
             char *end = NULL;
-            unsigned long pct = strcmp(v, "none") ? strtoul(v, &end, 10) : TS_GROW_UNBOUNDED;
-            if (end && (*end || end == v || pct >= TS_GROW_UNBOUNDED)) {
-                fprintf(stderr, "trainshim: error: bad --slack '%s': a percentage or none\n", v);
+            unsigned long pct = !strcmp(v, "none")   ? TS_GROW_UNBOUNDED
+                                : !strcmp(v, "plan") ? TS_GROW_STEP_PLAN
+                                                     : strtoul(v, &end, 10);
+            if (end && (*end || end == v || pct >= TS_GROW_STEP_PLAN)) {
+                fprintf(stderr, "trainshim: error: bad --slack '%s': a percentage, none or plan\n", v);
                 return 2;
             }
             o->slack = (uint32_t)pct;
@@ -602,7 +606,8 @@ int cmd_replay(int argc, char **argv)
                            .device = o.device,
                            .capacity = prov.capacity,
                            .memory_limit = o.limit,
-                           .grow_slack_pct = o.slack };
+                           .grow_slack_pct = o.slack,
+                           .step_plan = o.slack == TS_GROW_STEP_PLAN };
     int st;
     ts_pool *pool = ts_pool_create(&cfg, prov.table, &st);
     if (!pool) {
