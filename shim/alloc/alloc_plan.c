@@ -14,8 +14,9 @@
  *
  * The plan covers every block over TS_PLAN_MIN (the kind TS_KIND_PLANNED,
  * an arena of its own; smaller ones stay in the thread caches' reach).
- * Before a plan, such blocks go to the lowest free range (one of whole
- * pages on a page boundary, place_in_run) and idle pages
+ * Before a plan, such blocks go to a free range they fill exactly, else
+ * the lowest free range not kept for a size asked for lately (one of whole
+ * pages on a page boundary, place_in_run; see lowest_range) and idle pages
  * move rather than new ones being made, so the first steps stay at their
  * allocated peak too; large blocks also go to their arena's lowest free
  * range then, so those that stay (parameters, optimizer state) lie
@@ -30,10 +31,11 @@
  * the earlier sequence that are all still live, it skips them, so the
  * second step is matched against the first and the plan is in force from
  * the third.  A streak of a whole period is checked (lifetimes) and
- * planned.  A request other than the plan's suspends a settled plan (a
- * pass of another kind between steps: best fit serves it) until the
- * program comes back to the pattern, and drops one still settling; too
- * many placements that find their range taken drop it too; best fit
+ * planned.  A request other than the plan's suspends the plan (a pass
+ * of another kind between steps: best fit serves it) until the program
+ * comes back to the pattern, one still settling too (dropping it would
+ * learn the pass's or a layer's pattern in its place); too many
+ * placements that find their range taken drop a settled plan; best fit
  * serves in the meantime.  Growth stays bounded (pages move rather than
  * new ones being made) until a plan settles and, for the first PLAN_WARMUP
  * allocations, while it is suspended: a small model's plan may be one
@@ -63,14 +65,16 @@
 #define PLAN_HT 4096
 #define PLAN_NCAND 8
 #define PLAN_LIVE UINT64_MAX
-#define PLAN_WARMUP 16384  /* allocations without a plan before growth is unbounded */
-#define PLAN_TRANSITION 4  /* periods a new plan may take to settle */
-#define PLAN_SKIP_MAX 1024 /* requests made once (workspaces, optimizer state) a skip passes */
-#define PLAN_SKIP_BACK 64  /* requests before a break that may have matched skipped ones */
-#define PLAN_SKIPS 4       /* skips a candidate may make */
-#define PLAN_RESYNC 8      /* requests matching the plan's in a row that resume it */
-#define PLAN_SUSPENDED 4   /* periods a suspended plan waits before any other may replace it */
-#define PLAN_LEFT_BACK 16  /* slots before where the program left the pattern it may come back at */
+#define PLAN_WARMUP 16384    /* allocations without a plan before growth is unbounded */
+#define PLAN_TRANSITION 4    /* periods a new plan may take to settle */
+#define PLAN_SKIP_MAX 1024   /* requests made once (workspaces, optimizer state) a skip passes */
+#define PLAN_SKIP_BACK 64    /* requests before a break that may have matched skipped ones */
+#define PLAN_SKIPS 4         /* skips a candidate may make */
+#define PLAN_RESYNC 8        /* requests matching the plan's in a row that resume it */
+#define PLAN_SUSPENDED 4     /* periods a suspended plan waits before any other may replace it */
+#define PLAN_LEFT_BACK 16    /* slots before where the program left the pattern it may come back at */
+#define PLAN_ASKED_LOG 9     /* 512 sizes remembered with the request that last asked for them */
+#define PLAN_ASKED_LATELY 64 /* requests back that a size counts as asked for lately */
 
 typedef struct plan_rec {
     uint64_t rsize, stream, addr;
@@ -124,12 +128,30 @@ struct ts_plan {
         uint32_t first, count;
     } * resync;
     uint64_t resync_mask;
+    /* The sizes asked for, each with the last request that did (by a hash
+     * of the size, the later overwriting: asked_lately) */
+    struct {
+        uint64_t rsize, at;
+    } asked[1 << PLAN_ASKED_LOG];
     uint8_t *keep;  /* the pages the plan needs (plan_pages): moves take others first */
     ts_block *near; /* the block placed last: where the next walk starts */
     ts_plan_stats st;
 };
 
 static plan_rec *rec_at(ts_plan *pl, uint64_t o) { return &pl->ring[o & (PLAN_RING - 1)]; }
+
+static size_t asked_slot(uint64_t rsize)
+{
+    return (size_t)((rsize >> 9) * 0x9E3779B97F4A7C15ull >> (64 - PLAN_ASKED_LOG));
+}
+
+/* A request among the last PLAN_ASKED_LATELY asked for rsize bytes (as far
+ * as the table remembers: a size another overwrote counts as not asked). */
+static bool asked_lately(const ts_plan *pl, uint64_t rsize)
+{
+    const __typeof__(pl->asked[0]) *a = &pl->asked[asked_slot(rsize)];
+    return a->rsize == rsize && a->at + PLAN_ASKED_LATELY >= pl->n;
+}
 
 static bool same_request(const plan_rec *x, const plan_rec *y)
 {
@@ -912,6 +934,8 @@ void ts_plan_on_alloc(ts_pool *p, ts_block *b)
     ts_plan *pl = p->plan;
     uint64_t o = pl->n++;
     *rec_at(pl, o) = (plan_rec){ b->size, b->stream, b->addr, PLAN_LIVE };
+    pl->asked[asked_slot(b->size)].rsize = b->size;
+    pl->asked[asked_slot(b->size)].at = o;
     b->ord = o;
     detect(p, o);
     if (o >= PLAN_WARMUP)
@@ -1047,24 +1071,35 @@ static uint64_t place_in_run(ts_pool *p, int kind, uint64_t start, uint64_t end,
 }
 
 /* The start of the lowest range from `from` up that can be taken, or
- * UINT64_MAX.  For a planned block, a range between blocks in use that it
- * fills exactly comes first, wherever it lies: a block of the same shape
- * freed before it (the layer before's temporaries, the step before's
- * gradients) leaves room that nothing else fits as well, while the lowest
- * range may be a larger hole that it would cut, leaving a remainder no
- * later request fits until its neighbours die, the pages at both its ends
- * mapped.  Random-length GPT-2-small (8 seeds, `trainshim replay`): peak
- * reserved 1.0046x its allocated peak on average before (worst 1.0077),
- * 1.0038x after (worst 1.0064), each seed as good or better.  A range
- * that would leave a hole smaller than TS_PLAN_MIN below the next block
- * in use is passed over while a higher one fits or leaves more: no
- * planned block fits such a hole, so it would stay empty with its pages
- * mapped while its neighbours live (with random batch shapes, some forty
- * of them at the peak).  The lowest such range is taken when no other fits
- * below the top. */
+ * UINT64_MAX.  For a planned block:
+ * - A range between blocks in use that it fills exactly comes first,
+ *   wherever it lies: a block of the same shape freed before it (the layer
+ *   before's temporaries, the step before's gradients) leaves room that
+ *   nothing else fits as well, while the lowest range may be a larger hole
+ *   that it would cut, leaving a remainder no later request fits until its
+ *   neighbours die, the pages at both its ends mapped.
+ * - Before a plan, a range of a size asked for by one of the last
+ *   PLAN_ASKED_LATELY requests is kept for that size: a request of another
+ *   size passes it over (for a higher range or the top) while one fits.  A
+ *   transformer asks for its attention scores' size again a layer later,
+ *   and the layer's smaller activations would otherwise cut the hole the
+ *   scores before them left (with random batch lengths, one remainder per
+ *   layer, none of whole pages).  Not once a plan is in force: its
+ *   packing places the requests it knows, and the blocks its first period
+ *   misses with go above its window.
+ * - A range that would leave a hole smaller than TS_PLAN_MIN below the
+ *   next block in use is passed over while a higher one fits or leaves
+ *   more: no planned block fits such a hole, so it would stay empty with
+ *   its pages mapped while its neighbours live.  The lowest such range is
+ *   taken when no other fits below the top.
+ * Random-length GPT-2-small, live over 8 draws of the lengths: peak
+ * reserved 1.0048x its allocated peak on average before these (worst
+ * 1.0079), 1.0040x with exact ranges first (1.0066), 1.0024x with sizes
+ * kept too (1.0043); every draw as good or better. */
 static uint64_t lowest_range(ts_pool *p, int kind, uint64_t from, uint64_t rsize, uint64_t stream)
 {
     uint64_t start = 0, holed = UINT64_MAX, lowest = UINT64_MAX;
+    uint64_t kept = UINT64_MAX, kept_holed = UINT64_MAX; /* the lowest kept range that would do */
     bool run = false;
     for (ts_block *b = p->arena[kind].first; b; b = b->next) {
         if (takeable(p, b, stream) && b->addr + b->size > from) {
@@ -1072,23 +1107,34 @@ static uint64_t lowest_range(ts_pool *p, int kind, uint64_t from, uint64_t rsize
                 start = b->addr > from ? b->addr : from, run = true;
             continue;
         }
-        if (run && kind == TS_KIND_PLANNED && b->addr - start == rsize)
-            return start;
-        if (run && lowest == UINT64_MAX)
+        uint64_t len = run ? b->addr - start : 0;
+        run = false;
+        if (len && kind == TS_KIND_PLANNED) {
+            if (len == rsize)
+                return start;
+            if (lowest == UINT64_MAX && !p->plan->period && !getenv("X_NOKEEP")
+                && asked_lately(p->plan, len)) {
+                if (kept == UINT64_MAX)
+                    kept = place_in_run(p, kind, start, b->addr, rsize, &kept_holed);
+                continue;
+            }
+        }
+        if (len && lowest == UINT64_MAX)
             lowest = place_in_run(p, kind, start, b->addr, rsize, &holed);
         if (lowest != UINT64_MAX && kind != TS_KIND_PLANNED)
             return lowest;
-        run = false;
     }
     if (lowest != UINT64_MAX)
         return lowest;
     if (holed != UINT64_MAX)
         return holed;
+    if (kept == UINT64_MAX)
+        kept = kept_holed;
     if (!run)
-        return UINT64_MAX;
+        return kept;
     uint64_t top = p->arena[kind].base + p->arena[kind].size;
     start = whole_pages_start(p, kind, start, rsize);
-    return top >= start + rsize ? start : UINT64_MAX;
+    return top >= start + rsize ? start : kept;
 }
 
 /* Takes the lowest range from `from` up, once the fences are polled
@@ -1150,10 +1196,10 @@ int ts_plan_take(ts_pool *p, int kind, uint64_t rsize, uint64_t stream, ts_block
         pl->period_miss = 0;
     }
     if (!slot_is(s, rsize, stream)) {
-        /* the program left the pattern: a settled plan waits for it (this
+        /* the program left the pattern: the plan waits for it (this
          * request may be where the program left it, after a pass that
-         * looked like the pattern for a while) */
-        if (pl->transition || !pl->resync) {
+         * looked like the pattern for a while), one still settling too */
+        if (!pl->resync) {
             plan_drop(p);
             return TS_PROV_OOM;
         }

@@ -6,7 +6,8 @@
  * allocated is printed); idle pages are unmapped past
  * cfg.idle_release_ns and not before; at the memory limit growth moves idle
  * pages' handles instead of failing; before a plan, a block takes a range
- * it fills exactly before a lower one it would cut; a plan interrupted by an evaluation
+ * it fills exactly before a lower one it would cut, and passes over one of
+ * a size asked for lately; a plan interrupted by an evaluation
  * pass resumes after it; ts_pool_check holds throughout. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -372,6 +373,24 @@ static void layer_plan_bounded(void)
     finish(p, f);
 }
 
+/* More planned requests than the pool remembers sizes over (65 of 2.5
+ * MiB, a size the tests below ask for nowhere else), kept live in aged[]
+ * until age_free: before a plan, a free range of a size asked for lately
+ * is kept for that size (see kept_for_its_size), which these tests of
+ * other rules leave out. */
+#define AGE 65
+static void age_sizes(ts_pool *p, uint64_t *aged)
+{
+    for (int i = 0; i < AGE; i++)
+        CHECK(ts_pool_alloc(p, 5 * MiB / 2, STREAM, 0, &aged[i]) == TS_ALLOC_OK, "aging %d", i);
+}
+
+static void age_free(ts_pool *p, const uint64_t *aged)
+{
+    for (int i = 0; i < AGE; i++)
+        ts_pool_free(p, aged[i], STREAM, TS_FF_STREAM_ORDERED);
+}
+
 /* Before a plan, a planned block takes the lowest free range unless that
  * leaves a hole smaller than any planned block (under TS_PLAN_MIN) below
  * the next block in use, and a higher range fits exactly: the hole would
@@ -390,6 +409,8 @@ static void no_small_holes(void)
     for (int i = 0; i < 5; i++)
         CHECK(ts_pool_alloc(p, half_mib[i] * H, STREAM, 0, &b[i]) == TS_ALLOC_OK, "block %d", i);
     CHECK(b[1] == b[0] + 19 * H && b[3] == b[2] + 19 * H, "blocks not side by side");
+    uint64_t aged[AGE];
+    age_sizes(p, aged);
     ts_pool_free(p, b[1], STREAM, TS_FF_STREAM_ORDERED);
     ts_pool_free(p, b[3], STREAM, TS_FF_STREAM_ORDERED);
     CHECK(ts_pool_alloc(p, 9 * H, STREAM, 0, &x) == TS_ALLOC_OK, "x");
@@ -400,6 +421,7 @@ static void no_small_holes(void)
     CHECK(y == b[1], "with no exact range left, a 4.5 MiB block went to +%lu half MiB, not to the lowest fit +%lu",
           (unsigned long)((y - b[0]) / H), (unsigned long)((b[1] - b[0]) / H));
     check(p, "no small holes");
+    age_free(p, aged);
     for (int i = 0; i < 5; i += 2)
         ts_pool_free(p, b[i], STREAM, TS_FF_STREAM_ORDERED);
     ts_pool_free(p, x, STREAM, TS_FF_STREAM_ORDERED);
@@ -419,10 +441,11 @@ static void exact_fit_first(void)
     ts_pool_stream_add(p, STREAM);
     static const uint64_t half_mib[] = { 19, 21, 19, 9, 19 };
     const uint64_t H = MiB / 2;
-    uint64_t b[5], x, y;
+    uint64_t b[5], x, y, aged[AGE];
     for (int i = 0; i < 5; i++)
         CHECK(ts_pool_alloc(p, half_mib[i] * H, STREAM, 0, &b[i]) == TS_ALLOC_OK, "block %d", i);
     CHECK(b[1] == b[0] + 19 * H && b[3] == b[2] + 19 * H, "blocks not side by side");
+    age_sizes(p, aged);
     ts_pool_free(p, b[1], STREAM, TS_FF_STREAM_ORDERED);
     ts_pool_free(p, b[3], STREAM, TS_FF_STREAM_ORDERED);
     CHECK(ts_pool_alloc(p, 9 * H, STREAM, 0, &x) == TS_ALLOC_OK, "x");
@@ -433,10 +456,48 @@ static void exact_fit_first(void)
     CHECK(y == b[1], "a 10.5 MiB block went to +%lu half MiB, not to the 10.5 MiB range at +%lu",
           (unsigned long)((y - b[0]) / H), (unsigned long)((b[1] - b[0]) / H));
     check(p, "exact fit first");
+    age_free(p, aged);
     for (int i = 0; i < 5; i += 2)
         ts_pool_free(p, b[i], STREAM, TS_FF_STREAM_ORDERED);
     ts_pool_free(p, x, STREAM, TS_FF_STREAM_ORDERED);
     ts_pool_free(p, y, STREAM, TS_FF_STREAM_ORDERED);
+    finish(p, f);
+}
+
+/* Before a plan, a free range of a size asked for lately is kept for that
+ * size: a smaller block passes it over for the top (where the lowest fit
+ * would cut it) and the next request of its size finds it whole; once
+ * the size was last asked for long ago (AGE requests), the lowest fit
+ * takes it again.  (Sizes in half MiB, none of whole pages.) */
+static void kept_for_its_size(void)
+{
+    ts_fake_provider *f;
+    ts_pool *p = mk(&f, 1024 * MiB, 0, 0, TS_GROW_STEP_PLAN);
+    ts_pool_stream_add(p, STREAM);
+    const uint64_t H = MiB / 2;
+    uint64_t a, b, c, x, y, z, aged[AGE];
+    CHECK(ts_pool_alloc(p, 19 * H, STREAM, 0, &a) == TS_ALLOC_OK, "a");
+    CHECK(ts_pool_alloc(p, 21 * H, STREAM, 0, &b) == TS_ALLOC_OK, "b");
+    CHECK(ts_pool_alloc(p, 19 * H, STREAM, 0, &c) == TS_ALLOC_OK, "c");
+    CHECK(b == a + 19 * H && c == b + 21 * H, "blocks not side by side");
+    ts_pool_free(p, b, STREAM, TS_FF_STREAM_ORDERED);
+    CHECK(ts_pool_alloc(p, 5 * H, STREAM, 0, &x) == TS_ALLOC_OK, "x");
+    CHECK(x >= c + 19 * H, "a 2.5 MiB block cut the 10.5 MiB range just freed (at +%lu half MiB of it)",
+          (unsigned long)((x - b) / H));
+    CHECK(ts_pool_alloc(p, 21 * H, STREAM, 0, &y) == TS_ALLOC_OK, "y");
+    CHECK(y == b, "the next 10.5 MiB block went to +%lu half MiB, not to its range at +19",
+          (unsigned long)((y - a) / H));
+    age_sizes(p, aged);
+    ts_pool_free(p, y, STREAM, TS_FF_STREAM_ORDERED);
+    CHECK(ts_pool_alloc(p, 5 * H, STREAM, 0, &z) == TS_ALLOC_OK, "z");
+    CHECK(z == b, "a size asked for %d requests ago still kept its range: the 2.5 MiB block went to +%lu half MiB",
+          AGE, (unsigned long)((z - a) / H));
+    check(p, "kept for its size");
+    age_free(p, aged);
+    ts_pool_free(p, a, STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_free(p, c, STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_free(p, x, STREAM, TS_FF_STREAM_ORDERED);
+    ts_pool_free(p, z, STREAM, TS_FF_STREAM_ORDERED);
     finish(p, f);
 }
 
@@ -539,6 +600,7 @@ int main(void)
     layer_plan_bounded();
     no_small_holes();
     exact_fit_first();
+    kept_for_its_size();
     whole_pages_aligned();
     idle_threshold(0);
     /* well above a tick of the coarse clock the pool reads (4-10 ms) */
