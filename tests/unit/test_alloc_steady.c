@@ -391,36 +391,29 @@ static void age_free(ts_pool *p, const uint64_t *aged)
         ts_pool_free(p, aged[i], STREAM, TS_FF_STREAM_ORDERED);
 }
 
-/* Before a plan, a planned block takes the lowest free range unless that
- * leaves a hole smaller than any planned block (under TS_PLAN_MIN) below
- * the next block in use, and a higher range fits exactly: the hole would
- * stay empty, its pages mapped, while its neighbours live.  With no such
- * range, the lowest one that fits is still taken before the top.  (Sizes
- * in half MiB, none of whole pages: those start on a page boundary, see
- * whole_pages_aligned.) */
-static void no_small_holes(void)
+/* Five planned blocks side by side (sizes in half MiB, none of whole
+ * pages: those start on a page boundary, see whole_pages_aligned), the
+ * sizes aged (age_sizes), then the second and fourth freed: two free
+ * ranges between blocks in use. */
+static ts_pool *two_ranges(ts_fake_provider **f, const uint64_t *half_mib, uint64_t *b, uint64_t *aged)
 {
-    ts_fake_provider *f;
-    ts_pool *p = mk(&f, 1024 * MiB, 0, 0, TS_GROW_STEP_PLAN);
+    ts_pool *p = mk(f, 1024 * MiB, 0, 0, TS_GROW_STEP_PLAN);
     ts_pool_stream_add(p, STREAM);
-    static const uint64_t half_mib[] = { 19, 11, 19, 9, 19 };
-    const uint64_t H = MiB / 2;
-    uint64_t b[5], x, y;
     for (int i = 0; i < 5; i++)
-        CHECK(ts_pool_alloc(p, half_mib[i] * H, STREAM, 0, &b[i]) == TS_ALLOC_OK, "block %d", i);
-    CHECK(b[1] == b[0] + 19 * H && b[3] == b[2] + 19 * H, "blocks not side by side");
-    uint64_t aged[AGE];
+        CHECK(ts_pool_alloc(p, half_mib[i] * MiB / 2, STREAM, 0, &b[i]) == TS_ALLOC_OK, "block %d", i);
+    CHECK(b[1] == b[0] + half_mib[0] * MiB / 2 && b[3] == b[2] + half_mib[2] * MiB / 2, "blocks not side by side");
     age_sizes(p, aged);
     ts_pool_free(p, b[1], STREAM, TS_FF_STREAM_ORDERED);
     ts_pool_free(p, b[3], STREAM, TS_FF_STREAM_ORDERED);
-    CHECK(ts_pool_alloc(p, 9 * H, STREAM, 0, &x) == TS_ALLOC_OK, "x");
-    CHECK(x == b[3], "a 4.5 MiB block went to +%lu half MiB, not to the 4.5 MiB range at +%lu (the 5.5 MiB one "
-          "at +%lu leaves a 1 MiB hole)", (unsigned long)((x - b[0]) / H), (unsigned long)((b[3] - b[0]) / H),
-          (unsigned long)((b[1] - b[0]) / H));
-    CHECK(ts_pool_alloc(p, 9 * H, STREAM, 0, &y) == TS_ALLOC_OK, "y");
-    CHECK(y == b[1], "with no exact range left, a 4.5 MiB block went to +%lu half MiB, not to the lowest fit +%lu",
-          (unsigned long)((y - b[0]) / H), (unsigned long)((b[1] - b[0]) / H));
-    check(p, "no small holes");
+    return p;
+}
+
+/* The pool checked, then every block freed: the three left of two_ranges,
+ * the two the test placed (x, y) and the aged ones. */
+static void two_ranges_done(ts_pool *p, ts_fake_provider *f, const uint64_t *b, uint64_t x, uint64_t y,
+                            const uint64_t *aged, const char *what)
+{
+    check(p, what);
     age_free(p, aged);
     for (int i = 0; i < 5; i += 2)
         ts_pool_free(p, b[i], STREAM, TS_FF_STREAM_ORDERED);
@@ -429,25 +422,40 @@ static void no_small_holes(void)
     finish(p, f);
 }
 
+/* Before a plan, a planned block takes the lowest free range unless that
+ * leaves a hole smaller than any planned block (under TS_PLAN_MIN) below
+ * the next block in use, and a higher range fits exactly: the hole would
+ * stay empty, its pages mapped, while its neighbours live.  With no such
+ * range, the lowest one that fits is still taken before the top. */
+static void no_small_holes(void)
+{
+    ts_fake_provider *f;
+    static const uint64_t half_mib[] = { 19, 11, 19, 9, 19 };
+    const uint64_t H = MiB / 2;
+    uint64_t b[5], x = 0, y = 0, aged[AGE];
+    ts_pool *p = two_ranges(&f, half_mib, b, aged);
+    CHECK(ts_pool_alloc(p, 9 * H, STREAM, 0, &x) == TS_ALLOC_OK, "x");
+    CHECK(x == b[3], "a 4.5 MiB block went to +%lu half MiB, not to the 4.5 MiB range at +%lu (the 5.5 MiB one "
+          "at +%lu leaves a 1 MiB hole)", (unsigned long)((x - b[0]) / H), (unsigned long)((b[3] - b[0]) / H),
+          (unsigned long)((b[1] - b[0]) / H));
+    CHECK(ts_pool_alloc(p, 9 * H, STREAM, 0, &y) == TS_ALLOC_OK, "y");
+    CHECK(y == b[1], "with no exact range left, a 4.5 MiB block went to +%lu half MiB, not to the lowest fit +%lu",
+          (unsigned long)((y - b[0]) / H), (unsigned long)((b[1] - b[0]) / H));
+    two_ranges_done(p, f, b, x, y, aged, "no small holes");
+}
+
 /* Before a plan, a planned block takes a range it fills exactly, higher
  * up, before the lowest range that fits (which it would cut, leaving a
  * remainder that only a smaller block fits): the next request, of the
  * lowest range's size, then finds it whole instead of going above every
- * block in use.  (Sizes in half MiB, none of whole pages.) */
+ * block in use. */
 static void exact_fit_first(void)
 {
     ts_fake_provider *f;
-    ts_pool *p = mk(&f, 1024 * MiB, 0, 0, TS_GROW_STEP_PLAN);
-    ts_pool_stream_add(p, STREAM);
     static const uint64_t half_mib[] = { 19, 21, 19, 9, 19 };
     const uint64_t H = MiB / 2;
-    uint64_t b[5], x, y, aged[AGE];
-    for (int i = 0; i < 5; i++)
-        CHECK(ts_pool_alloc(p, half_mib[i] * H, STREAM, 0, &b[i]) == TS_ALLOC_OK, "block %d", i);
-    CHECK(b[1] == b[0] + 19 * H && b[3] == b[2] + 19 * H, "blocks not side by side");
-    age_sizes(p, aged);
-    ts_pool_free(p, b[1], STREAM, TS_FF_STREAM_ORDERED);
-    ts_pool_free(p, b[3], STREAM, TS_FF_STREAM_ORDERED);
+    uint64_t b[5], x = 0, y = 0, aged[AGE];
+    ts_pool *p = two_ranges(&f, half_mib, b, aged);
     CHECK(ts_pool_alloc(p, 9 * H, STREAM, 0, &x) == TS_ALLOC_OK, "x");
     CHECK(x == b[3], "a 4.5 MiB block went to +%lu half MiB, not to the 4.5 MiB range at +%lu (the lowest, "
           "10.5 MiB at +%lu, it would cut)", (unsigned long)((x - b[0]) / H), (unsigned long)((b[3] - b[0]) / H),
@@ -455,13 +463,7 @@ static void exact_fit_first(void)
     CHECK(ts_pool_alloc(p, 21 * H, STREAM, 0, &y) == TS_ALLOC_OK, "y");
     CHECK(y == b[1], "a 10.5 MiB block went to +%lu half MiB, not to the 10.5 MiB range at +%lu",
           (unsigned long)((y - b[0]) / H), (unsigned long)((b[1] - b[0]) / H));
-    check(p, "exact fit first");
-    age_free(p, aged);
-    for (int i = 0; i < 5; i += 2)
-        ts_pool_free(p, b[i], STREAM, TS_FF_STREAM_ORDERED);
-    ts_pool_free(p, x, STREAM, TS_FF_STREAM_ORDERED);
-    ts_pool_free(p, y, STREAM, TS_FF_STREAM_ORDERED);
-    finish(p, f);
+    two_ranges_done(p, f, b, x, y, aged, "exact fit first");
 }
 
 /* Before a plan, a free range of a size asked for lately is kept for that
