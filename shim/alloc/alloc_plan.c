@@ -81,6 +81,10 @@ typedef struct plan_rec {
     uint64_t freed_at; /* allocation count when freed, PLAN_LIVE while live */
 } plan_rec;
 
+typedef struct plan_asked {
+    uint64_t rsize, at;
+} plan_asked;
+
 typedef struct plan_slot {
     uint64_t rsize, stream, addr;
     uint64_t a, f; /* lifetime in the period: allocated at a, freed before f (f <= a + p) */
@@ -130,9 +134,7 @@ struct ts_plan {
     uint64_t resync_mask;
     /* The sizes asked for, each with the last request that did (by a hash
      * of the size, the later overwriting: asked_lately) */
-    struct {
-        uint64_t rsize, at;
-    } asked[1 << PLAN_ASKED_LOG];
+    plan_asked asked[1 << PLAN_ASKED_LOG];
     uint8_t *keep;  /* the pages the plan needs (plan_pages): moves take others first */
     ts_block *near; /* the block placed last: where the next walk starts */
     ts_plan_stats st;
@@ -149,7 +151,7 @@ static size_t asked_slot(uint64_t rsize)
  * as the table remembers: a size another overwrote counts as not asked). */
 static bool asked_lately(const ts_plan *pl, uint64_t rsize)
 {
-    const __typeof__(pl->asked[0]) *a = &pl->asked[asked_slot(rsize)];
+    const plan_asked *a = &pl->asked[asked_slot(rsize)];
     return a->rsize == rsize && a->at + PLAN_ASKED_LATELY >= pl->n;
 }
 
@@ -934,8 +936,7 @@ void ts_plan_on_alloc(ts_pool *p, ts_block *b)
     ts_plan *pl = p->plan;
     uint64_t o = pl->n++;
     *rec_at(pl, o) = (plan_rec){ b->size, b->stream, b->addr, PLAN_LIVE };
-    pl->asked[asked_slot(b->size)].rsize = b->size;
-    pl->asked[asked_slot(b->size)].at = o;
+    pl->asked[asked_slot(b->size)] = (plan_asked){ b->size, o };
     b->ord = o;
     detect(p, o);
     if (o >= PLAN_WARMUP)
@@ -1085,8 +1086,8 @@ static uint64_t place_in_run(ts_pool *p, int kind, uint64_t start, uint64_t end,
  *   and the layer's smaller activations would otherwise cut the hole the
  *   scores before them left (with random batch lengths, one remainder per
  *   layer, none of whole pages).  Not once a plan is in force: its
- *   packing places the requests it knows, and the blocks its first period
- *   misses with go above its window.
+ *   packing places the requests it knows, and a block that misses its
+ *   place goes above the plan's window.
  * - A range that would leave a hole smaller than TS_PLAN_MIN below the
  *   next block in use is passed over while a higher one fits or leaves
  *   more: no planned block fits such a hole, so it would stay empty with
@@ -1112,8 +1113,7 @@ static uint64_t lowest_range(ts_pool *p, int kind, uint64_t from, uint64_t rsize
         if (len && kind == TS_KIND_PLANNED) {
             if (len == rsize)
                 return start;
-            if (lowest == UINT64_MAX && !p->plan->period && !getenv("X_NOKEEP")
-                && asked_lately(p->plan, len)) {
+            if (lowest == UINT64_MAX && !p->plan->period && asked_lately(p->plan, len)) {
                 if (kept == UINT64_MAX)
                     kept = place_in_run(p, kind, start, b->addr, rsize, &kept_holed);
                 continue;
